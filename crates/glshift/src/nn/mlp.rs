@@ -1,0 +1,305 @@
+//! G as a stack of blocks `Linear → [BatchNorm] → activation → [dropout]`.
+
+use ndarray::{Array2, ArrayView2, Zip};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::activation::Activation;
+use super::batchnorm::{column_stats, BatchNorm, BnCache, BnGrad};
+use super::linear::{Linear, LinearGrad};
+use super::network::Forward;
+use crate::Real;
+
+/// One block of G: `Linear → [BatchNorm] → activation → [inverted dropout]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Block<T> {
+    /// Dense map `in → out`.
+    pub linear: Linear<T>,
+    /// BatchNorm over the `out` features, if enabled.
+    pub bn: Option<BatchNorm<T>>,
+    /// Non-linearity (`Identity` for a last block without activation).
+    pub activation: Activation,
+    /// Dropout probability p in [0, 1); training mode only.
+    pub dropout: f32,
+}
+
+/// Gradients of a [`Block`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockGrad<T> {
+    /// Gradients of the dense map.
+    pub linear: LinearGrad<T>,
+    /// Gradients of γ, β when the block has BatchNorm.
+    pub bn: Option<BnGrad<T>>,
+}
+
+/// Per-block forward cache.
+#[derive(Clone, Debug)]
+pub(crate) struct BlockCache<T> {
+    bn: Option<BnCache<T>>,
+    /// Activation output before dropout (only kept when a mask was applied; otherwise the
+    /// block output is the activation output).
+    pre_dropout: Option<Array2<T>>,
+    /// Dropout mask with entries 0 or 1/(1 − p), `n × out`.
+    mask: Option<Array2<T>>,
+}
+
+/// Whole-G forward cache.
+#[derive(Clone, Debug)]
+pub(crate) struct MlpCache<T> {
+    /// `inputs[l]` is the input of block `l` (`inputs[0]` a copy of x). The output of the last
+    /// block is not stored here: it is `Pass::z`.
+    inputs: Vec<Array2<T>>,
+    blocks: Vec<BlockCache<T>>,
+}
+
+/// Inverted-dropout mask `n × d`: each entry is 0 with probability `p`, else 1/(1 − p), drawn
+/// from `rng` in row-major order.
+pub fn dropout_mask<T: Real>(n: usize, d: usize, p: f32, rng: &mut ChaCha8Rng) -> Array2<T> {
+    let keep = T::from_f64_(1.0 / (1.0 - p as f64));
+    Array2::from_shape_simple_fn((n, d), || {
+        if rng.random::<f32>() < p {
+            T::zero()
+        } else {
+            keep
+        }
+    })
+}
+
+impl<T: Real> Block<T> {
+    /// Forward on `x` (`n × in`) → output (`n × out`) and cache. BatchNorm statistics come from
+    /// rows `0..fw.stats_rows`; dropout only when `fw.train` and `p > 0`.
+    pub(crate) fn forward(
+        &self,
+        x: ArrayView2<T>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> (Array2<T>, BlockCache<T>) {
+        let h = self.linear.forward(x);
+        let (mut h, bn) = match &self.bn {
+            Some(bn) => {
+                let (y, cache) = bn.forward(h, fw.stats_rows);
+                (y, Some(cache))
+            }
+            None => (h, None),
+        };
+        self.activation.forward_inplace(&mut h);
+        if fw.train && self.dropout > 0.0 {
+            let mask = dropout_mask::<T>(h.nrows(), h.ncols(), self.dropout, rng);
+            let out = &h * &mask;
+            (
+                out,
+                BlockCache {
+                    bn,
+                    pre_dropout: Some(h),
+                    mask: Some(mask),
+                },
+            )
+        } else {
+            (
+                h,
+                BlockCache {
+                    bn,
+                    pre_dropout: None,
+                    mask: None,
+                },
+            )
+        }
+    }
+
+    /// Backward given the block input `x`, its output `out`, the cache and `d_out = ∂ℓ/∂out`
+    /// (consumed). Returns the parameter gradients and, when `need_dx`, ∂ℓ/∂x.
+    pub(crate) fn backward(
+        &self,
+        x: ArrayView2<T>,
+        out: ArrayView2<T>,
+        cache: &BlockCache<T>,
+        mut d: Array2<T>,
+        need_dx: bool,
+    ) -> (BlockGrad<T>, Option<Array2<T>>) {
+        let act_out = match (&cache.mask, &cache.pre_dropout) {
+            (Some(mask), Some(pre)) => {
+                Zip::from(&mut d).and(mask).for_each(|d, &m| *d = *d * m);
+                pre.view()
+            }
+            _ => out,
+        };
+        self.activation.backward_inplace(act_out, &mut d);
+        let bn = match (&self.bn, &cache.bn) {
+            (Some(bn), Some(c)) => {
+                let (g, dx) = bn.backward(c, d);
+                d = dx;
+                Some(g)
+            }
+            _ => None,
+        };
+        let (linear, dx) = self.linear.backward(x, d.view(), need_dx);
+        (BlockGrad { linear, bn }, dx)
+    }
+}
+
+/// G: blocks applied in order; the last block's width is the dimension of Z.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mlp<T> {
+    /// Blocks, input side first.
+    pub blocks: Vec<Block<T>>,
+}
+
+impl<T: Real> Mlp<T> {
+    /// Forward on `x` (`n × in`) → `z` (`n × z_dim`) and the cache for [`Mlp::backward`].
+    pub(crate) fn forward(
+        &self,
+        x: ArrayView2<T>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> (Array2<T>, MlpCache<T>) {
+        let nb = self.blocks.len();
+        let mut inputs = Vec::with_capacity(nb);
+        let mut caches = Vec::with_capacity(nb);
+        inputs.push(x.to_owned());
+        let mut z = None;
+        for (l, block) in self.blocks.iter().enumerate() {
+            let (out, cache) = block.forward(inputs[l].view(), fw, rng);
+            caches.push(cache);
+            if l + 1 < nb {
+                inputs.push(out);
+            } else {
+                z = Some(out);
+            }
+        }
+        (
+            z.expect("G has at least one block"),
+            MlpCache {
+                inputs,
+                blocks: caches,
+            },
+        )
+    }
+
+    /// Backward from `dz = ∂ℓ/∂z` (`n × z_dim`, consumed), `z` being the forward's output.
+    /// Returns one gradient per block; ∂ℓ/∂x is not computed.
+    pub(crate) fn backward(
+        &self,
+        cache: &MlpCache<T>,
+        z: ArrayView2<T>,
+        dz: Array2<T>,
+    ) -> Vec<BlockGrad<T>> {
+        let nb = self.blocks.len();
+        let mut grads = Vec::with_capacity(nb);
+        let mut d = dz;
+        for l in (0..nb).rev() {
+            let out = if l + 1 == nb {
+                z
+            } else {
+                cache.inputs[l + 1].view()
+            };
+            let (g, dx) =
+                self.blocks[l].backward(cache.inputs[l].view(), out, &cache.blocks[l], d, l > 0);
+            grads.push(g);
+            match dx {
+                Some(dx) => d = dx,
+                None => break,
+            }
+        }
+        grads.reverse();
+        grads
+    }
+
+    /// Evaluation-mode forward (no dropout, no cache): `x` (`n × in`) → `z`. Each BatchNorm
+    /// uses the statistics of `stats_x` (`m × in`, propagated through the same layers) or, when
+    /// `None`, of `x` itself.
+    pub(crate) fn eval(&self, x: ArrayView2<T>, stats_x: Option<ArrayView2<T>>) -> Array2<T> {
+        let last_bn = self.blocks.iter().rposition(|b| b.bn.is_some());
+        let mut h = x.to_owned();
+        // The statistics rows are only carried as far as the last BatchNorm block.
+        let mut s = match (stats_x, last_bn) {
+            (Some(s), Some(_)) => Some(s.to_owned()),
+            _ => None,
+        };
+        for (l, block) in self.blocks.iter().enumerate() {
+            h = block.linear.forward(h.view());
+            if let Some(bn) = &block.bn {
+                match s.as_mut() {
+                    Some(sv) => {
+                        let mut hs = block.linear.forward(sv.view());
+                        let (mean, rstd) = column_stats(hs.view());
+                        bn.apply_inplace(&mut h, &mean, &rstd);
+                        bn.apply_inplace(&mut hs, &mean, &rstd);
+                        *sv = hs;
+                    }
+                    None => {
+                        let (mean, rstd) = column_stats(h.view());
+                        bn.apply_inplace(&mut h, &mean, &rstd);
+                    }
+                }
+            } else if let Some(sv) = s.as_mut() {
+                *sv = block.linear.forward(sv.view());
+            }
+            block.activation.forward_inplace(&mut h);
+            if Some(l) == last_bn {
+                s = None;
+            } else if let Some(sv) = s.as_mut() {
+                block.activation.forward_inplace(sv);
+            }
+        }
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::testutil::{assert_grad_close, fd_grad, random_matrix};
+    use rand::SeedableRng;
+
+    #[test]
+    fn dropout_with_fixed_mask_gradient_matches_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let mut block = Block {
+            linear: Linear::<f64>::init_normal(3, 5, 0.8, &mut rng),
+            bn: None,
+            activation: Activation::Tanh,
+            dropout: 0.5,
+        };
+        block.linear.b = ndarray::Array1::from(vec![0.1, -0.1, 0.2, 0.0, 0.3]);
+        let x = random_matrix(6, 3, &mut rng);
+        let r = random_matrix(6, 5, &mut rng);
+        let fw = Forward {
+            train: true,
+            stats_rows: 6,
+        };
+        // The same seed gives the same mask at every evaluation.
+        let loss = |b: &Block<f64>, x: &Array2<f64>| {
+            let mut mrng = ChaCha8Rng::seed_from_u64(99);
+            (&b.forward(x.view(), &fw, &mut mrng).0 * &r).sum()
+        };
+        let mut mrng = ChaCha8Rng::seed_from_u64(99);
+        let (out, cache) = block.forward(x.view(), &fw, &mut mrng);
+        let mask = cache.mask.as_ref().unwrap();
+        assert!(mask.iter().any(|&m| m == 0.0) && mask.iter().any(|&m| m == 2.0));
+        assert!(mask.iter().all(|&m| m == 0.0 || m == 2.0));
+        let (g, dx) = block.backward(x.view(), out.view(), &cache, r.clone(), true);
+
+        let num_x = fd_grad(x.as_slice().unwrap(), |v| {
+            loss(&block, &Array2::from_shape_vec((6, 3), v.to_vec()).unwrap())
+        });
+        assert_grad_close(dx.unwrap().as_slice().unwrap(), &num_x, "dropout dx");
+        let num_w = fd_grad(block.linear.w.as_slice().unwrap(), |v| {
+            let mut b = block.clone();
+            b.linear.w.as_slice_mut().unwrap().copy_from_slice(v);
+            loss(&b, &x)
+        });
+        assert_grad_close(g.linear.dw.as_slice().unwrap(), &num_w, "dropout dW");
+    }
+
+    #[test]
+    fn dropout_mask_rate_and_scale() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mask = dropout_mask::<f32>(200, 50, 0.3, &mut rng);
+        let zeros = mask.iter().filter(|&&m| m == 0.0).count() as f64 / 10_000.0;
+        assert!((zeros - 0.3).abs() < 0.02, "drop rate {zeros}");
+        assert!(mask
+            .iter()
+            .all(|&m| m == 0.0 || (m - 1.0 / 0.7).abs() < 1e-6));
+    }
+}
