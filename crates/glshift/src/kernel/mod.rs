@@ -1,0 +1,171 @@
+//! Gaussian feature kernels, the bandwidth rule, conditional mean embeddings (CME), MCMD and
+//! the two MUL objectives J_DU and J_TU, with their gradients with respect to the features.
+//!
+//! The paper (section "Conditional Metric Operator") writes every estimator with n×n
+//! inverses (L̃ = εnI + L). Because the label Gram has the form L = Y B Yᵀ, all of them
+//! collapse to c×c algebra on W = (εnI + BN)⁻¹B and S = Yᵀ K Y (see
+//! `shared/docs/mcmd-math.md`); [`reference`](mod@reference) keeps the literal dense formulas as the test
+//! oracle.
+//!
+//! Conventions: `z` is n×d (one row per sample), `y` is n×c (one-hot or soft labels),
+//! the feature kernel is K_ij = exp(−‖z_i − z_j‖²/h), and h is a constant in backprop.
+
+mod bandwidth;
+mod cme;
+mod gram;
+mod mcmd;
+pub mod reference;
+#[cfg(test)]
+mod tests;
+
+pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
+pub use cme::cme_coefficients;
+pub use gram::{kernel_sum, kernel_sum_backward};
+pub use mcmd::{embedding_gram, j_du, j_tu, mcmd2_matrix};
+
+use crate::{Error, Real, Result};
+use ndarray::{Array2, ArrayView2};
+
+/// Label kernel, given by its Gram matrix B (c×c) on the one-hot basis vectors, so that
+/// the label Gram of a label matrix Y is L = Y B Yᵀ.
+///
+/// - `Linear`: B = I (valid for one-hot and soft labels).
+/// - `Gaussian { sigma }`: k(y, y') = exp(−‖y − y'‖²/σ_Y) on one-hot vectors, i.e.
+///   B = (1 − γ)I + γ11ᵀ with γ = exp(−2/σ_Y). With soft labels, L = Y B Yᵀ is its bilinear
+///   extension (the convention of the reference and of `mcmd-math.md`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LabelKernel {
+    Linear,
+    Gaussian { sigma: f64 },
+}
+
+impl LabelKernel {
+    /// The c×c basis Gram matrix B.
+    pub fn basis_gram(&self, c: usize) -> Array2<f64> {
+        match *self {
+            LabelKernel::Linear => Array2::eye(c),
+            LabelKernel::Gaussian { sigma } => {
+                let gamma = (-2.0 / sigma).exp();
+                Array2::from_shape_fn((c, c), |(k, l)| if k == l { 1.0 } else { gamma })
+            }
+        }
+    }
+
+    /// Rejects σ_Y ≤ 0 or non-finite: B would stop being positive definite (γ ≥ 1).
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            LabelKernel::Gaussian { sigma } if !(sigma.is_finite() && sigma > 0.0) => Err(
+                Error::param("label_kernel.sigma", sigma, "must be finite and > 0"),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Hyper-parameters of the MCMD estimators: the regulariser ε of L̃ = εnI + L and the
+/// label kernel.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct McmdParams {
+    pub eps: f64,
+    pub label_kernel: LabelKernel,
+}
+
+impl McmdParams {
+    /// Checks ε > 0 (finite) and the label kernel.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.eps.is_finite() && self.eps > 0.0) {
+            return Err(Error::param("eps", self.eps, "must be finite and > 0"));
+        }
+        self.label_kernel.validate()
+    }
+}
+
+/// One domain's labelled rows: `z` (n×d features), `y` (n×c one-hot or soft labels).
+#[derive(Clone, Copy, Debug)]
+pub struct Labelled<'a, T> {
+    pub z: ArrayView2<'a, T>,
+    pub y: ArrayView2<'a, T>,
+}
+
+impl<'a, T> Labelled<'a, T> {
+    pub fn new(z: ArrayView2<'a, T>, y: ArrayView2<'a, T>) -> Self {
+        Labelled { z, y }
+    }
+}
+
+/// A scalar objective and its gradient with respect to the features `z` (same shape as z).
+#[derive(Clone, Debug)]
+pub struct TermGrad<T> {
+    pub value: f64,
+    pub grad: Array2<T>,
+}
+
+/// J_TU and its gradients with respect to the source and target features.
+#[derive(Clone, Debug)]
+pub struct TuGrad<T> {
+    pub value: f64,
+    pub grad_s: Array2<T>,
+    pub grad_t: Array2<T>,
+}
+
+fn shape_err(what: impl Into<String>, expected: impl ToString, found: impl ToString) -> Error {
+    Error::Shape {
+        what: what.into(),
+        expected: expected.to_string(),
+        found: found.to_string(),
+    }
+}
+
+/// Checks one labelled block: at least one row, z and y row counts agree, y has `c`
+/// columns and `z` has `d` columns when given, and all values are finite.
+fn check_labelled<T: Real>(
+    x: &Labelled<T>,
+    name: &str,
+    d: Option<usize>,
+    c: Option<usize>,
+) -> Result<()> {
+    let (n, zd) = x.z.dim();
+    if n == 0 {
+        return Err(shape_err(format!("{name}.z rows"), "at least 1", 0));
+    }
+    if x.y.nrows() != n {
+        return Err(shape_err(
+            format!("{name}.y rows (= {name}.z rows)"),
+            n,
+            x.y.nrows(),
+        ));
+    }
+    if x.y.ncols() == 0 {
+        return Err(shape_err(
+            format!("{name}.y columns (classes)"),
+            "at least 1",
+            0,
+        ));
+    }
+    if let Some(d) = d.filter(|&d| d != zd) {
+        return Err(shape_err(format!("{name}.z columns (feature dim)"), d, zd));
+    }
+    if let Some(c) = c.filter(|&c| c != x.y.ncols()) {
+        return Err(shape_err(
+            format!("{name}.y columns (classes)"),
+            c,
+            x.y.ncols(),
+        ));
+    }
+    if x.z.iter().any(|v| !v.is_finite()) {
+        return Err(Error::bad_data(format!("{name}.z"), "contains NaN or Inf"));
+    }
+    if x.y.iter().any(|v| !v.is_finite()) {
+        return Err(Error::bad_data(format!("{name}.y"), "contains NaN or Inf"));
+    }
+    Ok(())
+}
+
+fn check_h(h: f64) -> Result<()> {
+    if h.is_finite() && h > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::param("h (bandwidth)", h, "must be finite and > 0"))
+    }
+}
