@@ -1,0 +1,106 @@
+//! Floor on the estimated target prior (pitfall 3).
+
+use super::ShiftEstimate;
+
+/// Sets estimated target-prior entries below `floor` to 0, renormalises the rest to sum 1 and
+/// recomputes the weights as `w_k = p̂ᵗ_k / pˢ_k` (0 where `pˢ_k = 0`).
+///
+/// Why: once target rows are predicted into a class absent from the target, BBSE gives that
+/// class a small `p̂ᵗ > 0`; the weighted losses then pull the source class onto those rows and
+/// the drift reinforces itself. Zeroing small estimates cuts the loop (0.03 was used in the
+/// reference measurements, not tuned).
+///
+/// Never zeroes everything: if every entry is below the floor (e.g. `floor > 1/c`), the floor
+/// says nothing about which classes are absent, an all-zero prior is not a distribution and
+/// all-zero weights would erase every source row, so `est` is returned unchanged. A `floor`
+/// ≤ 0 or NaN zeroes nothing. `objective` is copied from `est` (the QP optimum before the
+/// floor). If `source_prior` does not have the length of `est`, or has a zero where a kept
+/// class is, the kept weights are rescaled as `w_k / s` instead (`s` = kept prior mass),
+/// which is the same value when `est.target_prior = est.weights ⊙ pˢ`.
+pub fn apply_prior_floor(est: &ShiftEstimate, source_prior: &[f64], floor: f64) -> ShiftEstimate {
+    let below = |p: f64| p.partial_cmp(&floor) == Some(std::cmp::Ordering::Less);
+    let keep: Vec<bool> = est.target_prior.iter().map(|&p| !below(p)).collect();
+    let s: f64 = est
+        .target_prior
+        .iter()
+        .zip(&keep)
+        .filter(|(_, &k)| k)
+        .map(|(p, _)| p)
+        .sum();
+    if !(keep.iter().any(|&k| k) && s.is_finite() && s > 0.0) {
+        return est.clone();
+    }
+    let target_prior: Vec<f64> = est
+        .target_prior
+        .iter()
+        .zip(&keep)
+        .map(|(&p, &k)| if k { p / s } else { 0.0 })
+        .collect();
+    let same_len =
+        source_prior.len() == target_prior.len() && est.weights.len() == target_prior.len();
+    let weights = (0..target_prior.len())
+        .map(|k| match (keep[k], same_len) {
+            (false, _) => 0.0,
+            (true, true) if source_prior[k] > 0.0 => target_prior[k] / source_prior[k],
+            (true, true) if target_prior[k] == 0.0 => 0.0,
+            (true, _) => est.weights.get(k).map_or(0.0, |w| w / s),
+        })
+        .collect();
+    ShiftEstimate {
+        weights,
+        target_prior,
+        objective: est.objective,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(prior: &[f64], ps: &[f64]) -> ShiftEstimate {
+        let weights = prior.iter().zip(ps).map(|(p, s)| p / s).collect();
+        ShiftEstimate {
+            weights,
+            target_prior: prior.to_vec(),
+            objective: 0.5,
+        }
+    }
+
+    #[test]
+    fn floor_zeroes_small_classes_and_renormalises() {
+        let ps = [0.25, 0.25, 0.2, 0.3];
+        let e = est(&[0.5, 0.02, 0.38, 0.1], &ps);
+        let f = apply_prior_floor(&e, &ps, 0.03);
+        assert_eq!(f.target_prior[1], 0.0);
+        assert_eq!(f.weights[1], 0.0);
+        assert!((f.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!((f.target_prior[0] - 0.5 / 0.98).abs() < 1e-12);
+        let wp: f64 = f.weights.iter().zip(&ps).map(|(w, p)| w * p).sum();
+        assert!((wp - 1.0).abs() < 1e-12);
+        for ((w, p), t) in f.weights.iter().zip(ps).zip(&f.target_prior) {
+            assert!((w * p - t).abs() < 1e-12);
+        }
+        assert_eq!(f.objective, 0.5);
+    }
+
+    #[test]
+    fn floor_leaves_estimate_unchanged_when_all_entries_are_below() {
+        let ps = [0.25; 4];
+        let e = est(&[0.25; 4], &ps);
+        let f = apply_prior_floor(&e, &ps, 0.3);
+        assert_eq!(f.target_prior, e.target_prior);
+        assert_eq!(f.weights, e.weights);
+        let g = apply_prior_floor(&e, &ps, f64::NAN);
+        assert_eq!(g.target_prior, e.target_prior);
+    }
+
+    #[test]
+    fn floor_with_mismatched_source_prior_rescales_weights_without_nan() {
+        let ps = [0.5, 0.3, 0.2];
+        let e = est(&[0.6, 0.39, 0.01], &ps);
+        let f = apply_prior_floor(&e, &[0.5, 0.5], 0.03);
+        assert!(f.weights.iter().all(|w| w.is_finite()));
+        assert!((f.weights[0] - 0.6 / 0.99 / 0.5).abs() < 1e-12);
+        assert_eq!(f.weights[2], 0.0);
+    }
+}

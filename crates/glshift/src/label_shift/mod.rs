@@ -1,0 +1,43 @@
+//! Label-shift estimation: BBSE in its QP form (Lipton et al. 2018; Combes et al. 2020),
+//! eq. `BBSE_QP_estimation` of the paper:
+//!
+//! ```text
+//! ŵ = argmin_w ‖q − C w‖²   s.t.  w ≥ 0,  wᵀpˢ = 1,      p̂ᵗ = ŵ ⊙ pˢ
+//! ```
+//!
+//! with `C_jk = P̂_hold(ŷ = j | y = k) · pˢ_k` (c × c, see [`confusion_matrix`]),
+//! `q_j = P̂_target(ŷ = j)` (length c, see [`predicted_distribution`]) and
+//! `pˢ_k = P̂_source(y = k)` (length c, see [`class_prior`]). The cross-entropy weight of a
+//! source row with label k is `ŵ_k`.
+//!
+//! Typical use: split the source with [`stratified_holdout`], train on the train part,
+//! build `C` on the hold-out, `q` on the target, call [`bbse_qp`], then [`apply_prior_floor`].
+//! The three pitfalls of `docs/pitfalls-label-shift.md` handled here: (1) a class without
+//! hold-out rows keeps a non-erasing column, (2) `C` uses the full-source prior, (3) a floor on
+//! the estimated prior.
+
+mod bbse_qp;
+mod confusion;
+mod floor;
+mod holdout;
+mod polish;
+mod prior;
+#[cfg(test)]
+mod tests;
+
+pub use bbse_qp::bbse_qp;
+pub use confusion::{confusion_matrix, Confusion};
+pub use floor::apply_prior_floor;
+pub use holdout::stratified_holdout;
+pub use prior::{class_prior, predicted_distribution};
+
+/// Result of [`bbse_qp`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ShiftEstimate {
+    /// Importance weights `w` (length c), `w ≥ 0`, `wᵀpˢ = 1`.
+    pub weights: Vec<f64>,
+    /// Estimated target prior `p̂ᵗ = w ⊙ pˢ` (length c, sums to 1).
+    pub target_prior: Vec<f64>,
+    /// `‖q − C w‖²` at the solution of the QP.
+    pub objective: f64,
+}

@@ -1,0 +1,182 @@
+//! Class priors, predicted distributions and the input checks shared by the module.
+
+use ndarray::{ArrayView1, ArrayView2};
+
+use crate::{Error, Result};
+
+/// Tolerance on `|Σ_j probs_ij − 1|` for a row of class probabilities.
+pub(crate) const ROW_SUM_TOL: f64 = 1e-3;
+/// Tolerance on `|Σ_k pˢ_k − 1|` for a class prior.
+pub(crate) const PRIOR_SUM_TOL: f64 = 1e-6;
+
+/// Class prior from labels: `p_k = #{y = k} / n` (length c).
+///
+/// Errors if `c == 0`, `labels` is empty or any label is `>= c`.
+pub fn class_prior(labels: &[usize], c: usize) -> Result<Vec<f64>> {
+    if c == 0 {
+        return Err(Error::param("c", c, "need at least one class"));
+    }
+    if labels.is_empty() {
+        return Err(Error::bad_data(
+            "labels",
+            "no rows to estimate a class prior from",
+        ));
+    }
+    check_labels(labels, c, "labels")?;
+    let mut p = vec![0.0; c];
+    for &y in labels {
+        p[y] += 1.0;
+    }
+    let n = labels.len() as f64;
+    p.iter_mut().for_each(|v| *v /= n);
+    Ok(p)
+}
+
+/// Predicted class distribution on the target: `q_j = (1/n) Σ_i P(ŷ_i = j)` (length c).
+///
+/// `probs` is n × c (rows are class probabilities summing to 1 within 1e-3). `soft = false`
+/// counts the one-hot argmax of each row (ties go to the lowest index); `soft = true` averages
+/// the probabilities (each row renormalised to sum exactly 1).
+pub fn predicted_distribution(probs: ArrayView2<f32>, soft: bool) -> Result<Vec<f64>> {
+    check_probs(probs, "target probabilities")?;
+    let (n, c) = probs.dim();
+    let mut q = vec![0.0; c];
+    for row in probs.rows() {
+        add_prediction(row, soft, |j, v| q[j] += v);
+    }
+    q.iter_mut().for_each(|v| *v /= n as f64);
+    Ok(q)
+}
+
+/// Calls `add(j, P(ŷ = j))` for the prediction of one (already checked) row.
+pub(crate) fn add_prediction(row: ArrayView1<f32>, soft: bool, mut add: impl FnMut(usize, f64)) {
+    if soft {
+        let s: f64 = row.iter().map(|&v| v as f64).sum();
+        row.iter()
+            .enumerate()
+            .for_each(|(j, &v)| add(j, v as f64 / s));
+    } else {
+        let mut best = 0;
+        for (j, &v) in row.iter().enumerate() {
+            if v > row[best] {
+                best = j;
+            }
+        }
+        add(best, 1.0);
+    }
+}
+
+/// Every label `< c`.
+pub(crate) fn check_labels(labels: &[usize], c: usize, what: &str) -> Result<()> {
+    match labels.iter().enumerate().find(|&(_, &y)| y >= c) {
+        Some((i, y)) => Err(Error::bad_data(
+            what,
+            format!("label {y} at row {i} is out of range for {c} classes"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// n × c with n, c ≥ 1, entries finite and ≥ 0, rows summing to 1 within [`ROW_SUM_TOL`].
+pub(crate) fn check_probs(probs: ArrayView2<f32>, what: &str) -> Result<()> {
+    let (n, c) = probs.dim();
+    if n == 0 || c == 0 {
+        return Err(Error::bad_data(
+            what,
+            format!("empty probability matrix ({n} × {c})"),
+        ));
+    }
+    for (i, row) in probs.rows().into_iter().enumerate() {
+        let mut s = 0.0f64;
+        for (j, &v) in row.iter().enumerate() {
+            if !v.is_finite() || v < 0.0 {
+                return Err(Error::bad_data(
+                    what,
+                    format!("entry ({i}, {j}) = {v} is not a finite non-negative probability"),
+                ));
+            }
+            s += v as f64;
+        }
+        if (s - 1.0).abs() > ROW_SUM_TOL {
+            return Err(Error::bad_data(what, format!("row {i} sums to {s}, not 1")));
+        }
+    }
+    Ok(())
+}
+
+/// Length c, entries finite and ≥ 0, summing to 1 within [`PRIOR_SUM_TOL`].
+pub(crate) fn check_prior(prior: &[f64], c: usize, what: &str) -> Result<()> {
+    check_len(prior.len(), c, what)?;
+    if let Some((k, v)) = prior
+        .iter()
+        .enumerate()
+        .find(|&(_, v)| !v.is_finite() || *v < 0.0)
+    {
+        return Err(Error::bad_data(
+            what,
+            format!("entry {k} = {v} is not a finite non-negative probability"),
+        ));
+    }
+    let s: f64 = prior.iter().sum();
+    if (s - 1.0).abs() > PRIOR_SUM_TOL {
+        return Err(Error::bad_data(what, format!("sums to {s}, not 1")));
+    }
+    Ok(())
+}
+
+/// [`Error::Shape`] unless `found == expected`.
+pub(crate) fn check_len(found: usize, expected: usize, what: &str) -> Result<()> {
+    if found == expected {
+        return Ok(());
+    }
+    Err(Error::Shape {
+        what: what.to_string(),
+        expected: format!("length {expected}"),
+        found: format!("length {found}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn class_prior_counts_frequencies_and_rejects_bad_labels() {
+        let p = class_prior(&[0, 2, 2, 1, 2], 4).unwrap();
+        assert_eq!(p, vec![0.2, 0.2, 0.6, 0.0]);
+        assert!(class_prior(&[], 3).is_err());
+        assert!(class_prior(&[0, 3], 3).is_err());
+        assert!(class_prior(&[0], 0).is_err());
+    }
+
+    #[test]
+    fn predicted_distribution_hard_counts_argmax_soft_averages() {
+        let probs = array![
+            [0.7f32, 0.2, 0.1],
+            [0.1, 0.5, 0.4],
+            [0.2, 0.2, 0.6],
+            [0.6, 0.3, 0.1]
+        ];
+        let hard = predicted_distribution(probs.view(), false).unwrap();
+        assert_eq!(hard, vec![0.5, 0.25, 0.25]);
+        let soft = predicted_distribution(probs.view(), true).unwrap();
+        let expect = [1.6 / 4.0, 1.2 / 4.0, 1.2 / 4.0];
+        for (a, b) in soft.iter().zip(expect) {
+            assert!((a - b).abs() < 1e-6, "{soft:?}");
+        }
+    }
+
+    #[test]
+    fn predicted_distribution_rejects_nan_negative_and_unnormalised_rows() {
+        assert!(predicted_distribution(array![[f32::NAN, 1.0]].view(), false).is_err());
+        assert!(predicted_distribution(array![[f32::INFINITY, 0.0]].view(), true).is_err());
+        assert!(predicted_distribution(array![[-0.1f32, 1.1]].view(), true).is_err());
+        assert!(predicted_distribution(array![[0.5f32, 0.49]].view(), true).is_err());
+        assert!(
+            predicted_distribution(ndarray::Array2::<f32>::zeros((0, 3)).view(), true).is_err()
+        );
+        // within the 1e-3 tolerance
+        assert!(predicted_distribution(array![[0.5f32, 0.4995]].view(), true).is_ok());
+    }
+}
