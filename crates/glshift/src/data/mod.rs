@@ -1,0 +1,107 @@
+//! Loading domains of pre-extracted features, validating them, and preprocessing them.
+//!
+//! A data folder holds one or more domains, each in one of three formats:
+//! - npy: `<domain>_features.npy` (+ optional `<domain>_labels.npy`);
+//! - MATLAB v5: `<domain>.mat` or a single `<domain>_*.mat` (e.g. `amazon_SURF_L10.mat`);
+//! - CSV: `<domain>.csv` with a header row and an optional integer `label` column.
+//!
+//! An optional `classes.txt` (one class name per line) in the folder names the classes of
+//! every domain in it.
+//!
+//! Labels in `.npy` and `.csv` files are taken as 0-based. Labels in `.mat` files are
+//! 1-based (MATLAB convention) when the smallest label over all `.mat` files of the folder
+//! is 1; they are then shifted to 0-based and the domain records
+//! [`LabelRule::OneBasedShifted`]. Deciding per folder (not per file) keeps a target whose
+//! class 1 happens to be missing aligned with its source. Sibling `.mat` files that cannot
+//! be parsed or hold no labels do not take part in that decision.
+//!
+//! Features are f32 in memory; float64 and integer files are converted (see [`load_domain`]).
+
+mod classes;
+mod csv;
+mod discover;
+mod load;
+mod mat;
+mod npy;
+mod preprocess;
+mod validate;
+
+use std::path::PathBuf;
+
+use ndarray::Array2;
+
+/// What a format reader returns, before labels are mapped to class indices and checked.
+struct RawDomain {
+    /// n×d features, standard layout.
+    features: Array2<f32>,
+    /// Labels exactly as stored (integers; not yet shifted or range-checked).
+    labels: Option<Vec<i64>>,
+    /// The file the labels came from (named in label errors).
+    labels_path: PathBuf,
+}
+
+pub use discover::list_domains;
+pub use load::{load_domain, load_pair};
+pub use preprocess::{preprocess, Preprocess};
+pub use validate::check_features;
+
+/// How integer labels in the file were mapped to 0-based class indices (recorded in reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabelRule {
+    /// Labels were used as stored (npy, csv, and `.mat` folders whose smallest label is not 1).
+    ZeroBased,
+    /// MATLAB-style labels 1..=c were shifted down by one.
+    OneBasedShifted,
+}
+
+/// The file format a domain was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileFormat {
+    /// NumPy `.npy` (features and labels in separate files).
+    Npy,
+    /// MATLAB v5 `.mat`.
+    Mat,
+    /// Comma-separated values with a header row.
+    Csv,
+}
+
+/// One domain: features n×d (f32), optional 0-based labels, class names (len c).
+#[derive(Clone, Debug)]
+pub struct Domain {
+    /// Domain name as asked for (e.g. `amazon`).
+    pub name: String,
+    /// Features, one row per sample, standard (row-major) layout.
+    pub features: Array2<f32>,
+    /// 0-based class indices, one per row; `None` for an unlabelled domain.
+    pub labels: Option<Vec<usize>>,
+    /// Class names, index = class index. Empty for an unlabelled domain without `classes.txt`.
+    pub class_names: Vec<String>,
+    /// The features file.
+    pub path: PathBuf,
+    /// The format of [`Domain::path`].
+    pub format: FileFormat,
+    /// How the stored labels were mapped to 0-based indices.
+    pub label_rule: LabelRule,
+}
+
+impl Domain {
+    /// Number of samples (rows).
+    pub fn n(&self) -> usize {
+        self.features.nrows()
+    }
+
+    /// Feature dimension (columns).
+    pub fn dim(&self) -> usize {
+        self.features.ncols()
+    }
+
+    /// Number of classes (length of [`Domain::class_names`]).
+    pub fn n_classes(&self) -> usize {
+        self.class_names.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

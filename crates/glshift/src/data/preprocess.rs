@@ -1,0 +1,164 @@
+//! Feature preprocessing fitted on the SOURCE only (the target's statistics are unknown
+//! to a fair method, so they must not leak into the transform). Sums run in f64.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ndarray::{Array2, Axis};
+
+use crate::{Error, Result};
+
+/// Preprocessing applied to source and target with source statistics only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preprocess {
+    /// Features as stored.
+    None,
+    /// Per-column z-score with the source mean and (population) standard deviation.
+    #[default]
+    #[serde(alias = "zscore")]
+    ZScore,
+    /// Each row scaled to unit Euclidean norm (zero rows stay zero).
+    L2,
+    /// Each row divided by its L1 norm (the sum, for bag-of-words counts), then z-score.
+    #[serde(alias = "l1-zscore")]
+    L1ZScore,
+}
+
+impl Preprocess {
+    /// The name used in configs and reports (same as serde's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preprocess::None => "none",
+            Preprocess::ZScore => "z-score",
+            Preprocess::L2 => "l2",
+            Preprocess::L1ZScore => "l1-z-score",
+        }
+    }
+}
+
+impl fmt::Display for Preprocess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Preprocess {
+    type Err = Error;
+    /// Accepts `none`, `z-score`/`zscore`, `l2`, `l1-z-score`/`l1-zscore`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "none" => Ok(Preprocess::None),
+            "z-score" | "zscore" => Ok(Preprocess::ZScore),
+            "l2" => Ok(Preprocess::L2),
+            "l1-z-score" | "l1-zscore" => Ok(Preprocess::L1ZScore),
+            _ => Err(Error::param(
+                "preprocess",
+                s,
+                "expected none, zscore, l2 or l1-zscore",
+            )),
+        }
+    }
+}
+
+/// Applies `how` in place to both matrices, with statistics of `source` only.
+///
+/// - z-score: per column, `(x - mean_s) / std_s`. A column that is constant in the source
+///   (std zero, or below 1e-10·|mean| which is rounding noise) uses std = 1, so it becomes 0
+///   in the source and keeps its offset from the source value in the target; never a
+///   division by zero, never NaN.
+/// - l2: rows divided by their Euclidean norm; a zero row stays zero.
+/// - l1-zscore: rows divided by their L1 norm (= sum for non-negative counts); zero rows
+///   stay zero; then z-score as above.
+///
+/// Errors: different column counts, or an empty source when statistics are needed.
+pub fn preprocess(
+    source: &mut Array2<f32>,
+    target: &mut Array2<f32>,
+    how: Preprocess,
+) -> Result<()> {
+    if source.ncols() != target.ncols() {
+        return Err(Error::Shape {
+            what: "preprocess: target feature dimension".into(),
+            expected: source.ncols().to_string(),
+            found: target.ncols().to_string(),
+        });
+    }
+    match how {
+        Preprocess::None => Ok(()),
+        Preprocess::ZScore => zscore(source, target),
+        Preprocess::L2 => {
+            scale_rows(source, |r| {
+                r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt()
+            });
+            scale_rows(target, |r| {
+                r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt()
+            });
+            Ok(())
+        }
+        Preprocess::L1ZScore => {
+            scale_rows(source, |r| r.iter().map(|&v| f64::from(v).abs()).sum());
+            scale_rows(target, |r| r.iter().map(|&v| f64::from(v).abs()).sum());
+            zscore(source, target)
+        }
+    }
+}
+
+/// Divides each row by `norm(row)`, leaving rows with norm 0 untouched.
+fn scale_rows(x: &mut Array2<f32>, norm: impl Fn(&[f32]) -> f64) {
+    for mut row in x.axis_iter_mut(Axis(0)) {
+        let n = match row.as_slice() {
+            Some(s) => norm(s),
+            None => norm(&row.to_vec()),
+        };
+        if n > 0.0 {
+            row.mapv_inplace(|v| (f64::from(v) / n) as f32);
+        }
+    }
+}
+
+fn zscore(source: &mut Array2<f32>, target: &mut Array2<f32>) -> Result<()> {
+    let n = source.nrows();
+    if n == 0 {
+        return Err(Error::bad_data(
+            "preprocess",
+            "the source is empty: z-score needs its statistics",
+        ));
+    }
+    let d = source.ncols();
+    // Two passes (mean, then squared deviations): accurate for columns with a large offset.
+    let mut mean = vec![0f64; d];
+    for row in source.axis_iter(Axis(0)) {
+        for (m, &v) in mean.iter_mut().zip(row.iter()) {
+            *m += f64::from(v);
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    let mut var = vec![0f64; d];
+    for row in source.axis_iter(Axis(0)) {
+        for ((s, &m), &v) in var.iter_mut().zip(&mean).zip(row.iter()) {
+            *s += (f64::from(v) - m).powi(2);
+        }
+    }
+    let scale: Vec<f64> = var
+        .iter()
+        .zip(&mean)
+        .map(|(&s, &m)| {
+            let std = (s / n as f64).sqrt();
+            // Constant column: std 1 keeps x - mean (0 in the source) instead of 0/0 or noise/noise.
+            if std > 1e-10 * m.abs() && std > 0.0 {
+                std
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    for x in [source, target] {
+        for mut row in x.axis_iter_mut(Axis(0)) {
+            for ((v, &m), &s) in row.iter_mut().zip(&mean).zip(&scale) {
+                *v = ((f64::from(*v) - m) / s) as f32;
+            }
+        }
+    }
+    Ok(())
+}
