@@ -9,6 +9,9 @@
 //! - [`methods`]: `source` and `mul` as losses plugged into one training loop.
 //! - [`synthetic`]: a seeded generalized-label-shift generator (the demo task).
 //! - [`eval`]: scores computed from target labels (evaluation only).
+//! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
+//! - [`protocol`]: UDA, partial-DA and GLS task construction.
+//! - [`output`]: atomic writing of result files.
 
 pub mod data;
 pub mod error;
@@ -17,6 +20,9 @@ pub mod kernel;
 pub mod label_shift;
 pub mod methods;
 pub mod nn;
+pub mod output;
+pub mod pipeline;
+pub mod protocol;
 pub mod real;
 pub mod synthetic;
 

@@ -1,0 +1,260 @@
+//! Hyper-parameters of a fit, with defaults and validation before any work (Params → checked).
+//!
+//! Every default is fixed by a rule that never reads target labels; README.md ("Defaults")
+//! gives each rule and its reasoning.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::Preprocess;
+use crate::kernel::{LabelKernel, McmdParams};
+use crate::nn::{AdamConfig, NetworkConfig};
+use crate::{Error, Result};
+
+/// The adaptation method: the loss it adds to the one training loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum MethodKind {
+    /// No adaptation: cross-entropy on the source, same network and schedule.
+    Source,
+    /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU.
+    #[default]
+    Mul,
+}
+
+impl std::str::FromStr for MethodKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "source" => Ok(MethodKind::Source),
+            "mul" => Ok(MethodKind::Mul),
+            other => Err(Error::param("method", other, "unknown method; known: source, mul")),
+        }
+    }
+}
+
+impl std::fmt::Display for MethodKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MethodKind::Source => "source",
+            MethodKind::Mul => "mul",
+        })
+    }
+}
+
+/// Where the BBSE confusion matrix is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfusionRows {
+    /// A stratified hold-out of source rows that the network never trains on (pitfall 2).
+    Holdout,
+    /// The training rows themselves (cheaper, biased towards C = diag(pˢ)).
+    Train,
+}
+
+/// BBSE-QP settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LabelShiftConfig {
+    pub confusion: ConfusionRows,
+    /// Fraction of each source class held out for the confusion matrix.
+    pub holdout_fraction: f64,
+    /// Soft (probabilities) or hard (argmax) confusion and target prediction distribution.
+    pub soft: bool,
+    /// Estimated target priors below this are set to 0; `None` = the rule 1/(4c).
+    pub prior_floor: Option<f64>,
+}
+
+impl Default for LabelShiftConfig {
+    fn default() -> Self {
+        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None }
+    }
+}
+
+/// MUL's own hyper-parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MulConfig {
+    pub lambda_tu: f64,
+    pub lambda_du: f64,
+    /// Confidence threshold τ for target pseudo-labels.
+    pub tau: f64,
+    /// CME regulariser ε; `None` = the rule 0.01/c.
+    pub eps: Option<f64>,
+    pub label_kernel: LabelKernel,
+    /// Gaussian bandwidth h = multiplier × mean pairwise squared distance of Z.
+    pub bandwidth_multiplier: f64,
+    /// Confident target rows join J_DU once its relative change over `du_window` iterations
+    /// falls below this (the paper's "when the objective value is stable").
+    pub du_stable_tol: f64,
+    pub du_window: usize,
+    /// Ablation switches: importance-weighted CE, J_TU, J_DU.
+    pub importance_weighting: bool,
+    pub use_tu: bool,
+    pub use_du: bool,
+}
+
+impl Default for MulConfig {
+    fn default() -> Self {
+        MulConfig {
+            lambda_tu: 1.0,
+            lambda_du: 0.1,
+            tau: 0.9,
+            eps: None,
+            label_kernel: LabelKernel::Linear,
+            bandwidth_multiplier: 1.0,
+            du_stable_tol: 0.01,
+            du_window: 10,
+            importance_weighting: true,
+            use_tu: true,
+            use_du: true,
+        }
+    }
+}
+
+impl MulConfig {
+    /// ε actually used for `c` classes.
+    pub fn eps_for(&self, c: usize) -> f64 {
+        self.eps.unwrap_or(0.01 / c as f64)
+    }
+
+    pub fn mcmd_params(&self, c: usize) -> McmdParams {
+        McmdParams { eps: self.eps_for(c), label_kernel: self.label_kernel }
+    }
+}
+
+/// Everything a fit needs besides the data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FitConfig {
+    pub method: MethodKind,
+    pub seed: u64,
+    pub preprocess: Preprocess,
+    pub network: NetworkConfig,
+    pub optimizer: AdamConfig,
+    /// Full-batch Adam steps on the source alone (Algorithm 1, pre-training stage).
+    pub pretrain_iters: usize,
+    /// Full-batch steps of the adaptation stage (for `source`: more CE steps).
+    pub adapt_iters: usize,
+    pub mul: MulConfig,
+    pub label_shift: LabelShiftConfig,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig {
+            method: MethodKind::Mul,
+            seed: 0,
+            preprocess: Preprocess::default(),
+            network: NetworkConfig::default(),
+            optimizer: AdamConfig::default(),
+            pretrain_iters: 200,
+            adapt_iters: 300,
+            mul: MulConfig::default(),
+            label_shift: LabelShiftConfig::default(),
+        }
+    }
+}
+
+fn check_range(name: &'static str, v: f64, lo: f64, hi: f64, what: &str) -> Result<()> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(Error::param(name, v, what.to_string()))
+    }
+}
+
+impl FitConfig {
+    /// Validates every field; called before any data is touched.
+    pub fn validate(&self) -> Result<()> {
+        self.network.validate()?;
+        self.optimizer.validate()?;
+        if self.pretrain_iters + self.adapt_iters == 0 {
+            return Err(Error::param("pretrain_iters + adapt_iters", 0, "at least one iteration is needed"));
+        }
+        if self.method == MethodKind::Mul && self.adapt_iters == 0 {
+            return Err(Error::param("adapt_iters", 0, "MUL adapts in the adaptation stage: set adapt_iters >= 1"));
+        }
+        let m = &self.mul;
+        check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
+        check_range("mul.lambda_du", m.lambda_du, 0.0, f64::MAX, "must be finite and >= 0")?;
+        if !(m.tau > 0.0 && m.tau < 1.0) {
+            return Err(Error::param("mul.tau", m.tau, "confidence threshold must lie in (0, 1)"));
+        }
+        if let Some(eps) = m.eps {
+            if !(eps.is_finite() && eps > 0.0) {
+                return Err(Error::param("mul.eps", eps, "CME regulariser must be > 0"));
+            }
+        }
+        if let LabelKernel::Gaussian { sigma } = m.label_kernel {
+            if !(sigma.is_finite() && sigma > 0.0) {
+                return Err(Error::param("mul.label_kernel.sigma", sigma, "must be > 0"));
+            }
+        }
+        if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
+            return Err(Error::param("mul.bandwidth_multiplier", m.bandwidth_multiplier, "must be > 0"));
+        }
+        check_range("mul.du_stable_tol", m.du_stable_tol, 0.0, f64::MAX, "must be finite and >= 0")?;
+        if m.du_window == 0 {
+            return Err(Error::param("mul.du_window", 0, "must be >= 1"));
+        }
+        let ls = &self.label_shift;
+        if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9) && ls.confusion == ConfusionRows::Holdout {
+            return Err(Error::param(
+                "label_shift.holdout_fraction",
+                ls.holdout_fraction,
+                "must lie in (0, 0.9) when the confusion uses a hold-out",
+            ));
+        }
+        if let Some(f) = ls.prior_floor {
+            check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
+        }
+        Ok(())
+    }
+
+    /// Reads a TOML file of (partial) settings over the defaults; unknown keys are errors.
+    pub fn from_toml_file(path: &std::path::Path) -> Result<FitConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+        toml::from_str(&text).map_err(|e| Error::bad_file(path, format!("invalid config: {e}")))
+    }
+
+    /// The prior floor actually used for `c` classes.
+    pub fn prior_floor_for(&self, c: usize) -> f64 {
+        self.label_shift.prior_floor.unwrap_or(0.25 / c as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        FitConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn out_of_range_parameters_name_the_parameter() {
+        let mut c = FitConfig::default();
+        c.mul.tau = 1.0;
+        assert!(matches!(c.validate(), Err(Error::Param { name: "mul.tau", .. })));
+        let mut c = FitConfig::default();
+        c.mul.lambda_tu = -1.0;
+        assert!(matches!(c.validate(), Err(Error::Param { name: "mul.lambda_tu", .. })));
+        let mut c = FitConfig::default();
+        c.mul.eps = Some(0.0);
+        assert!(matches!(c.validate(), Err(Error::Param { name: "mul.eps", .. })));
+        let mut c = FitConfig::default();
+        c.pretrain_iters = 0;
+        c.adapt_iters = 0;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn unknown_method_and_unknown_toml_keys_are_rejected() {
+        assert!("dann-x".parse::<MethodKind>().is_err());
+        assert_eq!("mul".parse::<MethodKind>().unwrap(), MethodKind::Mul);
+        assert!(toml::from_str::<FitConfig>("not_a_key = 3").is_err());
+        let c: FitConfig = toml::from_str("adapt_iters = 7\n[mul]\nlambda_du = 0.5").unwrap();
+        assert_eq!((c.adapt_iters, c.mul.lambda_du, c.mul.lambda_tu), (7, 0.5, 1.0));
+    }
+}

@@ -1,0 +1,100 @@
+//! MUL's adaptation terms on one forward pass: λ_TU·J_TU − λ_DU·J_DU and their gradient on Z.
+//!
+//! J_TU (paper eq. objective_conditional-matching) matches each class conditional across domains,
+//! weighted by the estimated target prior; J_DU (eq. objective_discriminative) pushes the class
+//! conditionals apart. Both use the c×c MCMD algebra of `kernel`.
+
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+
+use crate::kernel::{self, Labelled, McmdParams};
+use crate::Result;
+
+/// Inputs of one evaluation of the MUL terms.
+pub struct MulInputs<'a> {
+    /// Z of the source training rows (n_s × d) and their one-hot labels (n_s × c).
+    pub zs: ArrayView2<'a, f32>,
+    pub ys: ArrayView2<'a, f32>,
+    /// Z of the confident target rows and their one-hot pseudo-labels.
+    pub zt: ArrayView2<'a, f32>,
+    pub yt: ArrayView2<'a, f32>,
+    /// Estimated target prior (length c) weighting J_TU.
+    pub prior: &'a [f64],
+    pub params: McmdParams,
+    pub bandwidth_multiplier: f64,
+    pub lambda_tu: f64,
+    pub lambda_du: f64,
+    pub use_tu: bool,
+    pub use_du: bool,
+    /// Whether the confident target rows join J_DU.
+    pub du_pooled: bool,
+}
+
+/// Values and gradients (already scaled by ±λ) of the MUL terms.
+pub struct MulTerms {
+    pub j_tu: f64,
+    /// J_DU averaged over the ordered pairs of classes present (so one λ_DU serves any c).
+    pub j_du: f64,
+    /// J_DU on the source rows alone, the quantity whose stability decides pooling.
+    pub j_du_source_only: Option<f64>,
+    pub bandwidth: f64,
+    pub grad_zs: Array2<f32>,
+    pub grad_zt: Array2<f32>,
+}
+
+fn class_presence(y: ArrayView2<f32>) -> Vec<bool> {
+    y.sum_axis(Axis(0)).iter().map(|&v| v > 0.0).collect()
+}
+
+/// Computes the terms and the gradient of λ_TU·J_TU − λ_DU·J_DU w.r.t. zs and zt.
+pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
+    let (ns, nt) = (inp.zs.nrows(), inp.zt.nrows());
+    let mut grad_zs = Array2::<f32>::zeros(inp.zs.raw_dim());
+    let mut grad_zt = Array2::<f32>::zeros(inp.zt.raw_dim());
+    let h = kernel::bandwidth(&[inp.zs, inp.zt], inp.bandwidth_multiplier)?;
+    let source = Labelled { z: inp.zs, y: inp.ys };
+    let target = Labelled { z: inp.zt, y: inp.yt };
+
+    let mut j_tu = 0.0;
+    if inp.use_tu && inp.lambda_tu > 0.0 && nt > 0 {
+        // A class contributes only where both domains have rows of it; the prior is
+        // renormalised over those classes so J_TU keeps its scale as classes come and go.
+        let (src_has, tgt_has) = (class_presence(inp.ys), class_presence(inp.yt));
+        let mut prior: Vec<f64> = (0..inp.prior.len())
+            .map(|k| if src_has[k] && tgt_has[k] { inp.prior[k] } else { 0.0 })
+            .collect();
+        let total: f64 = prior.iter().sum();
+        if total > 0.0 {
+            prior.iter_mut().for_each(|p| *p /= total);
+            let tu = kernel::j_tu(&source, &target, &prior, &inp.params, h)?;
+            j_tu = tu.value;
+            grad_zs.scaled_add(inp.lambda_tu as f32, &tu.grad_s);
+            grad_zt.scaled_add(inp.lambda_tu as f32, &tu.grad_t);
+        }
+    }
+
+    let mut j_du = 0.0;
+    let mut j_du_source_only = None;
+    if inp.use_du && inp.lambda_du > 0.0 {
+        let pooled = inp.du_pooled && nt > 0;
+        let (z, y) = if pooled {
+            (concatenate![Axis(0), inp.zs, inp.zt], concatenate![Axis(0), inp.ys, inp.yt])
+        } else {
+            (inp.zs.to_owned(), inp.ys.to_owned())
+        };
+        let active = class_presence(y.view());
+        let m = active.iter().filter(|&&a| a).count();
+        if m >= 2 {
+            let pairs = (m * (m - 1)) as f64;
+            let du = kernel::j_du(&Labelled { z: z.view(), y: y.view() }, &inp.params, h, Some(&active))?;
+            j_du = du.value / pairs;
+            let scale = -(inp.lambda_du / pairs) as f32;
+            grad_zs.scaled_add(scale, &du.grad.slice(s![..ns, ..]));
+            if pooled {
+                grad_zt.scaled_add(scale, &du.grad.slice(s![ns.., ..]));
+            } else {
+                j_du_source_only = Some(j_du);
+            }
+        }
+    }
+    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, grad_zs, grad_zt })
+}

@@ -1,0 +1,328 @@
+//! The one training loop (paper, Algorithm 1): pre-train on the source with cross-entropy, then
+//! adapt. Every method runs through here; a method only changes the loss it adds.
+//!
+//! Rows are laid out as `[source train; source hold-out; target]` in one matrix so that a single
+//! full-batch forward gives everything an iteration needs, and BatchNorm (when enabled) takes its
+//! statistics from the source training rows alone (pitfall 4 of docs/pitfalls-label-shift.md).
+//! The hold-out rows and the target rows never receive a cross-entropy gradient. Target labels
+//! are not an input of this module.
+
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::config::{ConfusionRows, FitConfig, MethodKind};
+use super::mul::{mul_terms, MulInputs};
+use crate::label_shift::{self, ShiftEstimate};
+use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
+use crate::{Error, Result};
+
+/// Training stage of an iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    Pretrain,
+    Adapt,
+}
+
+/// What one iteration measured (all values before the parameter update).
+#[derive(Clone, Debug, Serialize)]
+pub struct IterRecord {
+    pub stage: Stage,
+    pub iter: usize,
+    /// (Importance-weighted) cross-entropy on the source training rows.
+    pub ce: f64,
+    pub j_tu: f64,
+    pub j_du: f64,
+    /// CE + λ_TU·J_TU − λ_DU·J_DU.
+    pub total: f64,
+    /// Target rows above the confidence threshold (adaptation only).
+    pub n_confident: usize,
+    /// Whether confident target rows are part of J_DU at this iteration.
+    pub du_pooled: bool,
+    /// BBSE-QP target prior estimate used at this iteration (adaptation with label shift).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_prior: Option<Vec<f64>>,
+}
+
+/// Progress callback payload.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub stage: Stage,
+    pub loss: f64,
+}
+
+/// A trained model and what the loop recorded.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub network: Network,
+    /// Target class probabilities (eval mode), n_t × c.
+    pub target_probs: Array2<f32>,
+    /// Final label-shift estimate (MUL with importance weighting), None for `source`.
+    pub shift: Option<ShiftEstimate>,
+    /// Source prior pˢ over all source rows.
+    pub source_prior: Vec<f64>,
+    pub history: Vec<IterRecord>,
+    /// Source rows used for training and held out for the confusion matrix.
+    pub n_train: usize,
+    pub n_holdout: usize,
+    /// Classes whose hold-out had no row (their confusion column was filled; pitfall 1).
+    pub confusion_filled_classes: Vec<usize>,
+    /// Classes whose estimated target prior fell under the floor and was set to 0.
+    pub floored_classes: Vec<usize>,
+}
+
+/// Data of a fit: preprocessed features, source labels (0-based), number of classes.
+pub struct FitData<'a> {
+    pub source_x: ArrayView2<'a, f32>,
+    pub source_y: &'a [usize],
+    pub target_x: ArrayView2<'a, f32>,
+    pub n_classes: usize,
+}
+
+fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
+    let mut y = Array2::<f32>::zeros((labels.len(), c));
+    for (i, &k) in labels.iter().enumerate() {
+        y[[i, k]] = 1.0;
+    }
+    y
+}
+
+fn select_rows(x: ArrayView2<f32>, idx: &[usize]) -> Array2<f32> {
+    x.select(Axis(0), idx)
+}
+
+fn argmax_conf(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
+}
+
+fn check_finite(what: &str, iter: usize, stage: Stage, v: f64) -> Result<()> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::numerical(
+            format!("{stage:?} iteration {iter}"),
+            format!("{what} is {v}; lower the learning rate or the λ weights"),
+        ))
+    }
+}
+
+/// Trains `cfg.method` on the data. Deterministic for a given seed.
+pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    cfg.validate()?;
+    let c = data.n_classes;
+    let (ns_all, d) = data.source_x.dim();
+    if data.source_y.len() != ns_all {
+        return Err(Error::Shape {
+            what: "source labels vs source rows".into(),
+            expected: ns_all.to_string(),
+            found: data.source_y.len().to_string(),
+        });
+    }
+    if data.target_x.ncols() != d {
+        return Err(Error::Shape {
+            what: "target feature dimension".into(),
+            expected: d.to_string(),
+            found: data.target_x.ncols().to_string(),
+        });
+    }
+    let source_prior = label_shift::class_prior(data.source_y, c)?;
+    let is_mul = cfg.method == MethodKind::Mul;
+    let use_iw = is_mul && cfg.mul.importance_weighting;
+    let needs_estimate = is_mul && (cfg.mul.importance_weighting || cfg.mul.use_tu);
+
+    // Source split: MUL's confusion matrix needs rows the network never trains on.
+    let (train_idx, hold_idx) = if needs_estimate && cfg.label_shift.confusion == ConfusionRows::Holdout {
+        label_shift::stratified_holdout(data.source_y, c, cfg.label_shift.holdout_fraction, cfg.seed)?
+    } else {
+        ((0..ns_all).collect(), Vec::new())
+    };
+    let (n_train, n_hold) = (train_idx.len(), hold_idx.len());
+    let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
+    let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
+    let x_train = select_rows(data.source_x, &train_idx);
+    let x_all = concatenate![Axis(0), x_train.view(), select_rows(data.source_x, &hold_idx).view(), data.target_x];
+    let ys_onehot = one_hot(&y_train, c);
+
+    let mut net = Network::new(d, c, &cfg.network, cfg.seed)?;
+    let mut adam = Adam::new(&cfg.optimizer, &net);
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+    let total_iters = cfg.pretrain_iters + cfg.adapt_iters;
+    let mut history = Vec::with_capacity(total_iters);
+    let uniform = vec![1.0f32; n_train];
+
+    // Pre-training (and, for `source`, the whole schedule): CE on the source training rows.
+    let ce_only_iters = if is_mul { cfg.pretrain_iters } else { total_iters };
+    let train_fw = Forward { train: true, stats_rows: n_train };
+    for it in 0..ce_only_iters {
+        let pass = net.forward(x_train.view(), &train_fw, &mut rng);
+        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.view(), &y_train, &uniform);
+        let stage = if it < cfg.pretrain_iters { Stage::Pretrain } else { Stage::Adapt };
+        check_finite("cross-entropy", it, stage, ce)?;
+        let grads = net.backward(&pass, d_logits.view(), None);
+        if !grads.is_finite() {
+            return Err(Error::numerical(format!("{stage:?} iteration {it}"), "gradient of the cross-entropy is not finite"));
+        }
+        adam.step(&mut net, &grads);
+        history.push(IterRecord {
+            stage,
+            iter: it,
+            ce,
+            j_tu: 0.0,
+            j_du: 0.0,
+            total: ce,
+            n_confident: 0,
+            du_pooled: false,
+            target_prior: None,
+        });
+        progress(Progress { done: it + 1, total: total_iters, stage, loss: ce });
+    }
+
+    let floor = cfg.prior_floor_for(c);
+    let mut shift: Option<ShiftEstimate> = None;
+    let mut filled = Vec::new();
+    let mut floored = Vec::new();
+    let mut du_pooled = false;
+    let mut du_trace: Vec<f64> = Vec::new();
+    let all_fw = Forward { train: true, stats_rows: n_train };
+    let eval_fw = Forward { train: false, stats_rows: n_train };
+    let needs_eval_pass = cfg.network.dropout > 0.0;
+
+    for it in 0..if is_mul { cfg.adapt_iters } else { 0 } {
+        let pass = net.forward(x_all.view(), &all_fw, &mut rng);
+        // Pseudo-labels and BBSE come from eval-mode outputs (dropout off; pitfall 4).
+        let eval_logits = if needs_eval_pass {
+            net.forward(x_all.view(), &eval_fw, &mut rng).logits
+        } else {
+            pass.logits.clone()
+        };
+        let probs = crate::nn::softmax(eval_logits.view());
+        let hold_probs = probs.slice(s![n_train..n_train + n_hold, ..]);
+        let train_probs = probs.slice(s![..n_train, ..]);
+        let target_probs = probs.slice(s![n_train + n_hold.., ..]);
+
+        // Label shift: w and p̂ᵗ from BBSE-QP, small priors floored to 0 (pitfall 3).
+        let estimate = if needs_estimate {
+            let (cp, cy) = if n_hold > 0 { (hold_probs, &y_hold) } else { (train_probs, &y_train) };
+            let conf = label_shift::confusion_matrix(cp, cy, &source_prior, cfg.label_shift.soft)?;
+            filled = conf.filled_classes.clone();
+            let q = label_shift::predicted_distribution(target_probs, cfg.label_shift.soft)?;
+            let raw = label_shift::bbse_qp(conf.matrix.view(), &q, &source_prior)?;
+            let est = label_shift::apply_prior_floor(&raw, &source_prior, floor);
+            floored = (0..c).filter(|&k| raw.target_prior[k] > 0.0 && est.target_prior[k] == 0.0).collect();
+            Some(est)
+        } else {
+            None
+        };
+        let prior: Vec<f64> = estimate.as_ref().map(|e| e.target_prior.clone()).unwrap_or_else(|| source_prior.clone());
+
+        // Confident pseudo-labels, excluding classes estimated absent from the target.
+        let mut conf_idx = Vec::new();
+        let mut conf_lab = Vec::new();
+        for (i, row) in target_probs.rows().into_iter().enumerate() {
+            let (k, p) = argmax_conf(row);
+            if p > cfg.mul.tau as f32 && prior[k] > 0.0 {
+                conf_idx.push(i);
+                conf_lab.push(k);
+            }
+        }
+        let z_train = pass.z.slice(s![..n_train, ..]);
+        let z_target = pass.z.slice(s![n_train + n_hold.., ..]);
+        let zt_conf = z_target.select(Axis(0), &conf_idx);
+        let yt_conf = one_hot(&conf_lab, c);
+
+        let terms = mul_terms(&MulInputs {
+            zs: z_train,
+            ys: ys_onehot.view(),
+            zt: zt_conf.view(),
+            yt: yt_conf.view(),
+            prior: &prior,
+            params: cfg.mul.mcmd_params(c),
+            bandwidth_multiplier: cfg.mul.bandwidth_multiplier,
+            lambda_tu: cfg.mul.lambda_tu,
+            lambda_du: cfg.mul.lambda_du,
+            use_tu: cfg.mul.use_tu,
+            use_du: cfg.mul.use_du,
+            du_pooled,
+        })?;
+        let was_pooled = du_pooled;
+        if let Some(v) = terms.j_du_source_only {
+            du_trace.push(v);
+            let w = cfg.mul.du_window;
+            if du_trace.len() > w {
+                let old = du_trace[du_trace.len() - 1 - w];
+                if (v - old).abs() <= cfg.mul.du_stable_tol * old.abs().max(1e-12) {
+                    du_pooled = true;
+                }
+            }
+        }
+
+        // Importance-weighted CE on the source training rows only.
+        let weights: Vec<f32> = match (&estimate, use_iw) {
+            (Some(e), true) => y_train.iter().map(|&k| e.weights[k] as f32).collect(),
+            _ => uniform.clone(),
+        };
+        let train_logits = pass.logits.slice(s![..n_train, ..]);
+        let (ce, d_train_logits, _) = if weights.iter().any(|&w| w > 0.0) {
+            weighted_cross_entropy(train_logits, &y_train, &weights)
+        } else {
+            weighted_cross_entropy(train_logits, &y_train, &uniform)
+        };
+        let total = ce + cfg.mul.lambda_tu * terms.j_tu - cfg.mul.lambda_du * terms.j_du;
+        for (what, v) in [("cross-entropy", ce), ("J_TU", terms.j_tu), ("J_DU", terms.j_du)] {
+            check_finite(what, it, Stage::Adapt, v)?;
+        }
+
+        let n_all = x_all.nrows();
+        let mut d_logits = Array2::<f32>::zeros((n_all, c));
+        d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
+        let mut d_z = Array2::<f32>::zeros(pass.z.raw_dim());
+        d_z.slice_mut(s![..n_train, ..]).assign(&terms.grad_zs);
+        let off = n_train + n_hold;
+        for (r, &i) in conf_idx.iter().enumerate() {
+            d_z.row_mut(off + i).assign(&terms.grad_zt.row(r));
+        }
+        let grads = net.backward(&pass, d_logits.view(), Some(d_z.view()));
+        if !grads.is_finite() {
+            return Err(Error::numerical(
+                format!("Adapt iteration {it}"),
+                "gradient is not finite (J_TU/J_DU kernel terms); lower the λ weights or raise the bandwidth",
+            ));
+        }
+        adam.step(&mut net, &grads);
+        history.push(IterRecord {
+            stage: Stage::Adapt,
+            iter: cfg.pretrain_iters + it,
+            ce,
+            j_tu: terms.j_tu,
+            j_du: terms.j_du,
+            total,
+            n_confident: conf_idx.len(),
+            du_pooled: was_pooled,
+            target_prior: estimate.as_ref().map(|e| e.target_prior.clone()),
+        });
+        if estimate.is_some() {
+            shift = estimate;
+        }
+        progress(Progress { done: cfg.pretrain_iters + it + 1, total: total_iters, stage: Stage::Adapt, loss: total });
+    }
+
+    let stats_x = x_train.view();
+    let target_probs = net.predict_proba(data.target_x, Some(stats_x));
+    Ok(Fitted {
+        network: net,
+        target_probs,
+        shift,
+        source_prior,
+        history,
+        n_train,
+        n_holdout: n_hold,
+        confusion_filled_classes: filled,
+        floored_classes: floored,
+    })
+}

@@ -1,0 +1,213 @@
+//! From two loaded domains to a report: preprocessing, the fit, predictions and (when the
+//! target has labels) the final score. The CLI, the demo and the tests all go through here.
+
+use std::time::Instant;
+
+use ndarray::Array2;
+use serde::Serialize;
+
+use crate::data::{self, Domain, LabelRule};
+use crate::eval;
+use crate::methods::{fit, FitConfig, IterRecord, Progress};
+use crate::methods::train::FitData;
+use crate::{Error, Result};
+
+/// Scores computed from the target labels after training (evaluation only).
+#[derive(Clone, Debug, Serialize)]
+pub struct Evaluation {
+    pub target_accuracy: f64,
+    pub per_class_accuracy: Vec<Option<f64>>,
+    pub true_target_prior: Vec<f64>,
+    /// ‖p̂ᵗ − pᵗ‖₁ of the estimated prior (None when the method estimates none).
+    pub prior_l1_error: Option<f64>,
+    /// ‖pˢ − pᵗ‖₁: how much label shift the task has.
+    pub source_target_prior_l1: f64,
+}
+
+/// Everything `report.json` holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct FitReport {
+    pub glshift_version: &'static str,
+    pub method: String,
+    pub seed: u64,
+    pub source: String,
+    pub target: String,
+    pub source_path: String,
+    pub target_path: String,
+    pub n_source: usize,
+    pub n_target: usize,
+    pub n_features: usize,
+    pub classes: Vec<String>,
+    pub label_rule: LabelRule,
+    pub config: FitConfig,
+    /// Source rows trained on and held out for the BBSE confusion matrix.
+    pub n_source_train: usize,
+    pub n_source_holdout: usize,
+    pub source_prior: Vec<f64>,
+    pub estimated_target_prior: Option<Vec<f64>>,
+    pub importance_weights: Option<Vec<f64>>,
+    pub confusion_filled_classes: Vec<usize>,
+    pub floored_classes: Vec<usize>,
+    /// Class counts of the target predictions.
+    pub predicted_class_counts: Vec<usize>,
+    pub history: Vec<IterRecord>,
+    /// The only timing field (kept apart so reports can be compared byte for byte without it).
+    pub elapsed_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_accuracy: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_class_accuracy: Option<Vec<Option<f64>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub true_target_prior: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_l1_error: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_target_prior_l1: Option<f64>,
+}
+
+/// A finished run: report plus per-row target probabilities.
+pub struct RunOutput {
+    pub report: FitReport,
+    pub target_probs: Array2<f32>,
+}
+
+impl RunOutput {
+    /// Predicted class per target row.
+    pub fn predictions(&self) -> Vec<usize> {
+        argmax_rows(&self.target_probs)
+    }
+
+    /// `predictions.csv`: row, predicted class (index and name), confidence, probabilities.
+    pub fn predictions_csv(&self) -> String {
+        let classes = &self.report.classes;
+        let mut out = String::from("row,predicted,predicted_name,confidence");
+        for name in classes {
+            out.push_str(&format!(",p_{}", csv_field(name)));
+        }
+        out.push('\n');
+        for (i, row) in self.target_probs.rows().into_iter().enumerate() {
+            let k = argmax(row.iter().copied());
+            out.push_str(&format!("{i},{k},{},{:.6}", csv_field(&classes[k]), row[k]));
+            for p in row {
+                out.push_str(&format!(",{p:.6}"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn argmax(it: impl Iterator<Item = f32>) -> usize {
+    it.enumerate()
+        .fold((0, f32::NEG_INFINITY), |b, (k, p)| if p > b.1 { (k, p) } else { b })
+        .0
+}
+
+fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
+    p.rows().into_iter().map(|r| argmax(r.iter().copied())).collect()
+}
+
+/// Checks that a source/target pair can be trained on (independent of how it was loaded).
+pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
+    data::check_features(&source.path.display().to_string(), source.features.view())?;
+    data::check_features(&target.path.display().to_string(), target.features.view())?;
+    if source.dim() != target.dim() {
+        return Err(Error::Shape {
+            what: format!("feature dimension of target {} vs source {}", target.path.display(), source.path.display()),
+            expected: source.dim().to_string(),
+            found: target.dim().to_string(),
+        });
+    }
+    let labels = source
+        .labels
+        .as_ref()
+        .ok_or_else(|| Error::bad_data(source.path.display().to_string(), "the source domain has no labels"))?;
+    let c = source.n_classes();
+    if let Some(&bad) = labels.iter().find(|&&y| y >= c) {
+        return Err(Error::bad_data(source.path.display().to_string(), format!("label {bad} out of range 0..{c}")));
+    }
+    let present = (0..c).filter(|k| labels.contains(k)).count();
+    if present < 2 {
+        return Err(Error::bad_data(
+            source.path.display().to_string(),
+            format!("the source holds {present} class(es); at least 2 are needed to train a classifier"),
+        ));
+    }
+    Ok(())
+}
+
+/// Preprocesses, trains and scores. `target` labels, if any, are read only after training.
+pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+    cfg.validate()?;
+    check_pair(source, target)?;
+    let started = Instant::now();
+    let mut xs = source.features.clone();
+    let mut xt = target.features.clone();
+    data::preprocess(&mut xs, &mut xt, cfg.preprocess)?;
+    let c = source.n_classes();
+    let source_y = source.labels.as_deref().unwrap_or_default();
+    let fitted = fit(
+        &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c },
+        cfg,
+        progress,
+    )?;
+    let elapsed_seconds = started.elapsed().as_secs_f64();
+    let predictions = argmax_rows(&fitted.target_probs);
+    let mut predicted_class_counts = vec![0usize; c];
+    predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
+    let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
+
+    // Evaluation only: the target labels enter here, after the model is final.
+    let evaluation = match &target.labels {
+        Some(truth) => {
+            let s = eval::score(&predictions, truth, c)?;
+            Some(Evaluation {
+                prior_l1_error: estimated.as_ref().map(|p| eval::l1_distance(p, &s.true_prior)),
+                source_target_prior_l1: eval::l1_distance(&fitted.source_prior, &s.true_prior),
+                target_accuracy: s.accuracy,
+                per_class_accuracy: s.per_class_accuracy,
+                true_target_prior: s.true_prior,
+            })
+        }
+        None => None,
+    };
+    let report = FitReport {
+        glshift_version: env!("CARGO_PKG_VERSION"),
+        method: cfg.method.to_string(),
+        seed: cfg.seed,
+        source: source.name.clone(),
+        target: target.name.clone(),
+        source_path: source.path.display().to_string(),
+        target_path: target.path.display().to_string(),
+        n_source: source.n(),
+        n_target: target.n(),
+        n_features: source.dim(),
+        classes: source.class_names.clone(),
+        label_rule: source.label_rule,
+        config: cfg.clone(),
+        n_source_train: fitted.n_train,
+        n_source_holdout: fitted.n_holdout,
+        source_prior: fitted.source_prior.clone(),
+        importance_weights: fitted.shift.as_ref().map(|s| s.weights.clone()),
+        estimated_target_prior: estimated,
+        confusion_filled_classes: fitted.confusion_filled_classes.clone(),
+        floored_classes: fitted.floored_classes.clone(),
+        predicted_class_counts,
+        history: fitted.history.clone(),
+        elapsed_seconds,
+        target_accuracy: evaluation.as_ref().map(|e| e.target_accuracy),
+        per_class_accuracy: evaluation.as_ref().map(|e| e.per_class_accuracy.clone()),
+        true_target_prior: evaluation.as_ref().map(|e| e.true_target_prior.clone()),
+        prior_l1_error: evaluation.as_ref().and_then(|e| e.prior_l1_error),
+        source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
+    };
+    Ok(RunOutput { report, target_probs: fitted.target_probs })
+}

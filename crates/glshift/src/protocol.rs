@@ -1,0 +1,154 @@
+//! Evaluation protocols that turn a source/target pair into a UDA, partial-DA or GLS task.
+//!
+//! - `uda`: both domains unchanged.
+//! - `pda`: the target keeps only the first k classes (order of `classes.txt`); the source keeps
+//!   all classes.
+//! - `gls`: the subsampling protocol of Combes et al. (NeurIPS 2020) as the MUL paper uses it: the
+//!   source keeps int(0.3·n_c) rows, drawn without replacement with a fixed seed, of each class in
+//!   the first half of the classes, and all rows of the others; the target is untouched.
+
+use ndarray::Axis;
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::data::Domain;
+use crate::{Error, Result};
+
+/// A protocol with its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "setting", rename_all = "kebab-case")]
+pub enum Protocol {
+    Uda,
+    /// Target keeps classes 0..k.
+    Pda { classes: usize },
+    /// Source keeps `fraction` of each class in the first half (seeded).
+    Gls { fraction: f64, seed: u64 },
+}
+
+impl Protocol {
+    /// Parses `uda`, `pda` or `gls` with the paper's defaults: k = c/2 for PDA (5 of 10 classes),
+    /// fraction 0.3 and seed 42 (Combes et al.'s default) for GLS.
+    pub fn parse(setting: &str, n_classes: usize, pda_classes: Option<usize>) -> Result<Protocol> {
+        match setting {
+            "uda" => Ok(Protocol::Uda),
+            "pda" => Ok(Protocol::Pda { classes: pda_classes.unwrap_or(n_classes / 2) }),
+            "gls" => Ok(Protocol::Gls { fraction: 0.3, seed: 42 }),
+            other => Err(Error::param("setting", other, "unknown setting; known: uda, pda, gls")),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Protocol::Uda => "uda",
+            Protocol::Pda { .. } => "pda",
+            Protocol::Gls { .. } => "gls",
+        }
+    }
+}
+
+fn keep_rows(d: &Domain, rows: &[usize]) -> Domain {
+    let mut out = d.clone();
+    out.features = d.features.select(Axis(0), rows);
+    out.labels = d.labels.as_ref().map(|y| rows.iter().map(|&i| y[i]).collect());
+    out
+}
+
+fn labels_of<'a>(d: &'a Domain, role: &str) -> Result<&'a [usize]> {
+    d.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(d.path.display().to_string(), format!("the {role} needs labels for this protocol"))
+    })
+}
+
+/// Applies the protocol. PDA needs target labels to select the rows: that is how the benchmark
+/// *constructs* the task, before any training, exactly as the published protocol does.
+pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, Domain)> {
+    let c = source.n_classes();
+    match p {
+        Protocol::Uda => Ok((source.clone(), target.clone())),
+        Protocol::Pda { classes } => {
+            if classes == 0 || classes > c {
+                return Err(Error::param("pda-classes", classes, format!("must lie in 1..={c}")));
+            }
+            let y = labels_of(target, "target")?;
+            let rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] < classes).collect();
+            if rows.is_empty() {
+                return Err(Error::bad_data(target.path.display().to_string(), "no target row in the kept classes"));
+            }
+            Ok((source.clone(), keep_rows(target, &rows)))
+        }
+        Protocol::Gls { fraction, seed } => {
+            if !(fraction > 0.0 && fraction <= 1.0) {
+                return Err(Error::param("gls fraction", fraction, "must lie in (0, 1]"));
+            }
+            let y = labels_of(source, "source")?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut rows = Vec::new();
+            for k in 0..c {
+                let class_rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] == k).collect();
+                if k < c / 2 {
+                    let m = ((fraction * class_rows.len() as f64) as usize).max(1).min(class_rows.len());
+                    rows.extend(sample(&mut rng, class_rows.len(), m).into_iter().map(|j| class_rows[j]));
+                } else {
+                    rows.extend(class_rows);
+                }
+            }
+            rows.sort_unstable();
+            Ok((keep_rows(source, &rows), target.clone()))
+        }
+    }
+}
+
+/// Class counts of a labelled domain.
+pub fn class_counts(d: &Domain) -> Option<Vec<usize>> {
+    let y = d.labels.as_ref()?;
+    let mut counts = vec![0usize; d.n_classes()];
+    y.iter().for_each(|&k| counts[k] += 1);
+    Some(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{generate, SyntheticConfig};
+
+    fn task() -> (Domain, Domain) {
+        let t = generate(&SyntheticConfig { n_classes: 6, n_source: 300, n_target: 240, ..Default::default() }).unwrap();
+        (t.source, t.target)
+    }
+
+    #[test]
+    fn pda_keeps_only_the_first_classes_in_the_target() {
+        let (s, t) = task();
+        let (s2, t2) = apply(Protocol::parse("pda", 6, None).unwrap(), &s, &t).unwrap();
+        assert_eq!(s2.n(), s.n());
+        let counts = class_counts(&t2).unwrap();
+        assert!(counts[..3].iter().all(|&m| m > 0));
+        assert!(counts[3..].iter().all(|&m| m == 0));
+        assert_eq!(counts.iter().sum::<usize>(), t2.n());
+    }
+
+    #[test]
+    fn gls_subsamples_the_first_half_of_source_classes_reproducibly() {
+        let (s, t) = task();
+        let p = Protocol::parse("gls", 6, None).unwrap();
+        let (s2, t2) = apply(p, &s, &t).unwrap();
+        let (before, after) = (class_counts(&s).unwrap(), class_counts(&s2).unwrap());
+        for k in 0..6 {
+            let expect = if k < 3 { ((0.3 * before[k] as f64) as usize).max(1) } else { before[k] };
+            assert_eq!(after[k], expect, "class {k}");
+        }
+        assert_eq!(t2.n(), t.n());
+        let (s3, _) = apply(p, &s, &t).unwrap();
+        assert_eq!(s2.features, s3.features);
+    }
+
+    #[test]
+    fn unknown_setting_and_bad_pda_size_are_errors() {
+        assert!(Protocol::parse("semi", 10, None).is_err());
+        let (s, t) = task();
+        assert!(apply(Protocol::Pda { classes: 0 }, &s, &t).is_err());
+        assert!(apply(Protocol::Pda { classes: 7 }, &s, &t).is_err());
+    }
+}
