@@ -14,12 +14,16 @@ pub struct DemoArgs {
     /// Seeds of the synthetic task and of training (one run per seed and method).
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
+    /// TOML settings over the defaults (same format as `glshift fit --config`).
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
 
 pub fn run(args: DemoArgs) -> Result<()> {
+    let base = crate::fit::resolve_config(args.config.as_ref(), None, None)?;
     let methods = [MethodKind::Source, MethodKind::Mul];
     let mut acc: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
     let mut prior_err: Vec<f64> = Vec::new();
@@ -27,7 +31,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     for &seed in &args.seeds {
         let task = generate(&SyntheticConfig { seed, ..Default::default() })?;
         for (m, &method) in methods.iter().enumerate() {
-            let cfg = FitConfig { method, seed, ..Default::default() };
+            let cfg = FitConfig { method, seed, ..base.clone() };
             let bar = TrainBar::new(&format!("{method} seed {seed}"), args.quiet);
             let out = pipeline::run(&task.source, &task.target, &cfg, &mut |p| bar.update(p));
             bar.finish();

@@ -42,12 +42,12 @@ impl Default for SyntheticConfig {
         SyntheticConfig {
             n_classes: 6,
             dim: 32,
-            n_source: 1200,
-            n_target: 1200,
-            separation: 2.2,
+            n_source: 600,
+            n_target: 600,
+            separation: 0.7,
             rotation: 0.6,
             rotated_planes: 8,
-            class_offset: 0.35,
+            class_offset: 0.3,
             dirichlet_alpha: 2.0,
             seed: 0,
         }

@@ -17,6 +17,7 @@
 //! the estimated prior.
 
 mod bbse_qp;
+pub mod calibration;
 mod confusion;
 mod floor;
 mod holdout;
@@ -26,6 +27,7 @@ mod prior;
 mod tests;
 
 pub use bbse_qp::bbse_qp;
+pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use floor::apply_prior_floor;
 pub use holdout::stratified_holdout;

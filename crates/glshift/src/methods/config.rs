@@ -62,11 +62,14 @@ pub struct LabelShiftConfig {
     pub soft: bool,
     /// Estimated target priors below this are set to 0; `None` = the rule 1/(4c).
     pub prior_floor: Option<f64>,
+    /// Temperature-scale the network's probabilities on the source hold-out before BBSE and
+    /// pseudo-labelling (saturated probabilities make τ select every row).
+    pub calibrate: bool,
 }
 
 impl Default for LabelShiftConfig {
     fn default() -> Self {
-        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None }
+        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None, calibrate: true }
     }
 }
 
@@ -75,7 +78,10 @@ impl Default for LabelShiftConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct MulConfig {
     pub lambda_tu: f64,
+    /// Weight of J_DU; with `du_balance` it is relative to J_TU's gradient (a ratio).
     pub lambda_du: f64,
+    /// Scale J_DU's gradient to `lambda_du` × J_TU's each iteration (see `mul::MulTerms`).
+    pub du_balance: bool,
     /// Confidence threshold τ for target pseudo-labels.
     pub tau: f64,
     /// CME regulariser ε; `None` = the rule 0.01/c.
@@ -98,6 +104,7 @@ impl Default for MulConfig {
         MulConfig {
             lambda_tu: 1.0,
             lambda_du: 0.1,
+            du_balance: true,
             tau: 0.9,
             eps: None,
             label_kernel: LabelKernel::Linear,
@@ -133,6 +140,9 @@ pub struct FitConfig {
     pub optimizer: AdamConfig,
     /// Full-batch Adam steps on the source alone (Algorithm 1, pre-training stage).
     pub pretrain_iters: usize,
+    /// Pre-training stops once the source hold-out NLL has not improved for this many
+    /// iterations; the best network by that NLL is kept.
+    pub pretrain_patience: usize,
     /// Full-batch steps of the adaptation stage (for `source`: more CE steps).
     pub adapt_iters: usize,
     pub mul: MulConfig,
@@ -147,7 +157,8 @@ impl Default for FitConfig {
             preprocess: Preprocess::default(),
             network: NetworkConfig::default(),
             optimizer: AdamConfig::default(),
-            pretrain_iters: 200,
+            pretrain_iters: 500,
+            pretrain_patience: 20,
             adapt_iters: 300,
             mul: MulConfig::default(),
             label_shift: LabelShiftConfig::default(),

@@ -25,6 +25,8 @@ pub struct MulInputs<'a> {
     pub lambda_du: f64,
     pub use_tu: bool,
     pub use_du: bool,
+    /// Balance rule: λ_DU is relative to J_TU's pull (see [`MulTerms::lambda_du_effective`]).
+    pub du_balance: bool,
     /// Whether the confident target rows join J_DU.
     pub du_pooled: bool,
 }
@@ -37,8 +39,28 @@ pub struct MulTerms {
     /// J_DU on the source rows alone, the quantity whose stability decides pooling.
     pub j_du_source_only: Option<f64>,
     pub bandwidth: f64,
+    /// The λ_DU actually applied. With the balance rule it is λ_DU·‖λ_TU∇J_TU‖/‖∇J_DU‖, so
+    /// J_DU's pull on Z is a fixed fraction of J_TU's: once the conditionals are aligned (J_TU's
+    /// gradient vanishes) J_DU cannot keep reshaping Z on its own. Without the rule, or when J_TU
+    /// is off or has no gradient, it is λ_DU itself.
+    pub lambda_du_effective: f64,
     pub grad_zs: Array2<f32>,
     pub grad_zt: Array2<f32>,
+}
+
+impl MulTerms {
+    /// No adaptation term (the `source` method).
+    pub fn none(ns: usize, nt: usize, d: usize) -> MulTerms {
+        MulTerms {
+            j_tu: 0.0,
+            j_du: 0.0,
+            j_du_source_only: None,
+            bandwidth: 0.0,
+            lambda_du_effective: 0.0,
+            grad_zs: Array2::zeros((ns, d)),
+            grad_zt: Array2::zeros((nt, d)),
+        }
+    }
 }
 
 fn class_presence(y: ArrayView2<f32>) -> Vec<bool> {
@@ -72,6 +94,8 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         }
     }
 
+    let tu_norm = (grad_zs.iter().chain(grad_zt.iter()).map(|&g| (g as f64).powi(2)).sum::<f64>()).sqrt();
+    let mut lambda_du_effective = 0.0;
     let mut j_du = 0.0;
     let mut j_du_source_only = None;
     if inp.use_du && inp.lambda_du > 0.0 {
@@ -87,7 +111,13 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
             let pairs = (m * (m - 1)) as f64;
             let du = kernel::j_du(&Labelled { z: z.view(), y: y.view() }, &inp.params, h, Some(&active))?;
             j_du = du.value / pairs;
-            let scale = -(inp.lambda_du / pairs) as f32;
+            let du_norm = du.grad.iter().map(|&g| (g as f64).powi(2)).sum::<f64>().sqrt() / pairs;
+            lambda_du_effective = if inp.du_balance && tu_norm > 0.0 && du_norm > 0.0 {
+                inp.lambda_du * tu_norm / du_norm
+            } else {
+                inp.lambda_du
+            };
+            let scale = -(lambda_du_effective / pairs) as f32;
             grad_zs.scaled_add(scale, &du.grad.slice(s![..ns, ..]));
             if pooled {
                 grad_zt.scaled_add(scale, &du.grad.slice(s![ns.., ..]));
@@ -96,5 +126,5 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
             }
         }
     }
-    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, grad_zs, grad_zt })
+    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, lambda_du_effective, grad_zs, grad_zt })
 }

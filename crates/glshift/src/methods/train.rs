@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::config::{ConfusionRows, FitConfig, MethodKind};
-use super::mul::{mul_terms, MulInputs};
+use super::mul::{mul_terms, MulInputs, MulTerms};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
 use crate::{Error, Result};
@@ -35,12 +35,16 @@ pub struct IterRecord {
     pub ce: f64,
     pub j_tu: f64,
     pub j_du: f64,
-    /// CE + λ_TU·J_TU − λ_DU·J_DU.
+    /// CE + λ_TU·J_TU − λ_DU·J_DU (with the λ_DU actually applied).
     pub total: f64,
+    /// λ_DU applied at this iteration (the balance rule makes it vary).
+    pub lambda_du: f64,
     /// Target rows above the confidence threshold (adaptation only).
     pub n_confident: usize,
     /// Whether confident target rows are part of J_DU at this iteration.
     pub du_pooled: bool,
+    /// Temperature fitted on the source hold-out (1 when not calibrating).
+    pub temperature: f64,
     /// BBSE-QP target prior estimate used at this iteration (adaptation with label shift).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_prior: Option<Vec<f64>>,
@@ -136,8 +140,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let use_iw = is_mul && cfg.mul.importance_weighting;
     let needs_estimate = is_mul && (cfg.mul.importance_weighting || cfg.mul.use_tu);
 
-    // Source split: MUL's confusion matrix needs rows the network never trains on.
-    let (train_idx, hold_idx) = if needs_estimate && cfg.label_shift.confusion == ConfusionRows::Holdout {
+    // Source split, the same for every method: a stratified hold-out that the network never
+    // trains on. It decides when pre-training stops (source validation) and, for MUL, measures
+    // the BBSE confusion matrix and the calibration temperature.
+    let (train_idx, hold_idx) = if cfg.label_shift.confusion == ConfusionRows::Holdout {
         label_shift::stratified_holdout(data.source_y, c, cfg.label_shift.holdout_fraction, cfg.seed)?
     } else {
         ((0..ns_all).collect(), Vec::new())
@@ -146,41 +152,65 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
     let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
     let x_train = select_rows(data.source_x, &train_idx);
-    let x_all = concatenate![Axis(0), x_train.view(), select_rows(data.source_x, &hold_idx).view(), data.target_x];
+    let x_source = concatenate![Axis(0), x_train.view(), select_rows(data.source_x, &hold_idx).view()];
+    let x_all = concatenate![Axis(0), x_source.view(), data.target_x];
     let ys_onehot = one_hot(&y_train, c);
 
     let mut net = Network::new(d, c, &cfg.network, cfg.seed)?;
     let mut adam = Adam::new(&cfg.optimizer, &net);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
-    let total_iters = cfg.pretrain_iters + cfg.adapt_iters;
-    let mut history = Vec::with_capacity(total_iters);
+    let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
     let uniform = vec![1.0f32; n_train];
-
-    // Pre-training (and, for `source`, the whole schedule): CE on the source training rows.
-    let ce_only_iters = if is_mul { cfg.pretrain_iters } else { total_iters };
     let train_fw = Forward { train: true, stats_rows: n_train };
-    for it in 0..ce_only_iters {
-        let pass = net.forward(x_train.view(), &train_fw, &mut rng);
-        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.view(), &y_train, &uniform);
-        let stage = if it < cfg.pretrain_iters { Stage::Pretrain } else { Stage::Adapt };
-        check_finite("cross-entropy", it, stage, ce)?;
+    let eval_fw = Forward { train: false, stats_rows: n_train };
+    let needs_eval_pass = cfg.network.dropout > 0.0;
+    let total_estimate = cfg.pretrain_iters + cfg.adapt_iters;
+
+    // Pre-training: CE on the source training rows, stopped by the hold-out NLL (patience),
+    // and the best network by that NLL restored.
+    let mut best: Option<(f64, Network, Adam, usize)> = None;
+    for it in 0..cfg.pretrain_iters {
+        let pass = net.forward(x_source.view(), &train_fw, &mut rng);
+        let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), &y_train, &uniform);
+        check_finite("cross-entropy", it, Stage::Pretrain, ce)?;
+        if n_hold > 0 {
+            let logits = if needs_eval_pass { net.forward(x_source.view(), &eval_fw, &mut rng).logits } else { pass.logits.clone() };
+            let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), &y_hold, 1.0);
+            match &best {
+                Some((b, _, _, at)) if nll >= *b => {
+                    if it - at >= cfg.pretrain_patience {
+                        break;
+                    }
+                }
+                _ => best = Some((nll, net.clone(), adam.clone(), it)),
+            }
+        }
+        let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
+        d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
         let grads = net.backward(&pass, d_logits.view(), None);
         if !grads.is_finite() {
-            return Err(Error::numerical(format!("{stage:?} iteration {it}"), "gradient of the cross-entropy is not finite"));
+            return Err(Error::numerical(format!("Pretrain iteration {it}"), "gradient of the cross-entropy is not finite"));
         }
         adam.step(&mut net, &grads);
         history.push(IterRecord {
-            stage,
+            stage: Stage::Pretrain,
             iter: it,
             ce,
             j_tu: 0.0,
             j_du: 0.0,
             total: ce,
+            lambda_du: 0.0,
             n_confident: 0,
             du_pooled: false,
+            temperature: 1.0,
             target_prior: None,
         });
-        progress(Progress { done: it + 1, total: total_iters, stage, loss: ce });
+        progress(Progress { done: it + 1, total: total_estimate, stage: Stage::Pretrain, loss: ce });
+    }
+    let pretrain_done = history.len();
+    if let Some((_, best_net, best_adam, _)) = best {
+        net = best_net;
+        adam = best_adam;
     }
 
     let floor = cfg.prior_floor_for(c);
@@ -189,19 +219,25 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let mut floored = Vec::new();
     let mut du_pooled = false;
     let mut du_trace: Vec<f64> = Vec::new();
-    let all_fw = Forward { train: true, stats_rows: n_train };
-    let eval_fw = Forward { train: false, stats_rows: n_train };
-    let needs_eval_pass = cfg.network.dropout > 0.0;
+    let total_iters = pretrain_done + cfg.adapt_iters;
 
-    for it in 0..if is_mul { cfg.adapt_iters } else { 0 } {
-        let pass = net.forward(x_all.view(), &all_fw, &mut rng);
+    // Adaptation: the same loop for every method; `source` adds no term and no weights.
+    for it in 0..cfg.adapt_iters {
+        let x_adapt = if is_mul { x_all.view() } else { x_source.view() };
+        let pass = net.forward(x_adapt, &train_fw, &mut rng);
         // Pseudo-labels and BBSE come from eval-mode outputs (dropout off; pitfall 4).
         let eval_logits = if needs_eval_pass {
-            net.forward(x_all.view(), &eval_fw, &mut rng).logits
+            net.forward(x_adapt, &eval_fw, &mut rng).logits
         } else {
             pass.logits.clone()
         };
-        let probs = crate::nn::softmax(eval_logits.view());
+        // Calibrated on labelled source rows the network does not train on.
+        let temperature = if is_mul && cfg.label_shift.calibrate && n_hold > 0 {
+            label_shift::fit_temperature(eval_logits.slice(s![n_train..n_train + n_hold, ..]), &y_hold)?
+        } else {
+            1.0
+        };
+        let probs = label_shift::softmax_with_temperature(eval_logits.view(), temperature);
         let hold_probs = probs.slice(s![n_train..n_train + n_hold, ..]);
         let train_probs = probs.slice(s![..n_train, ..]);
         let target_probs = probs.slice(s![n_train + n_hold.., ..]);
@@ -236,7 +272,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         let zt_conf = z_target.select(Axis(0), &conf_idx);
         let yt_conf = one_hot(&conf_lab, c);
 
-        let terms = mul_terms(&MulInputs {
+        let terms = if !is_mul {
+            MulTerms::none(n_train, zt_conf.nrows(), pass.z.ncols())
+        } else {
+            mul_terms(&MulInputs {
             zs: z_train,
             ys: ys_onehot.view(),
             zt: zt_conf.view(),
@@ -248,8 +287,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             lambda_du: cfg.mul.lambda_du,
             use_tu: cfg.mul.use_tu,
             use_du: cfg.mul.use_du,
+            du_balance: cfg.mul.du_balance,
             du_pooled,
-        })?;
+        })?
+        };
         let was_pooled = du_pooled;
         if let Some(v) = terms.j_du_source_only {
             du_trace.push(v);
@@ -273,12 +314,12 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         } else {
             weighted_cross_entropy(train_logits, &y_train, &uniform)
         };
-        let total = ce + cfg.mul.lambda_tu * terms.j_tu - cfg.mul.lambda_du * terms.j_du;
+        let total = if is_mul { ce + cfg.mul.lambda_tu * terms.j_tu - terms.lambda_du_effective * terms.j_du } else { ce };
         for (what, v) in [("cross-entropy", ce), ("J_TU", terms.j_tu), ("J_DU", terms.j_du)] {
             check_finite(what, it, Stage::Adapt, v)?;
         }
 
-        let n_all = x_all.nrows();
+        let n_all = x_adapt.nrows();
         let mut d_logits = Array2::<f32>::zeros((n_all, c));
         d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
         let mut d_z = Array2::<f32>::zeros(pass.z.raw_dim());
@@ -297,19 +338,21 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         adam.step(&mut net, &grads);
         history.push(IterRecord {
             stage: Stage::Adapt,
-            iter: cfg.pretrain_iters + it,
+            iter: pretrain_done + it,
             ce,
             j_tu: terms.j_tu,
             j_du: terms.j_du,
             total,
+            lambda_du: terms.lambda_du_effective,
             n_confident: conf_idx.len(),
             du_pooled: was_pooled,
+            temperature,
             target_prior: estimate.as_ref().map(|e| e.target_prior.clone()),
         });
         if estimate.is_some() {
             shift = estimate;
         }
-        progress(Progress { done: cfg.pretrain_iters + it + 1, total: total_iters, stage: Stage::Adapt, loss: total });
+        progress(Progress { done: pretrain_done + it + 1, total: total_iters, stage: Stage::Adapt, loss: total });
     }
 
     let stats_x = x_train.view();

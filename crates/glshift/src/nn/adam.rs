@@ -18,7 +18,7 @@ pub struct AdamConfig {
     /// ε > 0 added to √v̂. Default 1e-8.
     pub eps: f64,
     /// Decoupled weight decay λ ≥ 0, applied to Linear weights only (not to biases, γ, β).
-    /// Default 5e-4.
+    /// Default 1e-2 (PyTorch's AdamW default).
     pub weight_decay: f64,
 }
 
@@ -29,7 +29,7 @@ impl Default for AdamConfig {
             beta1: 0.9,
             beta2: 0.999,
             eps: 1e-8,
-            weight_decay: 5e-4,
+            weight_decay: 1e-2,
         }
     }
 }
