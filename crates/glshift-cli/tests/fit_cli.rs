@@ -56,11 +56,17 @@ fn unlabelled_target_gives_a_report_without_scores() {
 fn expect_failure(breakage: impl FnOnce(&std::path::Path), extra: &[&str], expect: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
-    breakage(dir.path());
     let cfg = fast_config(dir.path());
+    breakage(dir.path());
     let out = dir.path().join("run");
     let mut args = fit_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
-    args.extend_from_slice(extra);
+    // A later `--flag value` replaces the fixture's own value of that flag.
+    for pair in extra.chunks(2) {
+        match args.iter().position(|a| *a == pair[0]) {
+            Some(i) if pair.len() == 2 => args[i + 1] = pair[1],
+            _ => args.extend_from_slice(pair),
+        }
+    }
     let o = run(&args);
     let err = stderr(&o);
     assert!(!o.status.success(), "expected failure, got success");
@@ -84,7 +90,10 @@ fn unknown_domain_lists_existing_domains() {
 #[test]
 fn different_feature_dimensions_are_rejected() {
     expect_failure(
-        |d| write_domain(d, "tgt", &Array2::<f32>::ones((10, 5)), None),
+        |d| {
+            std::fs::remove_file(d.join("tgt_labels.npy")).unwrap();
+            write_domain(d, "tgt", &Array2::<f32>::ones((10, 5)), None)
+        },
         &[],
         &["dimension"],
     );
