@@ -104,3 +104,50 @@ mod tests {
         assert_eq!(f.weights[2], 0.0);
     }
 }
+
+/// Keeps the estimate on a fixed support of present classes: classes outside `support` get
+/// p̂ᵗ = 0, classes inside get at least `floor`, then p̂ᵗ is renormalised and `w_k = p̂ᵗ_k / pˢ_k`.
+///
+/// Why: BBSE assumes a fixed black-box predictor. Re-estimated every iteration with a network
+/// that is adapting, its source hold-out confusion becomes diagonal and p̂ᵗ collapses onto the
+/// network's own target predictions; a present class that the network stops predicting is then
+/// floored to 0, its importance weight drops it from the cross-entropy and the drift feeds
+/// itself. Deciding *which* classes are absent once, from the pre-trained network, and only
+/// re-estimating the proportions of the others, cuts that loop in both directions.
+pub fn restrict_to_support(est: &ShiftEstimate, source_prior: &[f64], support: &[bool], floor: f64) -> ShiftEstimate {
+    let raw: Vec<f64> = est
+        .target_prior
+        .iter()
+        .zip(support)
+        .map(|(&p, &keep)| if keep { p.max(floor.max(0.0)) } else { 0.0 })
+        .collect();
+    let s: f64 = raw.iter().sum();
+    if !(s.is_finite() && s > 0.0) || raw.len() != source_prior.len() {
+        return est.clone();
+    }
+    let target_prior: Vec<f64> = raw.iter().map(|p| p / s).collect();
+    let weights = target_prior
+        .iter()
+        .zip(source_prior)
+        .map(|(&p, &ps)| if ps > 0.0 { p / ps } else { 0.0 })
+        .collect();
+    ShiftEstimate { weights, target_prior, objective: est.objective }
+}
+
+#[cfg(test)]
+mod support_tests {
+    use super::*;
+
+    #[test]
+    fn support_keeps_present_classes_at_least_at_the_floor_and_zeroes_the_rest() {
+        let est = ShiftEstimate { weights: vec![0.0; 4], target_prior: vec![0.6, 0.0, 0.3, 0.1], objective: 0.0 };
+        let ps = [0.25; 4];
+        let out = restrict_to_support(&est, &ps, &[true, true, true, false], 0.05);
+        assert_eq!(out.target_prior[3], 0.0);
+        assert!(out.target_prior[1] > 0.04, "{:?}", out.target_prior);
+        assert!((out.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        for k in 0..4 {
+            assert!((out.weights[k] - out.target_prior[k] / 0.25).abs() < 1e-12);
+        }
+    }
+}

@@ -29,7 +29,7 @@ mod tests;
 pub use bbse_qp::bbse_qp;
 pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
-pub use floor::apply_prior_floor;
+pub use floor::{apply_prior_floor, restrict_to_support};
 pub use holdout::stratified_holdout;
 pub use prior::{class_prior, predicted_distribution};
 

@@ -65,11 +65,14 @@ pub struct LabelShiftConfig {
     /// Temperature-scale the network's probabilities on the source hold-out before BBSE and
     /// pseudo-labelling (saturated probabilities make τ select every row).
     pub calibrate: bool,
+    /// Decide which classes are absent once, from the pre-trained network (the fixed black box
+    /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones.
+    pub fixed_support: bool,
 }
 
 impl Default for LabelShiftConfig {
     fn default() -> Self {
-        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None, calibrate: true }
+        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None, calibrate: true, fixed_support: true }
     }
 }
 

@@ -217,6 +217,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let mut shift: Option<ShiftEstimate> = None;
     let mut filled = Vec::new();
     let mut floored = Vec::new();
+    let mut support: Option<Vec<bool>> = None;
     let mut du_pooled = false;
     let mut du_trace: Vec<f64> = Vec::new();
     let total_iters = pretrain_done + cfg.adapt_iters;
@@ -249,7 +250,13 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             filled = conf.filled_classes.clone();
             let q = label_shift::predicted_distribution(target_probs, cfg.label_shift.soft)?;
             let raw = label_shift::bbse_qp(conf.matrix.view(), &q, &source_prior)?;
-            let est = label_shift::apply_prior_floor(&raw, &source_prior, floor);
+            let est = match &support {
+                Some(keep) => label_shift::restrict_to_support(&raw, &source_prior, keep, floor),
+                None => label_shift::apply_prior_floor(&raw, &source_prior, floor),
+            };
+            if support.is_none() && cfg.label_shift.fixed_support {
+                support = Some(est.target_prior.iter().map(|&p| p > 0.0).collect());
+            }
             floored = (0..c).filter(|&k| raw.target_prior[k] > 0.0 && est.target_prior[k] == 0.0).collect();
             Some(est)
         } else {
