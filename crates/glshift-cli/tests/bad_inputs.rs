@@ -487,3 +487,48 @@ fn million_dimensional_rows_are_refused_by_the_memory_estimate() {
     );
     assert!(err.contains("= 8"), "default limit not shown: {err}");
 }
+
+// ---- odd but valid inputs: must work ---------------------------------------------------------
+
+/// Runs `fit` on the fixture folder `d` and returns predictions.csv.
+fn fit_ok(d: &Path, out: &str) -> Vec<u8> {
+    let out = d.join(out);
+    let o = run(&[
+        "fit", "--data", d.to_str().unwrap(), "--source", "src", "--target", "tgt", "--config",
+        d.join("fast.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::read(out.join("predictions.csv")).unwrap()
+}
+
+#[test]
+fn fortran_order_npy_gives_the_same_result_as_c_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_fixture(d);
+    fast_config(d);
+    let c_order = fit_ok(d, "c");
+    let (xt, _) = blobs(45, 0.3);
+    let column_major: Vec<f32> = xt.t().iter().copied().collect();
+    write_raw_npy(&d.join("tgt_features.npy"), "<f4", true, &[45, 4], &f32_bytes(&column_major));
+    assert_eq!(fit_ok(d, "f"), c_order);
+}
+
+#[test]
+fn zero_variance_column_under_z_score_trains() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_fixture(d);
+    fast_config(d);
+    let (mut xs, ys) = blobs(60, 0.0);
+    xs.column_mut(3).fill(5.0);
+    write_domain(d, "src", &xs, Some(&ys));
+    fit_ok(d, "run");
+    // serde_json writes NaN as null: every loss and prior must be a number.
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("run/report.json")).unwrap()).unwrap();
+    assert!(r["estimated_target_prior"].as_array().unwrap().iter().all(|v| v.is_f64()));
+    assert!(r["target_accuracy"].is_f64());
+    for rec in r["history"].as_array().unwrap() {
+        assert!(rec["total"].is_f64() && rec["ce"].is_f64(), "non-finite loss: {rec}");
+    }
+}

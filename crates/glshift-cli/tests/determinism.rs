@@ -1,6 +1,11 @@
 //! Determinism (issue 6, item 3): the same inputs and seed give byte-identical report.json
 //! (all but `elapsed_seconds`, the only timing field) and predictions.csv, whatever the number
 //! of GEMM (matrixmultiply) and rayon threads.
+//!
+//! Why it holds: matrixmultiply splits a product over threads by blocks of output rows/columns
+//! (its "loop 3"/"loop 2"), so every output element is still summed by one thread in the same
+//! order; the library itself has no parallel reduction (rayon is a declared dependency but no
+//! code of the crate calls it, and faer runs sequentially by default).
 
 mod common;
 
@@ -9,8 +14,8 @@ use std::path::Path;
 use common::*;
 use ndarray::{Array1, Array2};
 
-/// A fixture large enough that matrixmultiply actually splits its GEMMs over threads
-/// (its threading starts at a few hundred thousand multiply-adds per product).
+/// A fixture large enough that matrixmultiply actually splits its GEMMs over 2 threads: it
+/// does when m·k + k·n ≥ 2¹⁵ (here the first layer: 700·96 + 96·128 ≈ 79 000).
 fn write_medium_fixture(dir: &Path) {
     let blob = |n: usize, offset: f32| {
         let x = Array2::from_shape_fn((n, 96), |(i, j)| {
