@@ -434,13 +434,38 @@ fn non_positive_learning_rate() {
 }
 
 #[test]
+fn network_without_layers() {
+    expect_failure(
+        |d| std::fs::write(d.join("fast.toml"), "pretrain_iters = 5\nadapt_iters = 5\n[network]\nhidden = []\n").unwrap(),
+        &[],
+        &["network.hidden", "[]"],
+    );
+}
+
+#[test]
+fn dropout_of_one() {
+    expect_failure(
+        |d| std::fs::write(d.join("fast.toml"), "pretrain_iters = 5\nadapt_iters = 5\n[network]\ndropout = 1.0\n").unwrap(),
+        &[],
+        &["network.dropout", "[0, 1)"],
+    );
+}
+
+#[test]
+fn memory_limit_below_the_estimate() {
+    // The limit is a setting: a tiny one refuses even the small fixture.
+    expect_failure(|d| config(d, "max_memory_gib = 0.000001"), &[], &["max_memory_gib", "0.000001", "GiB"]);
+}
+
+#[test]
 fn unknown_config_key() {
     expect_failure(|d| config(d, "learning_rate = 0.1"), &[], &["fast.toml", "learning_rate"]);
 }
 
 #[test]
 fn missing_config_file() {
-    expect_failure(|_| {}, &["--config", "/nonexistent/glshift.toml"], &["/nonexistent/glshift.toml"]);
+    let err = expect_failure(|_| {}, &["--config", "/nonexistent/glshift.toml"], &["/nonexistent/glshift.toml", "no such file"]);
+    assert_eq!(err.matches("os error 2").count(), 1, "cause repeated: {err}");
 }
 
 #[test]
