@@ -57,10 +57,19 @@ pub fn resolve_config(config: Option<&PathBuf>, method: Option<&str>, seed: Opti
 
 pub fn run(args: FitArgs) -> Result<()> {
     let cfg = resolve_config(args.config.as_ref(), args.method.as_deref(), args.seed)?;
-    check_out_dir(&args.out)?;
+    let created = check_out_dir(&args.out)?;
+    let result = run_checked(&args, &cfg);
+    if result.is_err() && created {
+        // Only removes the folder this run created, and only while it is still empty.
+        let _ = std::fs::remove_dir(&args.out);
+    }
+    result
+}
+
+fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let (source, target) = data::load_pair(&args.data, &args.source, &args.target)?;
     let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.source, args.target), args.quiet);
-    let out = pipeline::run(&source, &target, &cfg, &mut |p| bar.update(p));
+    let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));
     bar.finish();
     let out = out.with_context(|| format!("training {} → {} failed", args.source, args.target))?;
     let report = serde_json::to_vec_pretty(&out.report)?;
@@ -80,12 +89,22 @@ pub fn run(args: FitArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses an output path that is an existing file, before any work is done.
-fn check_out_dir(out: &std::path::Path) -> Result<()> {
+/// Refuses an output folder that cannot be written, before any work is done: the folder is
+/// created if needed and a probe file is written and removed. (Otherwise a long run would end
+/// with nothing saved.) Returns whether the folder was created here.
+fn check_out_dir(out: &std::path::Path) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         anyhow::bail!("{}: --out must be a folder, and a file of that name exists", out.display());
     }
-    Ok(())
+    let created = !out.exists();
+    std::fs::create_dir_all(out).with_context(|| {
+        format!("{}: cannot create the --out folder; choose a writable location", out.display())
+    })?;
+    let probe = out.join(format!(".glshift-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("{}: the --out folder is not writable; choose another folder or fix its permissions", out.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(created)
 }
 
 pub fn fmt_vec(v: &[f64]) -> String {

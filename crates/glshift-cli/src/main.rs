@@ -36,7 +36,15 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // The context chain, each cause once (some errors already quote their cause).
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                let c = cause.to_string();
+                if !msg.contains(&c) {
+                    msg = format!("{msg}: {c}");
+                }
+            }
+            eprintln!("error: {msg}");
             ExitCode::FAILURE
         }
     }

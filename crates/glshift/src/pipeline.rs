@@ -141,6 +141,37 @@ pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
             format!("the source holds {present} class(es); at least 2 are needed to train a classifier"),
         ));
     }
+    // Every column constant = all source rows identical: z-score maps them to 0, the kernel
+    // bandwidth is 0 and there is nothing to learn. (Some constant columns are fine.)
+    let x = &source.features;
+    if x.nrows() > 1 && x.rows().into_iter().all(|r| r == x.row(0)) {
+        return Err(Error::bad_data(
+            format!("source '{}' ({})", source.name, source.path.display()),
+            format!(
+                "all {} rows are identical (every feature column is constant): nothing to learn \
+                 and the kernel bandwidth would be 0; check that the right features were exported",
+                x.nrows()
+            ),
+        ));
+    }
+    // Partial DA assumes target classes ⊆ source classes; a target class without source rows
+    // can never be predicted. Target labels are read here only to refuse such a task.
+    if let Some(tl) = &target.labels {
+        let mut in_source = vec![false; c];
+        labels.iter().for_each(|&y| in_source[y] = true);
+        if let Some((i, &l)) = tl.iter().enumerate().find(|(_, &l)| !in_source.get(l).copied().unwrap_or(false)) {
+            let name = source.class_names.get(l).map_or_else(|| l.to_string(), String::clone);
+            return Err(Error::bad_data(
+                format!("target '{}' ({})", target.name, target.path.display()),
+                format!(
+                    "row {i} (0-based) has class '{name}', which no row of the source '{}' has; \
+                     target classes must be a subset of the source classes (drop those target rows \
+                     or add source data for the class)",
+                    source.name
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -148,6 +179,8 @@ pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
 pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
     cfg.validate()?;
     check_pair(source, target)?;
+    // Before the copies below: refuse early what would not fit in memory.
+    crate::methods::train::check_memory(source.n() + target.n(), source.dim(), source.n_classes(), cfg)?;
     let started = Instant::now();
     let mut xs = source.features.clone();
     let mut xt = target.features.clone();

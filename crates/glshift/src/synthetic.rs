@@ -151,6 +151,7 @@ pub fn generate(cfg: &SyntheticConfig) -> Result<SyntheticTask> {
         path: format!("<synthetic seed {}>", cfg.seed).into(),
         format: FileFormat::Npy,
         label_rule: LabelRule::ZeroBased,
+        feature_names: None,
     };
     Ok(SyntheticTask {
         source: domain("synthetic-source", xs, ys),

@@ -60,3 +60,65 @@ pub fn fast_config(dir: &Path) -> PathBuf {
 pub fn out_is_empty(out: &Path) -> bool {
     !out.exists() || std::fs::read_dir(out).map(|mut d| d.next().is_none()).unwrap_or(true)
 }
+
+/// Writes a `.npy` file by hand (version 1.0): any dtype descriptor, order and shape, with
+/// `data` as the raw payload. For files ndarray-npy will not write (3-D, odd dtypes, Fortran).
+pub fn write_raw_npy(path: &Path, descr: &str, fortran: bool, shape: &[usize], data: &[u8]) {
+    let dims: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let order = if fortran { "True" } else { "False" };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Writes a minimal uncompressed little-endian MATLAB v5 file holding double matrices
+/// (`dims` are MATLAB sizes, `values` column-major). Trimmed copy of the writer in
+/// `crates/glshift/src/data/tests/mod.rs`.
+pub fn write_mat(path: &Path, vars: &[(&str, &[usize], &[f64])]) {
+    fn element(out: &mut Vec<u8>, ty: u32, data: &[u8]) {
+        out.extend(ty.to_le_bytes());
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend(data);
+        out.resize(out.len().next_multiple_of(8), 0);
+    }
+    let mut file = format!("{:<116}", "MATLAB 5.0 MAT-file, written by glshift tests").into_bytes();
+    file.extend([0u8; 8]);
+    file.extend(0x0100u16.to_le_bytes());
+    file.extend(b"IM");
+    for (name, dims, values) in vars {
+        let mut body = Vec::new();
+        element(&mut body, 6, &[6u32.to_le_bytes(), 0u32.to_le_bytes()].concat());
+        let d: Vec<u8> = dims.iter().flat_map(|&s| (s as i32).to_le_bytes()).collect();
+        element(&mut body, 5, &d);
+        element(&mut body, 1, name.as_bytes());
+        let v: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+        element(&mut body, 9, &v);
+        element(&mut file, 14, &body);
+    }
+    std::fs::write(path, file).unwrap();
+}
+
+/// Writes `<name>.csv` with a header `f0..f{d-1}[,label]` from a feature matrix and labels.
+pub fn write_csv_domain(dir: &Path, name: &str, x: &Array2<f32>, y: Option<&Array1<i64>>) {
+    let mut s: Vec<String> = (0..x.ncols()).map(|j| format!("f{j}")).collect();
+    if y.is_some() {
+        s.push("label".into());
+    }
+    let mut text = s.join(",") + "\n";
+    for (i, row) in x.outer_iter().enumerate() {
+        let mut cells: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+        if let Some(y) = y {
+            cells.push(y[i].to_string());
+        }
+        text += &(cells.join(",") + "\n");
+    }
+    std::fs::write(dir.join(format!("{name}.csv")), text).unwrap();
+}

@@ -111,5 +111,11 @@ pub(super) fn read_csv(path: &Path) -> Result<RawDomain> {
         features,
         labels: label_col.map(|_| labels),
         labels_path: path.to_path_buf(),
+        feature_names: Some(
+            (0..header.len())
+                .filter(|&j| Some(j) != label_col)
+                .map(|j| header[j].to_string())
+                .collect(),
+        ),
     })
 }

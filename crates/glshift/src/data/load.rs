@@ -68,6 +68,7 @@ fn read(dir: &Path, domain: &str) -> Result<Loaded> {
                 features: x,
                 labels,
                 labels_path,
+                feature_names: None,
             };
             (raw, features, FileFormat::Npy)
         }
@@ -140,6 +141,7 @@ fn finish(dir: &Path, loaded: Vec<Loaded>, rule: LabelRule) -> Result<Vec<Domain
             path: l.path,
             format: l.format,
             label_rule,
+            feature_names: l.raw.feature_names,
         };
         out.push((domain, l.raw.labels_path));
     }

@@ -35,6 +35,7 @@ pub(super) fn read_mat(path: &Path) -> Result<RawDomain> {
         features,
         labels,
         labels_path: path.to_path_buf(),
+        feature_names: None,
     })
 }
 

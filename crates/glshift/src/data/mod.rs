@@ -38,6 +38,8 @@ struct RawDomain {
     labels: Option<Vec<i64>>,
     /// The file the labels came from (named in label errors).
     labels_path: PathBuf,
+    /// Feature column names, when the format has them (CSV header).
+    feature_names: Option<Vec<String>>,
 }
 
 pub use discover::list_domains;
@@ -84,6 +86,8 @@ pub struct Domain {
     pub format: FileFormat,
     /// How the stored labels were mapped to 0-based indices.
     pub label_rule: LabelRule,
+    /// Feature column names when the file has them (CSV header); source and target must agree.
+    pub feature_names: Option<Vec<String>>,
 }
 
 impl Domain {

@@ -103,6 +103,9 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
         path: path.to_path_buf(),
         source,
     })?;
+    if bytes.is_empty() {
+        return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
+    }
     let corrupt = |e: &dyn std::fmt::Display| {
         Error::bad_file(
             path,

@@ -106,6 +106,21 @@ pub(super) fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
             found: target.dim().to_string(),
         });
     }
+    if let (Some(a), Some(b)) = (&source.feature_names, &target.feature_names) {
+        if let Some(j) = (0..a.len().min(b.len())).find(|&j| a[j] != b[j]) {
+            return Err(Error::bad_file(
+                &target.path,
+                format!(
+                    "feature column {} is `{}` but in the source {} it is `{}`; \
+                     the two files must have the same feature columns in the same order",
+                    j + 1,
+                    b[j],
+                    source.path.display(),
+                    a[j]
+                ),
+            ));
+        }
+    }
     if source.class_names != target.class_names {
         return Err(Error::bad_data(
             format!("domains '{}' and '{}'", source.name, target.name),

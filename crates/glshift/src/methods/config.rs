@@ -150,6 +150,9 @@ pub struct FitConfig {
     pub adapt_iters: usize,
     pub mul: MulConfig,
     pub label_shift: LabelShiftConfig,
+    /// Refuse a fit whose estimated memory (see `train::memory_estimate_bytes`) exceeds this
+    /// many GiB, instead of being killed by the system mid-run.
+    pub max_memory_gib: f64,
 }
 
 impl Default for FitConfig {
@@ -165,6 +168,7 @@ impl Default for FitConfig {
             adapt_iters: 300,
             mul: MulConfig::default(),
             label_shift: LabelShiftConfig::default(),
+            max_memory_gib: 8.0,
         }
     }
 }
@@ -211,6 +215,7 @@ impl FitConfig {
         if m.du_window == 0 {
             return Err(Error::param("mul.du_window", 0, "must be >= 1"));
         }
+        check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
         let ls = &self.label_shift;
         if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9) && ls.confusion == ConfusionRows::Holdout {
             return Err(Error::param(
@@ -257,9 +262,7 @@ mod tests {
         let mut c = FitConfig::default();
         c.mul.eps = Some(0.0);
         assert!(matches!(c.validate(), Err(Error::Param { name: "mul.eps", .. })));
-        let mut c = FitConfig::default();
-        c.pretrain_iters = 0;
-        c.adapt_iters = 0;
+        let c = FitConfig { pretrain_iters: 0, adapt_iters: 0, ..Default::default() };
         assert!(c.validate().is_err());
     }
 

@@ -105,15 +105,67 @@ fn argmax_conf(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
         .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
 }
 
-fn check_finite(what: &str, iter: usize, stage: Stage, v: f64) -> Result<()> {
+/// What to do when training diverges, with the settings that control it.
+fn divergence_advice(cfg: &FitConfig) -> String {
+    format!(
+        "training diverged; lower `optimizer.lr` (now {:?}) or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?}), \
+         or check the scale of the features (`preprocess`, now {})",
+        cfg.optimizer.lr, cfg.mul.lambda_tu, cfg.mul.lambda_du, cfg.preprocess
+    )
+}
+
+/// Stops training when a loss term is NaN/Inf, naming the stage, iteration and term.
+fn check_finite(what: &str, iter: usize, stage: Stage, v: f64, cfg: &FitConfig) -> Result<()> {
     if v.is_finite() {
         Ok(())
     } else {
         Err(Error::numerical(
             format!("{stage:?} iteration {iter}"),
-            format!("{what} is {v}; lower the learning rate or the λ weights"),
+            format!("{what} is {v}: {}", divergence_advice(cfg)),
         ))
     }
+}
+
+fn all_finite(a: &Array2<f32>) -> bool {
+    a.iter().all(|v| v.is_finite())
+}
+
+/// Estimated peak memory in bytes of training on `n_rows` rows (source + target) of dimension
+/// `d` with `c` classes: the feature matrix and its copies (loaded, preprocessed, row-stacked:
+/// 5 × n·d), the parameters of G and F with their gradient, two Adam moments and the best
+/// pre-training snapshot (network + moments: 7 × parameters), the activations kept for the
+/// backward pass (3 × n × widths) and the kernel terms' n×n Gram matrices in f64 (3 × n²).
+/// All f32 except the Gram matrices. A coarse upper estimate, meant to refuse hopeless
+/// configurations (e.g. 10⁶-dimensional rows) before allocating, not to budget precisely.
+pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
+    let (n, d, c) = (n_rows as f64, d as f64, c as f64);
+    let mut params = 0.0;
+    let mut width_in = d;
+    for &h in &cfg.network.hidden {
+        params += (width_in + 1.0) * h as f64;
+        width_in = h as f64;
+    }
+    params += (width_in + 1.0) * c;
+    let widths: f64 = cfg.network.hidden.iter().map(|&h| h as f64).sum::<f64>() + c;
+    4.0 * (5.0 * n * d + 7.0 * params + 3.0 * n * widths) + 8.0 * 3.0 * n * n
+}
+
+/// Refuses a fit whose [`memory_estimate_bytes`] exceeds `cfg.max_memory_gib`.
+pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Result<()> {
+    let gib = memory_estimate_bytes(n_rows, d, c, cfg) / (1u64 << 30) as f64;
+    if gib > cfg.max_memory_gib {
+        return Err(Error::param(
+            "max_memory_gib",
+            cfg.max_memory_gib,
+            format!(
+                "training {n_rows} rows of dimension {d} with hidden widths {:?} needs about {gib:.1} GiB; \
+                 reduce the feature dimension (e.g. PCA) or the first hidden width, or raise \
+                 `max_memory_gib` in the config if the machine has the memory",
+                cfg.network.hidden
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Trains `cfg.method` on the data. Deterministic for a given seed.
@@ -135,6 +187,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             found: data.target_x.ncols().to_string(),
         });
     }
+    check_memory(ns_all + data.target_x.nrows(), d, c, cfg)?;
     let source_prior = label_shift::class_prior(data.source_y, c)?;
     let is_mul = cfg.method == MethodKind::Mul;
     let use_iw = is_mul && cfg.mul.importance_weighting;
@@ -172,7 +225,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     for it in 0..cfg.pretrain_iters {
         let pass = net.forward(x_source.view(), &train_fw, &mut rng);
         let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), &y_train, &uniform);
-        check_finite("cross-entropy", it, Stage::Pretrain, ce)?;
+        check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         if n_hold > 0 {
             let logits = if needs_eval_pass { net.forward(x_source.view(), &eval_fw, &mut rng).logits } else { pass.logits.clone() };
             let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), &y_hold, 1.0);
@@ -189,7 +242,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
         let grads = net.backward(&pass, d_logits.view(), None);
         if !grads.is_finite() {
-            return Err(Error::numerical(format!("Pretrain iteration {it}"), "gradient of the cross-entropy is not finite"));
+            return Err(Error::numerical(
+                format!("Pretrain iteration {it}"),
+                format!("the gradient of the cross-entropy is not finite: {}", divergence_advice(cfg)),
+            ));
         }
         adam.step(&mut net, &grads);
         history.push(IterRecord {
@@ -323,7 +379,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         };
         let total = if is_mul { ce + cfg.mul.lambda_tu * terms.j_tu - terms.lambda_du_effective * terms.j_du } else { ce };
         for (what, v) in [("cross-entropy", ce), ("J_TU", terms.j_tu), ("J_DU", terms.j_du)] {
-            check_finite(what, it, Stage::Adapt, v)?;
+            check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
 
         let n_all = x_adapt.nrows();
@@ -337,9 +393,16 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         }
         let grads = net.backward(&pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
+            let term = if !(all_finite(&terms.grad_zs) && all_finite(&terms.grad_zt)) {
+                "the gradient of the kernel terms (λ_TU·J_TU − λ_DU·J_DU) with respect to Z"
+            } else if !all_finite(&d_train_logits) {
+                "the gradient of the cross-entropy"
+            } else {
+                "the gradient of the network's parameters"
+            };
             return Err(Error::numerical(
                 format!("Adapt iteration {it}"),
-                "gradient is not finite (J_TU/J_DU kernel terms); lower the λ weights or raise the bandwidth",
+                format!("{term} is not finite: {}", divergence_advice(cfg)),
             ));
         }
         adam.step(&mut net, &grads);

@@ -38,20 +38,20 @@ impl AdamConfig {
     /// Checks the ranges documented on the fields (all values finite).
     pub fn validate(&self) -> Result<()> {
         if !(self.lr.is_finite() && self.lr > 0.0) {
-            return Err(Error::param("lr", self.lr, "must be finite and > 0"));
+            return Err(Error::param("optimizer.lr", self.lr, "must be finite and > 0"));
         }
         if !(0.0..1.0).contains(&self.beta1) {
-            return Err(Error::param("beta1", self.beta1, "must be in [0, 1)"));
+            return Err(Error::param("optimizer.beta1", self.beta1, "must be in [0, 1)"));
         }
         if !(0.0..1.0).contains(&self.beta2) {
-            return Err(Error::param("beta2", self.beta2, "must be in [0, 1)"));
+            return Err(Error::param("optimizer.beta2", self.beta2, "must be in [0, 1)"));
         }
         if !(self.eps.is_finite() && self.eps > 0.0) {
-            return Err(Error::param("eps", self.eps, "must be finite and > 0"));
+            return Err(Error::param("optimizer.eps", self.eps, "must be finite and > 0"));
         }
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(Error::param(
-                "weight_decay",
+                "optimizer.weight_decay",
                 self.weight_decay,
                 "must be finite and >= 0",
             ));

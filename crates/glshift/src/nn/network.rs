@@ -51,20 +51,20 @@ impl NetworkConfig {
     pub fn validate(&self) -> Result<()> {
         if self.hidden.is_empty() {
             return Err(Error::param(
-                "hidden",
+                "network.hidden",
                 "[]",
                 "G needs at least one layer (the last width is z_dim)",
             ));
         }
         if self.hidden.contains(&0) {
             return Err(Error::param(
-                "hidden",
+                "network.hidden",
                 format!("{:?}", self.hidden),
                 "every width must be at least 1",
             ));
         }
         if !(self.dropout.is_finite() && (0.0..1.0).contains(&self.dropout)) {
-            return Err(Error::param("dropout", self.dropout, "must be in [0, 1)"));
+            return Err(Error::param("network.dropout", self.dropout, "must be in [0, 1)"));
         }
         Ok(())
     }
