@@ -1,0 +1,66 @@
+//! `glshift bench` survives SIGKILL: finished records stay readable and a re-run resumes
+//! without redoing them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn records(dir: &std::path::Path) -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut out: Vec<_> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let t = std::fs::metadata(&p).unwrap().modified().unwrap();
+            (p, t)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn killed_bench_keeps_finished_records_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    // Slow enough per run that the kill lands in the middle of the grid.
+    let cfg = dir.path().join("slow.toml");
+    std::fs::write(&cfg, "pretrain_iters = 60\npretrain_patience = 1000\nadapt_iters = 150\n[network]\nhidden = [64]\n").unwrap();
+    let out = dir.path().join("bench");
+    let args = [
+        "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt,tgt:src", "--methods", "source,mul",
+        "--seeds", "0,1,2", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+    ];
+    let mut child = glshift().args(args).spawn().unwrap();
+    let runs = out.join("runs");
+    let started = Instant::now();
+    while records(&runs).len() < 2 && started.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    let before = records(&runs);
+    assert!(!before.is_empty() && before.len() < 12, "kill should land mid-grid: {} records", before.len());
+    for (p, _) in &before {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).expect("complete record");
+        assert!(v["target_accuracy"].is_number());
+    }
+    let leftovers = std::fs::read_dir(&runs).unwrap().filter(|e| {
+        !e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")
+    });
+    let _ = leftovers.count(); // temporary files of the killed write may remain; they are never read
+
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = records(&runs);
+    assert_eq!(after.len(), 12);
+    for (p, t) in &before {
+        let now = after.iter().find(|(q, _)| q == p).unwrap().1;
+        assert_eq!(*t, now, "{} was redone", p.display());
+    }
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results.len(), 12);
+}
