@@ -143,7 +143,7 @@ pub fn fit_bcts(probs: ArrayView2<f32>, labels: &[usize]) -> Result<Bcts> {
         let sol = hm.partial_piv_lu().solve(gm);
         let mut d: Vec<f64> = (0..=c).map(|i| sol[(i, 0)]).collect();
         let mut slope: f64 = d.iter().zip(&g).map(|(a, b)| a * b).sum();
-        if !(slope < 0.0) || d.iter().any(|v| !v.is_finite()) {
+        if slope.is_nan() || slope >= 0.0 || d.iter().any(|v| !v.is_finite()) {
             d = g.iter().map(|v| -v).collect();
             slope = -g.iter().map(|v| v * v).sum::<f64>();
         }

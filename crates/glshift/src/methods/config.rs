@@ -254,9 +254,11 @@ mod tests {
         let mut c = FitConfig::default();
         c.mul.eps = Some(0.0);
         assert!(matches!(c.validate(), Err(Error::Param { name: "mul.eps", .. })));
-        let mut c = FitConfig::default();
-        c.pretrain_iters = 0;
-        c.adapt_iters = 0;
+        let c = FitConfig {
+            pretrain_iters: 0,
+            adapt_iters: 0,
+            ..FitConfig::default()
+        };
         assert!(c.validate().is_err());
     }
 
