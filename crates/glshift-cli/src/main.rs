@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod fit;
 mod progress;
+mod shift;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
     Bench(bench::BenchArgs),
+    /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
+    Shift(shift::ShiftArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Shift(args) => shift::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

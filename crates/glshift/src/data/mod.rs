@@ -47,6 +47,18 @@ pub use load::{load_domain, load_pair};
 pub use preprocess::{preprocess, Preprocess};
 pub use validate::check_features;
 
+/// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton
+/// axes dropped), e.g. class probabilities for `glshift shift estimate`.
+pub fn read_npy_matrix(path: &std::path::Path) -> crate::Result<Array2<f32>> {
+    npy::read_features(path)
+}
+
+/// Reads a `.npy` file as a label vector (shape (n,), (n,1) or (1,n); integers, or floats
+/// holding whole numbers), stored values unchanged.
+pub fn read_npy_labels(path: &std::path::Path) -> crate::Result<Vec<i64>> {
+    npy::read_labels(path)
+}
+
 /// How integer labels in the file were mapped to 0-based class indices (recorded in reports).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

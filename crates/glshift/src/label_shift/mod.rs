@@ -15,8 +15,20 @@
 //! The three pitfalls of `docs/pitfalls-label-shift.md` handled here: (1) a class without
 //! hold-out rows keeps a non-erasing column, (2) `C` uses the full-source prior, (3) a floor on
 //! the estimated prior.
+//!
+//! Estimators behind one trait ([`ShiftEstimator`], issue 5): [`Bbse`] (linear solve, hard or
+//! soft), [`BbseQp`], [`Rlls`] (Azizzadenesheli et al. 2019), [`Mlls`] (EM of Saerens et al.
+//! 2002 after [`fit_bcts`], Alexandari et al. 2020); [`bootstrap`] intervals for any of them;
+//! [`confusion_diagnostics`] for the conditioning of `C`.
 
+mod bbse;
 mod bbse_qp;
+pub mod bcts;
+mod bootstrap;
+mod diagnostics;
+mod estimators;
+pub mod mlls;
+mod rlls;
 pub mod calibration;
 mod confusion;
 mod floor;
@@ -24,9 +36,18 @@ mod holdout;
 mod polish;
 mod prior;
 #[cfg(test)]
+mod estimator_tests;
+#[cfg(test)]
 mod tests;
 
+pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
+pub use bcts::{fit_bcts, Bcts};
+pub use bootstrap::{bootstrap, Interval};
+pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
+pub use estimators::{EstimateOutput, ShiftEstimator, ShiftInputs};
+pub use mlls::{em_prior, EmFit, Mlls};
+pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use floor::{apply_prior_floor, restrict_to_support};
