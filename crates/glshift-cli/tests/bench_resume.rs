@@ -48,10 +48,7 @@ fn killed_bench_keeps_finished_records_and_resumes() {
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).expect("complete record");
         assert!(v["target_accuracy"].is_number());
     }
-    let leftovers = std::fs::read_dir(&runs).unwrap().filter(|e| {
-        !e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")
-    });
-    let _ = leftovers.count(); // temporary files of the killed write may remain; they are never read
+    // Temporary files of a killed write may remain under runs/; they are never read back.
 
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
