@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::data::{self, Domain, LabelRule};
 use crate::eval;
+use crate::nn::argmax_row;
 use crate::methods::{fit, FitConfig, IterRecord, Progress};
 use crate::methods::train::FitData;
 use crate::{Error, Result};
@@ -86,7 +87,7 @@ impl RunOutput {
         }
         out.push('\n');
         for (i, row) in self.target_probs.rows().into_iter().enumerate() {
-            let k = argmax(row.iter().copied());
+            let k = argmax_row(row).0;
             out.push_str(&format!("{i},{k},{},{:.6}", csv_field(&classes[k]), row[k]));
             for p in row {
                 out.push_str(&format!(",{p:.6}"));
@@ -105,14 +106,8 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn argmax(it: impl Iterator<Item = f32>) -> usize {
-    it.enumerate()
-        .fold((0, f32::NEG_INFINITY), |b, (k, p)| if p > b.1 { (k, p) } else { b })
-        .0
-}
-
 fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
-    p.rows().into_iter().map(|r| argmax(r.iter().copied())).collect()
+    p.rows().into_iter().map(|r| argmax_row(r).0).collect()
 }
 
 /// Checks that a source/target pair can be trained on (independent of how it was loaded).

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::config::{ConfusionRows, FitConfig, MethodKind};
 use super::mul::{mul_terms, MulInputs, MulTerms};
 use crate::label_shift::{self, ShiftEstimate};
-use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
+use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network};
 use crate::{Error, Result};
 
 /// Training stage of an iteration.
@@ -97,12 +97,6 @@ fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
 
 fn select_rows(x: ArrayView2<f32>, idx: &[usize]) -> Array2<f32> {
     x.select(Axis(0), idx)
-}
-
-fn argmax_conf(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
-    row.iter()
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
 }
 
 /// What to do when training diverges, with the settings that control it.
@@ -324,7 +318,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         let mut conf_idx = Vec::new();
         let mut conf_lab = Vec::new();
         for (i, row) in target_probs.rows().into_iter().enumerate() {
-            let (k, p) = argmax_conf(row);
+            let (k, p) = argmax_row(row);
             if p > cfg.mul.tau as f32 && prior[k] > 0.0 {
                 conf_idx.push(i);
                 conf_lab.push(k);

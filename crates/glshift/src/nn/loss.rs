@@ -173,3 +173,11 @@ mod tests {
         let _ = weighted_cross_entropy(logits.view(), &[2], &[1.0]);
     }
 }
+
+/// Index and value of the largest entry of a row of class scores (ties: lowest index);
+/// the predicted class and its confidence.
+pub fn argmax_row(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
+}
