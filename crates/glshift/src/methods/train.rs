@@ -95,10 +95,6 @@ fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
     y
 }
 
-fn select_rows(x: ArrayView2<f32>, idx: &[usize]) -> Array2<f32> {
-    x.select(Axis(0), idx)
-}
-
 /// What to do when training diverges, with the settings that control it.
 fn divergence_advice(cfg: &FitConfig) -> String {
     format!(
@@ -198,8 +194,8 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let (n_train, n_hold) = (train_idx.len(), hold_idx.len());
     let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
     let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
-    let x_train = select_rows(data.source_x, &train_idx);
-    let x_source = concatenate![Axis(0), x_train.view(), select_rows(data.source_x, &hold_idx).view()];
+    let x_train = data.source_x.select(Axis(0), &train_idx);
+    let x_source = concatenate![Axis(0), x_train.view(), data.source_x.select(Axis(0), &hold_idx).view()];
     let x_all = concatenate![Axis(0), x_source.view(), data.target_x];
     let ys_onehot = one_hot(&y_train, c);
 
