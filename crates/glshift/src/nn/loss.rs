@@ -96,6 +96,14 @@ pub fn weighted_cross_entropy<T: Real>(
     (loss, grad, probs)
 }
 
+/// Index and value of the largest entry of a row of class scores (ties: lowest index);
+/// the predicted class and its confidence.
+pub fn argmax_row(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,10 +182,3 @@ mod tests {
     }
 }
 
-/// Index and value of the largest entry of a row of class scores (ties: lowest index);
-/// the predicted class and its confidence.
-pub fn argmax_row(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
-    row.iter()
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (k, &p)| if p > best.1 { (k, p) } else { best })
-}
