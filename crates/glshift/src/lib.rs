@@ -13,6 +13,7 @@
 //! - [`protocol`]: UDA, partial-DA and GLS task construction.
 //! - [`output`]: atomic writing of result files.
 //! - [`simulate`]: known-truth label-shift targets resampled from a labelled domain.
+//! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
 
 pub mod data;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod pipeline;
 pub mod protocol;
 pub mod real;
 pub mod simulate;
+pub mod study;
 pub mod synthetic;
 
 pub use error::{Error, Result};
