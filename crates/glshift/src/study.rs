@@ -476,9 +476,7 @@ mod tests {
     use crate::synthetic::{generate, SyntheticConfig};
 
     fn small_cfg() -> StudyConfig {
-        let mut fit = FitConfig::default();
-        fit.pretrain_iters = 40;
-        fit.adapt_iters = 5;
+        let mut fit = FitConfig { pretrain_iters: 40, adapt_iters: 5, ..Default::default() };
         fit.network.hidden = vec![16];
         StudyConfig {
             families: vec![PriorSpec::Dirichlet { alpha: 1.0 }, PriorSpec::Pda],
