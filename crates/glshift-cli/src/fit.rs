@@ -92,7 +92,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
 /// Refuses an output folder that cannot be written, before any work is done: the folder is
 /// created if needed and a probe file is written and removed. (Otherwise a long run would end
 /// with nothing saved.) Returns whether the folder was created here.
-fn check_out_dir(out: &std::path::Path) -> Result<bool> {
+pub fn check_out_dir(out: &std::path::Path) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         anyhow::bail!("{}: --out must be a folder, and a file of that name exists", out.display());
     }

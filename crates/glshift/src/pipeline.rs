@@ -70,6 +70,11 @@ pub struct FitReport {
 pub struct RunOutput {
     pub report: FitReport,
     pub target_probs: Array2<f32>,
+    /// Probabilities of the stratified source hold-out from the final network (rows it never
+    /// trained on; empty when the config trains on every source row), n_hold × c.
+    pub holdout_probs: Array2<f32>,
+    /// Labels of those hold-out rows.
+    pub holdout_labels: Vec<usize>,
 }
 
 impl RunOutput {
@@ -192,6 +197,7 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
     let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
+    let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
 
     // Evaluation only: the target labels enter here, after the model is final.
     let evaluation = match &target.labels {
@@ -237,5 +243,5 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
         prior_l1_error: evaluation.as_ref().and_then(|e| e.prior_l1_error),
         source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
     };
-    Ok(RunOutput { report, target_probs: fitted.target_probs })
+    Ok(RunOutput { report, target_probs: fitted.target_probs, holdout_probs: fitted.holdout_probs, holdout_labels })
 }

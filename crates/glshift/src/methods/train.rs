@@ -77,6 +77,13 @@ pub struct Fitted {
     pub confusion_filled_classes: Vec<usize>,
     /// Classes whose estimated target prior fell under the floor and was set to 0.
     pub floored_classes: Vec<usize>,
+    /// Indices (into the source rows) of the stratified hold-out, in the row order of
+    /// [`Fitted::holdout_probs`].
+    pub holdout_rows: Vec<usize>,
+    /// Class probabilities of the hold-out rows from the final network (eval mode, plain
+    /// softmax without temperature), n_hold × c: rows it never trained on, for label-shift
+    /// estimators (`glshift shift estimate --data`).
+    pub holdout_probs: Array2<f32>,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.
@@ -417,6 +424,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
 
     let stats_x = x_train.view();
     let target_probs = net.predict_proba(data.target_x, Some(stats_x));
+    let holdout_probs = net.predict_proba(x_source.slice(s![n_train.., ..]), Some(stats_x));
     Ok(Fitted {
         network: net,
         target_probs,
@@ -427,5 +435,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         n_holdout: n_hold,
         confusion_filled_classes: filled,
         floored_classes: floored,
+        holdout_rows: hold_idx,
+        holdout_probs,
     })
 }
