@@ -48,8 +48,9 @@ pub struct EmbeddingMetrics {
     /// MCMD²(Pˢ_{Z|k}, Pᵗ_{Z|k}) per class with the true target labels (`None` for a class
     /// absent from either domain), estimated as in training (`kernel::mcmd2_matrix`).
     pub mcmd2_per_class: Vec<Option<f64>>,
-    /// Gaussian bandwidth of that estimate: the mean pairwise squared distance of the rescaled Z.
-    pub mcmd_bandwidth: f64,
+    /// Gaussian bandwidth of that estimate: the mean pairwise squared distance of the rescaled Z
+    /// (`None`, and no MCMD, when every row of Z is the same point).
+    pub mcmd_bandwidth: Option<f64>,
 }
 
 /// The scalar s with mean_i ‖s·z_i‖² = 1 over the rows of both blocks (1 when all rows are 0).
@@ -162,10 +163,16 @@ pub fn embedding_metrics(
     let d_st_off_diagonal_mean =
         mean_of((0..c).flat_map(|k| (0..c).filter(move |&l| l != k).map(move |l| (k, l))).filter_map(|(k, l)| d_st[k][l]));
 
-    let h = bandwidth(&[zs.view(), zt.view()], 1.0)?;
-    let (ys1, yt1) = (one_hot(ys, c), one_hot(yt, c));
-    let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
-    let mcmd2_per_class = (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect();
+    // A collapsed Z (all rows equal) has no bandwidth; the other metrics still describe it.
+    let h = bandwidth(&[zs.view(), zt.view()], 1.0).ok();
+    let mcmd2_per_class = match h {
+        Some(h) => {
+            let (ys1, yt1) = (one_hot(ys, c), one_hot(yt, c));
+            let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
+            (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect()
+        }
+        None => vec![None; c],
+    };
     Ok(EmbeddingMetrics {
         scale,
         source,
@@ -240,6 +247,15 @@ mod tests {
         let a = embedding_metrics(zs.view(), &ys, near.view(), &ys, 2, &PARAMS).unwrap();
         let b = embedding_metrics(zs.view(), &ys, far.view(), &ys, 2, &PARAMS).unwrap();
         assert!(b.mcmd2_per_class[1].unwrap() > 2.0 * a.mcmd2_per_class[1].unwrap(), "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn collapsed_representation_gives_metrics_without_mcmd() {
+        let z = ndarray::Array2::<f32>::zeros((4, 3));
+        let m = embedding_metrics(z.view(), &[0, 0, 1, 1], z.view(), &[0, 1, 1, 1], 2, &PARAMS).unwrap();
+        assert_eq!(m.mcmd_bandwidth, None);
+        assert_eq!(m.mcmd2_per_class, vec![None, None]);
+        assert_eq!(m.target.j_w, 0.0);
     }
 
     #[test]
