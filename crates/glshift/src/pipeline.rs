@@ -82,6 +82,8 @@ pub struct RunOutput {
     pub source_z: Array2<f32>,
     pub target_z: Array2<f32>,
     pub source_labels: Vec<usize>,
+    /// The trained network (G and F), e.g. to draw F's decision regions on a 2-D Z.
+    pub network: crate::nn::Network,
     /// True target labels when the target file has them (for evaluation and figures only).
     pub target_labels: Option<Vec<usize>>,
 }
@@ -299,6 +301,7 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
         source_z: fitted.source_z,
         target_z: fitted.target_z,
         source_labels: source_y.to_vec(),
+        network: fitted.network,
         target_labels: target.labels.clone(),
     })
 }
