@@ -21,7 +21,7 @@ fn names(c: usize) -> Vec<String> {
 #[test]
 fn heatmap_files_are_valid_and_sized_for_the_matrix() {
     let values: Vec<Vec<Option<f64>>> = (0..4).map(|r| (0..3).map(|c| Some((r as f64 - c as f64).abs())).collect()).collect();
-    let h = Heatmap { title: "D".into(), row_axis: "rows".into(), col_axis: "cols".into(), row_names: names(4), col_names: names(3), values };
+    let h = Heatmap { title: "D".into(), subtitle: "sub".into(), row_axis: "rows".into(), col_axis: "cols".into(), row_names: names(4), col_names: names(3), values };
     let fig = h.render("dst_heatmap", "test").unwrap();
     // cell = clamp(600 / 4, 22, 72) = 72; width = max(420, 150 + 90 + 3·72); height = 80 + 40 + 4·72.
     assert_eq!((fig.width, fig.height), (456, 408));
@@ -32,7 +32,7 @@ fn heatmap_files_are_valid_and_sized_for_the_matrix() {
 #[test]
 fn heatmap_with_missing_cells_still_draws() {
     let values = vec![vec![Some(0.5), None], vec![None, None]];
-    let h = Heatmap { title: "D".into(), row_axis: "r".into(), col_axis: "c".into(), row_names: names(2), col_names: names(2), values };
+    let h = Heatmap { title: "D".into(), subtitle: "sub".into(), row_axis: "r".into(), col_axis: "c".into(), row_names: names(2), col_names: names(2), values };
     let dir = write(&h.render("dtt_heatmap", "test").unwrap());
     assert_figure(dir.path(), "dtt_heatmap", 420, 264, 4);
 }

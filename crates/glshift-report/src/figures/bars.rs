@@ -33,7 +33,9 @@ impl Draw for MethodBars {
         let lo = vals.iter().map(|(m, s)| m - s).fold(100.0, f64::min);
         let y0 = ((lo - 5.0) / 10.0).floor().clamp(0.0, 9.0) * 10.0;
         let g = self.groups.len();
-        let mut chart = ChartBuilder::on(root)
+        let (w, _) = root.dim_in_pixel();
+        let (plot, legend) = root.split_horizontally(w.saturating_sub(120));
+        let mut chart = ChartBuilder::on(&plot)
             .caption(&self.title, font(16.0))
             .margin(12)
             .x_label_area_size(34)
@@ -52,13 +54,13 @@ impl Draw for MethodBars {
         for (m, (method, row)) in self.methods.iter().zip(&self.values).enumerate() {
             let color = class_color(m);
             let x = move |j: usize| j as f64 + 0.1 + m as f64 * width;
-            chart
-                .draw_series(row.iter().enumerate().filter_map(|(j, v)| {
-                    let (mean, _) = (*v)?;
-                    Some(Rectangle::new([(x(j), y0), (x(j) + width * 0.9, mean)], color.filled()))
-                }))?
-                .label(method.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            chart.draw_series(row.iter().enumerate().filter_map(|(j, v)| {
+                let (mean, _) = (*v)?;
+                Some(Rectangle::new([(x(j), y0), (x(j) + width * 0.9, mean)], color.filled()))
+            }))?;
+            let ly = 50 + 22 * m as i32;
+            legend.draw(&Rectangle::new([(8, ly - 6), (20, ly + 6)], color.filled()))?;
+            legend.draw(&Text::new(method.clone(), (26, ly), font(12.0).pos(Pos::new(HPos::Left, VPos::Center))))?;
             chart.draw_series(row.iter().enumerate().filter_map(|(j, v)| {
                 let (mean, sd) = (*v)?;
                 let cx = x(j) + width * 0.45;
@@ -73,13 +75,6 @@ impl Draw for MethodBars {
             }
         }
         draw_category_labels(&mut chart, &self.groups, y0)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(font(12.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()?;
         Ok(())
     }
 }

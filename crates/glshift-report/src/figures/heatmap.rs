@@ -12,6 +12,8 @@ use crate::figure::{font, render, short_label, Draw, DrawResult, Figure};
 #[derive(Clone, Debug)]
 pub struct Heatmap {
     pub title: String,
+    /// Second title line (e.g. the diagonal mean).
+    pub subtitle: String,
     pub row_axis: String,
     pub col_axis: String,
     pub row_names: Vec<String>,
@@ -59,7 +61,8 @@ impl Draw for Heatmap {
         let max = self.max_value();
         let digits = if max < 10.0 { 3 } else if max < 100.0 { 2 } else { 1 };
         let center = Pos::new(HPos::Center, VPos::Center);
-        root.draw(&Text::new(self.title.clone(), (10, 8), font(17.0)))?;
+        root.draw(&Text::new(self.title.clone(), (10, 6), font(16.0)))?;
+        root.draw(&Text::new(self.subtitle.clone(), (10, 26), font(13.0)))?;
         let value_size = (f64::from(cell) / 4.8).clamp(7.0, 13.0);
         for (r, row) in self.values.iter().enumerate() {
             for (c, v) in row.iter().enumerate() {

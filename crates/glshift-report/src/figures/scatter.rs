@@ -71,7 +71,7 @@ impl Draw for Scatter {
         let mean: Vec<f64> = scatter.iter().flatten().copied().collect();
         let mean = mean.iter().sum::<f64>() / mean.len().max(1) as f64;
         let mut chart = ChartBuilder::on(&plot)
-            .caption(format!("{}  (mean target scatter {mean:.1})", self.title), font(16.0))
+            .caption(&self.title, font(15.0))
             .margin(10)
             .x_label_area_size(24)
             .y_label_area_size(36)
@@ -109,6 +109,7 @@ impl Draw for Scatter {
             legend.draw(&Text::new(short_label(name, 20), (28, y), font(12.0).pos(label)))?;
             y += 20;
         }
+        legend.draw(&Text::new(format!("mean target scatter {mean:.1}"), (8, y + 2), font(12.0)))?;
         legend.draw(&Text::new("numbers: intra-class", (8, y + 16), font(11.0)))?;
         legend.draw(&Text::new("scatter of the 2-D", (8, y + 30), font(11.0)))?;
         legend.draw(&Text::new("target points", (8, y + 44), font(11.0)))?;

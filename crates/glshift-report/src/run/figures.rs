@@ -31,10 +31,11 @@ fn defined(values: &[Vec<Option<f64>>]) -> (Vec<usize>, Vec<usize>) {
     (rows, cols)
 }
 
-fn heatmap(title: String, row_axis: &str, col_axis: &str, names: &[String], values: &[Vec<Option<f64>>]) -> Heatmap {
+fn heatmap(title: String, subtitle: String, row_axis: &str, col_axis: &str, names: &[String], values: &[Vec<Option<f64>>]) -> Heatmap {
     let (rows, cols) = defined(values);
     Heatmap {
         title,
+        subtitle,
         row_axis: row_axis.into(),
         col_axis: col_axis.into(),
         row_names: rows.iter().map(|&r| names[r].clone()).collect(),
@@ -57,10 +58,11 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
     let mut notes = Vec::new();
     match &s.embedding_metrics {
         Some(m) => {
-            let title = format!("Dˢᵗ {task}: diagonal mean {:.3}, off-diagonal {:.3}", m.d_st_diagonal_mean, m.d_st_off_diagonal_mean);
-            let h = heatmap(title, "source class prototypes", "target class prototypes", names, &m.d_st);
+            let sub = format!("diagonal mean {:.4}, off-diagonal mean {:.4}", m.d_st_diagonal_mean, m.d_st_off_diagonal_mean);
+            let h = heatmap(format!("Dˢᵗ {task}"), sub, "source class prototypes", "target class prototypes", names, &m.d_st);
             figs.push(h.render("dst_heatmap", "Squared distances between source and target class prototypes (Z rescaled to unit RMS norm); darker = closer")?);
-            let h = heatmap(format!("Dᵗᵗ {task}"), "target class prototypes", "target class prototypes", names, &m.d_tt);
+            let sub = format!("target J_b/J_w = {:.3} (J_b {:.4}, J_w {:.4})", m.target.ratio, m.target.j_b, m.target.j_w);
+            let h = heatmap(format!("Dᵗᵗ {task}"), sub, "target class prototypes", "target class prototypes", names, &m.d_tt);
             figs.push(h.render("dtt_heatmap", "Squared distances between target class prototypes (larger off-diagonal = more separable)")?);
         }
         None => notes.push("No embedding metrics in report.json (target without labels, or a run made before they were computed): no distance heatmaps.".into()),
@@ -72,7 +74,7 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
             let it = subsample(zt.nrows(), opts.max_tsne_points, seed);
             let e = tsne_2d(zt.select(Axis(0), &it).view(), &tsne)?;
             let sc = Scatter {
-                title: format!("t-SNE of target Z, {task}"),
+                title: format!("t-SNE, target: {task}"),
                 points: e.rows().into_iter().map(|r| (r[0], r[1])).collect(),
                 labels: it.iter().map(|&i| yt[i]).collect(),
                 is_target: vec![true; it.len()],
@@ -86,7 +88,7 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
             let joint = concatenate![Axis(0), zs.select(Axis(0), &is), zt.select(Axis(0), &it)];
             let e = tsne_2d(joint.view(), &tsne)?;
             let sc = Scatter {
-                title: format!("t-SNE of source + target Z, {task}"),
+                title: format!("t-SNE, source + target: {task}"),
                 points: e.rows().into_iter().map(|r| (r[0], r[1])).collect(),
                 labels: is.iter().map(|&i| ys[i]).chain(it.iter().map(|&i| yt[i])).collect(),
                 is_target: (0..is.len()).map(|_| false).chain((0..it.len()).map(|_| true)).collect(),
