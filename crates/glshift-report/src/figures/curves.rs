@@ -109,7 +109,7 @@ impl Draw for TrainingCurves {
         for k in 0..self.class_names.len() {
             let color = class_color(k);
             pc.draw_series(LineSeries::new(priors.iter().filter_map(|(x, v)| v.get(k).map(|&p| (*x, p))), color.stroke_width(2)))?;
-            if let Some(&last) = priors.last().and_then(|p| p.1.get(k)) {
+            if let Some(&last) = priors.last().and_then(|p| p.1.get(k)).filter(|&&v| v > 0.0) {
                 let name = short_label(&self.class_names[k], 12);
                 pc.draw_series(std::iter::once(EmptyElement::at((x_end, last)) + Text::new(name, (4, -6), font(10.0).color(&color))))?;
             }
