@@ -120,3 +120,22 @@ fn report_page_renders_in_headless_chromium() {
     let dark = buf.iter().filter(|&&v| v < 128).count();
     assert!(dark > buf.len() / 200, "the screenshot is blank: the page did not render");
 }
+
+#[test]
+fn report_figures_are_identical_across_processes() {
+    // Same run, two `glshift report` processes: byte-identical figures (the t-SNE draws no
+    // entropy from the process, e.g. through a thread-local RNG).
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let run_dir = dir.path().join("run");
+    fit(dir.path(), &cfg, &run_dir, "mul");
+    let mut pages = Vec::new();
+    for _ in 0..2 {
+        let o = run(&["report", run_dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let read = |f: &str| std::fs::read(run_dir.join("figures").join(f)).unwrap();
+        pages.push((read("tsne_joint.png"), read("tsne_target.svg"), std::fs::read(run_dir.join("report.html")).unwrap()));
+    }
+    assert!(pages[0] == pages[1], "a second report process drew different figures");
+}

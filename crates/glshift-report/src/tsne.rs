@@ -1,8 +1,11 @@
 //! Barnes–Hut t-SNE (the `bhtsne` crate) with the settings fixed here rather than left to the
 //! crate: an explicit learning rate (the crate's automatic max(n/48, 50) was seen to collapse
 //! clusters), a perplexity clamped to what n allows, and a seeded initial embedding so that the
-//! same Z and seed give the same picture. The optimisation runs in a one-thread pool: rayon's
-//! reductions would otherwise make the result depend on thread timing.
+//! same Z and seed give the same picture. Two more sources of run-to-run variation in the crate
+//! are closed: its vantage-point tree picks vantage points from the thread-local RNG (so the
+//! order of tied neighbours, and with it the affinities' rounding, changed between processes),
+//! so the exact nearest neighbours are computed here and passed in; and the optimisation runs
+//! in a one-thread pool, since rayon's reductions would make the result depend on timing.
 
 use ndarray::{Array2, ArrayView2};
 use rand::SeedableRng;
@@ -43,8 +46,9 @@ pub fn tsne_2d(x: ArrayView2<f32>, p: &TsneParams) -> Result<Array2<f32>> {
     }
     let rows: Vec<Vec<f32>> = x.rows().into_iter().map(|r| r.to_vec()).collect();
     let refs: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
-    // The crate needs 3·perplexity neighbours per point.
+    // The crate uses 3·perplexity neighbours per point.
     let perplexity = p.perplexity.min(((n - 1) as f32 / 3.0).floor()).max(1.0);
+    let neighbors = nearest_neighbors(x, ((3.0 * perplexity) as usize).clamp(1, n - 1));
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let normal = Normal::new(0.0f32, 1e-4).expect("valid normal");
     let init: Vec<f32> = (0..2 * n).map(|_| normal.sample(&mut rng)).collect();
@@ -58,7 +62,7 @@ pub fn tsne_2d(x: ArrayView2<f32>, p: &TsneParams) -> Result<Array2<f32>> {
             .learning_rate(p.learning_rate)
             .epochs(p.epochs)
             .initial_embedding(init)
-            .barnes_hut(p.theta, |a, b| a.iter().zip(b.iter()).map(|(u, v)| (u - v) * (u - v)).sum::<f32>().sqrt());
+            .barnes_hut_with_neighbors(p.theta, &neighbors);
         t.embedding()
     });
     let out = Array2::from_shape_vec((n, 2), y).map_err(|e| Error::bad_input("t-SNE output", e.to_string()))?;
@@ -66,6 +70,23 @@ pub fn tsne_2d(x: ArrayView2<f32>, p: &TsneParams) -> Result<Array2<f32>> {
         return Err(Error::bad_input("t-SNE", "the embedding diverged (NaN/Inf); lower the learning rate"));
     }
     Ok(out)
+}
+
+/// The `k` nearest other rows of each row by Euclidean distance (accumulated in f64), ordered by
+/// (distance, index): exact and independent of any RNG.
+pub fn nearest_neighbors(x: ArrayView2<f32>, k: usize) -> Vec<Vec<bhtsne::Neighbor<f32>>> {
+    let n = x.nrows();
+    (0..n)
+        .map(|i| {
+            let xi = x.row(i);
+            let mut d: Vec<(f64, usize)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| (xi.iter().zip(x.row(j)).map(|(a, b)| (f64::from(*a) - f64::from(*b)).powi(2)).sum::<f64>().sqrt(), j))
+                .collect();
+            d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            d.into_iter().take(k).map(|(dist, index)| bhtsne::Neighbor { index, distance: dist as f32 }).collect()
+        })
+        .collect()
 }
 
 /// Intra-class scatter of 2-D points per class: (1/n_k) Σ_{i: y_i = k} ‖y_i − ȳ_k‖² (`None` for
@@ -135,6 +156,15 @@ mod tests {
         let (x, _) = blobs();
         let p = TsneParams { epochs: 200, ..Default::default() };
         assert_eq!(tsne_2d(x.view(), &p).unwrap(), tsne_2d(x.view(), &p).unwrap());
+    }
+
+    #[test]
+    fn nearest_neighbours_are_exact_and_ordered() {
+        let x = ndarray::array![[0.0f32], [1.0], [3.0], [-0.5]];
+        let nn = nearest_neighbors(x.view(), 2);
+        let idx: Vec<Vec<usize>> = nn.iter().map(|r| r.iter().map(|b| b.index).collect()).collect();
+        assert_eq!(idx, vec![vec![3, 1], vec![0, 3], vec![1, 0], vec![0, 1]]);
+        assert_eq!(nn[2][0].distance, 2.0);
     }
 
     #[test]
