@@ -3,7 +3,9 @@
 mod bench;
 mod demo;
 mod fit;
+mod iw;
 mod progress;
+mod report;
 mod shift;
 
 use std::process::ExitCode;
@@ -25,6 +27,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
     Bench(bench::BenchArgs),
+    /// Write RUN_DIR/report.html (a fit) or BENCH_DIR/report.html (a bench grid) with the analysis figures.
+    Report(report::ReportArgs),
+    /// The importance-weighting ablation: decision regions of a 2-D MUL model with and without IW (first 4 classes, 2 shared).
+    IwAblation(iw::IwArgs),
     /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
     Shift(shift::ShiftArgs),
 }
@@ -36,6 +42,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Shift(args) => shift::run(args),
+        Command::Report(args) => report::run(args),
+        Command::IwAblation(args) => iw::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

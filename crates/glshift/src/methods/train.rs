@@ -65,6 +65,10 @@ pub struct Fitted {
     pub network: Network,
     /// Target class probabilities (eval mode), n_t × c.
     pub target_probs: Array2<f32>,
+    /// Eval-mode representations Z = G(x) of every source row (input order) and every target
+    /// row, for the analysis metrics and figures.
+    pub source_z: Array2<f32>,
+    pub target_z: Array2<f32>,
     /// Final label-shift estimate (MUL with importance weighting), None for `source`.
     pub shift: Option<ShiftEstimate>,
     /// Source prior pˢ over all source rows.
@@ -425,9 +429,13 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let stats_x = x_train.view();
     let target_probs = net.predict_proba(data.target_x, Some(stats_x));
     let holdout_probs = net.predict_proba(x_source.slice(s![n_train.., ..]), Some(stats_x));
+    let source_z = net.eval_outputs(data.source_x, Some(stats_x)).0;
+    let target_z = net.eval_outputs(data.target_x, Some(stats_x)).0;
     Ok(Fitted {
         network: net,
         target_probs,
+        source_z,
+        target_z,
         shift,
         source_prior,
         history,
