@@ -23,7 +23,12 @@ enum Values {
 
 /// Reads `path` as an n×d feature matrix. Trailing singleton axes (e.g. n×d×1×1) are dropped.
 pub(super) fn read_features(path: &Path) -> Result<Array2<f32>> {
-    let (header, values) = read_values(path)?;
+    parse_features(&read_file(path)?, path)
+}
+
+/// [`read_features`] on the bytes of a file; `path` only names it in errors.
+pub(super) fn parse_features(bytes: &[u8], path: &Path) -> Result<Array2<f32>> {
+    let (header, values) = parse_values(bytes, path)?;
     let shape = &header.shape;
     if shape.len() < 2 || shape[2..].iter().any(|&s| s != 1) {
         return Err(Error::bad_file(
@@ -42,7 +47,12 @@ pub(super) fn read_features(path: &Path) -> Result<Array2<f32>> {
 
 /// Reads `path` as a label vector: shape (n,), (n,1) or (1,n).
 pub(super) fn read_labels(path: &Path) -> Result<Vec<i64>> {
-    let (header, values) = read_values(path)?;
+    parse_labels(&read_file(path)?, path)
+}
+
+/// [`read_labels`] on the bytes of a file; `path` only names it in errors.
+pub(super) fn parse_labels(bytes: &[u8], path: &Path) -> Result<Vec<i64>> {
+    let (header, values) = parse_values(bytes, path)?;
     let shape = &header.shape;
     let ok = match shape.len() {
         1 => true,
@@ -97,12 +107,16 @@ pub(super) fn squeeze_to_2d<T: Clone>(mut x: ArrayD<T>) -> Array2<T> {
     }
 }
 
-/// Reads the whole file, parses the header for shape checks, then the data in its dtype.
-fn read_values(path: &Path) -> Result<(Header, Values)> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+/// The whole content of `path`.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+/// Parses the header for shape checks, then the data in its dtype.
+fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
     if bytes.is_empty() {
         return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
     }
@@ -112,7 +126,7 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
             format!("not a valid .npy file (corrupt or truncated): {e}"),
         )
     };
-    let header = Header::from_reader(&mut &bytes[..]).map_err(|e| corrupt(&e))?;
+    let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
     // takes at least one byte, so more values than bytes means the file is truncated.
     let count = header
@@ -129,7 +143,7 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
             ),
         ));
     }
-    let data = &bytes[..];
+    let data = bytes;
     let map_err = |e: ReadNpyError| corrupt(&e);
     if let Some(a) = try_read::<f32>(data).map_err(map_err)? {
         return Ok((header, Values::F32(a)));

@@ -3,6 +3,7 @@
 mod csv_mat;
 mod npy_load;
 mod pair;
+mod parse_bytes;
 mod preprocess;
 
 use std::path::Path;
