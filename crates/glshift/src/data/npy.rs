@@ -126,6 +126,19 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
             format!("not a valid .npy file (corrupt or truncated): {e}"),
         )
     };
+    // ndarray-npy allocates the header's declared length before reading it: check that
+    // length against the file first (found by fuzzing: a 12-byte file claiming 2.6 GB).
+    if let Some((preamble, header_len)) = declared_header_len(bytes) {
+        if header_len > bytes.len() - preamble {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "truncated .npy file: the header claims {header_len} bytes but the file has {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+    }
     let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
     // takes at least one byte, so more values than bytes means the file is truncated.
@@ -169,6 +182,30 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
             header.type_descriptor
         ),
     ))
+}
+
+/// Length of the preamble (magic, version, length field) and the header length it declares;
+/// `None` when the magic string, the version or the length field is missing (the header
+/// parser then reports that).
+fn declared_header_len(bytes: &[u8]) -> Option<(usize, usize)> {
+    if !bytes.starts_with(b"\x93NUMPY") {
+        return None;
+    }
+    match *bytes.get(6..8)? {
+        // Version 1.0: little-endian u16.
+        [1, 0] => match *bytes.get(8..10)? {
+            [a, b] => Some((10, usize::from(u16::from_le_bytes([a, b])))),
+            _ => None,
+        },
+        // Versions 2.0 and 3.0: little-endian u32.
+        [2 | 3, 0] => match *bytes.get(8..12)? {
+            [a, b, c, d] => usize::try_from(u32::from_le_bytes([a, b, c, d]))
+                .ok()
+                .map(|n| (12, n)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `Ok(None)` when the file's dtype is not `T`, so the caller can try the next type.
