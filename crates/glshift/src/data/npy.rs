@@ -138,6 +138,18 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
                 ),
             ));
         }
+        // The header's Python-literal parser backtracks exponentially in the nesting depth
+        // of `{` and `[` (found by fuzzing: 60 nested `{` never finish, 12 take a minute).
+        let depth = bracket_depth(&bytes[preamble..preamble + header_len]);
+        if depth > MAX_HEADER_DEPTH {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "not a valid .npy file: the header nests brackets {depth} deep (a numeric \
+                     array's header is a flat dict; at most {MAX_HEADER_DEPTH} levels are accepted)"
+                ),
+            ));
+        }
     }
     let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
@@ -182,6 +194,27 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
             header.type_descriptor
         ),
     ))
+}
+
+/// Deepest bracket nesting accepted in a header. A numeric array needs 2 (the dict and the
+/// shape tuple); a structured dtype's list of field tuples a few more (and is refused later).
+const MAX_HEADER_DEPTH: usize = 4;
+
+/// Deepest nesting of `{`, `[` and `(` in `header` (quotes are not considered: real headers
+/// have no brackets inside strings).
+fn bracket_depth(header: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for &b in header {
+        match b {
+            b'{' | b'[' | b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// Length of the preamble (magic, version, length field) and the header length it declares;

@@ -168,6 +168,21 @@ fn npy_header_length_beyond_the_file_is_refused_before_reading() {
 }
 
 #[test]
+fn npy_header_nested_too_deep_is_refused_before_parsing() {
+    // Found by fuzzing: the header parser backtracks exponentially in `{`/`[` nesting;
+    // 60 levels never finish. Header: 60 `{` and the closing newline (61 bytes).
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend(61u16.to_le_bytes());
+    bytes.extend([b'{'; 60]);
+    bytes.push(b'\n');
+    let e = err(crate::data::parse_npy_matrix(&bytes, Path::new("deep.npy")));
+    assert!(
+        e.contains("deep.npy") && e.contains("nests brackets 60 deep"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unsupported_dtype_is_rejected() {
     let dir = tempdir().unwrap();
     npy(dir.path(), "b_features.npy", &arr2(&[[true, false]]));
