@@ -5,11 +5,14 @@
 //! - `tests/fuzz_seeds/<target>/`: the hand-made valid seed files (`fuzz/make_seeds.py`);
 //!   each must parse to a non-empty, finite matrix (`.npy` label files: to labels).
 //!
-//! Like libFuzzer's `-malloc_limit_mb`, this test binary refuses any single allocation above
-//! [`MAX_ALLOCATION`]: an input that makes a reader ask for one aborts the test.
+//! As under libFuzzer, a panic fails the test even when the library catches it (the `.mat`
+//! reader wraps its parser in `catch_unwind` as a last line of defence), and any single
+//! allocation above [`MAX_ALLOCATION`] aborts the test (like `-malloc_limit_mb`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 
 use glshift::data::{check_features, parse_csv, parse_mat, parse_npy_labels, parse_npy_matrix};
 use ndarray::Array2;
@@ -70,6 +73,26 @@ fn files(kind: &str, target: &str) -> Vec<PathBuf> {
     out
 }
 
+thread_local! {
+    /// Set by the panic hook on the thread that panicked.
+    static PANICKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` and tells whether anything panicked on this thread meanwhile, caught or not.
+fn panicked_during<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| p.set(true));
+            previous(info);
+        }));
+    });
+    PANICKED.with(|p| p.set(false));
+    let out = f();
+    (out, PANICKED.with(Cell::get))
+}
+
 /// What the fuzz target checks of one parse: a matrix in standard layout whose labels and
 /// column names (when the format promises them) match its shape; errors name the file.
 /// Returns the matrix when the input parsed.
@@ -81,15 +104,26 @@ fn parse_like_the_fuzzer(target: &str, path: &Path) -> Result<Array2<f32>, Strin
         assert!(msg.contains(&name), "error does not name the file: {msg}");
         msg
     };
+    let no_panic = |panicked: bool| assert!(!panicked, "{name}: the parser panicked");
     let x = match target {
         "npy_reader" => {
             // The fuzz target feeds every input to both npy readers.
-            let _ = parse_npy_labels(&bytes, path).map_err(named);
-            parse_npy_matrix(&bytes, path).map_err(named)?
+            let (labels, panicked) = panicked_during(|| parse_npy_labels(&bytes, path));
+            no_panic(panicked);
+            let _ = labels.map_err(named);
+            let (x, panicked) = panicked_during(|| parse_npy_matrix(&bytes, path));
+            no_panic(panicked);
+            x.map_err(named)?
         }
-        "mat_reader" => parse_mat(&bytes, path).map_err(named)?.features,
+        "mat_reader" => {
+            let (p, panicked) = panicked_during(|| parse_mat(&bytes, path));
+            no_panic(panicked);
+            p.map_err(named)?.features
+        }
         "csv_reader" => {
-            let p = parse_csv(&bytes[..], path).map_err(named)?;
+            let (p, panicked) = panicked_during(|| parse_csv(&bytes[..], path));
+            no_panic(panicked);
+            let p = p.map_err(named)?;
             let names = p.feature_names.as_ref().expect("CSV has column names");
             assert_eq!(names.len(), p.features.ncols(), "{name}");
             if let Some(labels) = &p.labels {
@@ -108,7 +142,8 @@ fn fuzz_crashers_give_an_error_naming_the_file_or_parse_consistently() {
     let mut seen = 0;
     for target in TARGETS {
         for path in files("fuzz_regressions", target) {
-            // Either outcome is fine; a panic, abort or runaway allocation fails the test.
+            // Error or consistent Ok are both fine; a panic (even caught), an abort or a
+            // runaway allocation fails the test.
             let _ = parse_like_the_fuzzer(target, &path);
             seen += 1;
         }
