@@ -10,6 +10,7 @@ use std::path::Path;
 use matfile::{MatFile, NumericData};
 use ndarray::{Array2, ArrayD, IxDyn, ShapeBuilder};
 
+use super::mat_check;
 use super::npy::{float_label, squeeze_to_2d};
 use super::{ParsedFile, RawDomain};
 use crate::{Error, Result};
@@ -74,9 +75,11 @@ fn parse(bytes: &[u8], path: &Path) -> Result<MatFile> {
             "not a MATLAB v5 .mat file (no 'MATLAB 5.0 MAT-file' header; v4 files are not supported)",
         ));
     }
-    // matfile may panic on malformed input (e.g. integer overflow in dimensions); a bad
+    // matfile trusts sizes in the file: check them first (see `mat_check`), then parse the
+    // checked, uncompressed copy. The catch_unwind stays as a last line of defence: a bad
     // file must give an error, not abort the program.
-    match std::panic::catch_unwind(|| MatFile::parse(bytes)) {
+    let checked = mat_check::numeric_arrays(bytes, path)?;
+    match std::panic::catch_unwind(|| MatFile::parse(&checked[..])) {
         Ok(Ok(mat)) => Ok(mat),
         Ok(Err(e)) => Err(Error::bad_file(
             path,

@@ -22,6 +22,7 @@ mod csv;
 mod discover;
 mod load;
 mod mat;
+mod mat_check;
 mod npy;
 mod preprocess;
 mod validate;

@@ -1,6 +1,7 @@
 //! Unit tests of the data module on small fixture files written into temporary folders.
 
 mod csv_mat;
+mod mat_check;
 mod npy_load;
 mod pair;
 mod parse_bytes;
