@@ -2,12 +2,13 @@
 //! labels (absent = unlabelled domain); every other column is a numeric feature.
 //! Errors name the file, the 1-based line and the column.
 
+use std::io::Read;
 use std::path::Path;
 
 use ndarray::Array2;
 
 use super::npy::float_label;
-use super::RawDomain;
+use super::{ParsedFile, RawDomain};
 use crate::{Error, Result};
 
 /// Reads one `<domain>.csv` file.
@@ -16,12 +17,18 @@ pub(super) fn read_csv(path: &Path) -> Result<RawDomain> {
         path: path.to_path_buf(),
         source,
     })?;
+    let parsed = parse_csv(file, path)?;
+    Ok(RawDomain::new(parsed, path))
+}
+
+/// [`read_csv`] on any reader (the csv crate buffers it); `path` only names it in errors.
+pub(super) fn parse_csv(reader: impl Read, path: &Path) -> Result<ParsedFile> {
     // `flexible` so that ragged rows reach our own check, which names the line.
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
         .trim(::csv::Trim::All)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(reader);
     let header = rdr
         .headers()
         .map_err(|e| Error::bad_file(path, format!("cannot read the header row: {e}")))?
@@ -107,10 +114,9 @@ pub(super) fn read_csv(path: &Path) -> Result<RawDomain> {
     }
     let features = Array2::from_shape_vec((n, d), values)
         .map_err(|e| Error::bad_file(path, format!("internal shape error: {e}")))?;
-    Ok(RawDomain {
+    Ok(ParsedFile {
         features,
         labels: label_col.map(|_| labels),
-        labels_path: path.to_path_buf(),
         feature_names: Some(
             (0..header.len())
                 .filter(|&j| Some(j) != label_col)

@@ -10,8 +10,9 @@ use std::path::Path;
 use matfile::{MatFile, NumericData};
 use ndarray::{Array2, ArrayD, IxDyn, ShapeBuilder};
 
+use super::mat_check;
 use super::npy::{float_label, squeeze_to_2d};
-use super::RawDomain;
+use super::{ParsedFile, RawDomain};
 use crate::{Error, Result};
 
 /// Names tried for the features, in this order; then any single name ending in `_features`.
@@ -21,7 +22,13 @@ const LABEL_KEYS: [&str; 4] = ["labels", "label", "Y", "y"];
 
 /// Reads features and (if present) labels of one `.mat` domain file.
 pub(super) fn read_mat(path: &Path) -> Result<RawDomain> {
-    let mat = parse(path)?;
+    let parsed = parse_mat(&read_file(path)?, path)?;
+    Ok(RawDomain::new(parsed, path))
+}
+
+/// [`read_mat`] on the bytes of a file; `path` only names it in errors.
+pub(super) fn parse_mat(bytes: &[u8], path: &Path) -> Result<ParsedFile> {
+    let mat = parse(bytes, path)?;
     let feat = find_features(&mat, path)?;
     let labels = read_labels(&mat, path)?;
     let mut features = to_f32_matrix(feat, path)?;
@@ -31,26 +38,29 @@ pub(super) fn read_mat(path: &Path) -> Result<RawDomain> {
             features = features.t().as_standard_layout().into_owned();
         }
     }
-    Ok(RawDomain {
+    Ok(ParsedFile {
         features,
         labels,
-        labels_path: path.to_path_buf(),
         feature_names: None,
     })
 }
 
 /// Labels of a `.mat` file only (used to decide the 1-based rule over a whole folder).
 pub(super) fn read_mat_labels(path: &Path) -> Result<Option<Vec<i64>>> {
-    read_labels(&parse(path)?, path)
+    read_labels(&parse(&read_file(path)?, path)?, path)
 }
 
-/// Reads and parses the file, turning every failure (including a panic inside the parser
-/// on malformed input) into [`Error::BadFile`].
-fn parse(path: &Path) -> Result<MatFile> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+/// The whole content of `path`.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+/// Parses the bytes of a `.mat` file, turning every failure (including a panic inside the
+/// parser on malformed input) into [`Error::BadFile`] naming `path`.
+fn parse(bytes: &[u8], path: &Path) -> Result<MatFile> {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(116)]);
     if text.starts_with("MATLAB 7.3") || bytes.starts_with(b"\x89HDF") {
         return Err(Error::bad_file(
@@ -65,9 +75,11 @@ fn parse(path: &Path) -> Result<MatFile> {
             "not a MATLAB v5 .mat file (no 'MATLAB 5.0 MAT-file' header; v4 files are not supported)",
         ));
     }
-    // matfile may panic on malformed input (e.g. integer overflow in dimensions); a bad
+    // matfile trusts sizes in the file: check them first (see `mat_check`), then parse the
+    // checked, uncompressed copy. The catch_unwind stays as a last line of defence: a bad
     // file must give an error, not abort the program.
-    match std::panic::catch_unwind(|| MatFile::parse(&bytes[..])) {
+    let checked = mat_check::numeric_arrays(bytes, path)?;
+    match std::panic::catch_unwind(|| MatFile::parse(&checked[..])) {
         Ok(Ok(mat)) => Ok(mat),
         Ok(Err(e)) => Err(Error::bad_file(
             path,

@@ -22,13 +22,31 @@ mod csv;
 mod discover;
 mod load;
 mod mat;
+mod mat_check;
 mod npy;
 mod preprocess;
 mod validate;
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use ndarray::Array2;
+
+/// The content of one features file as its format stores it: what the `parse_*` functions
+/// return, before labels are mapped to class indices and checked against the rows.
+///
+/// `features` is in standard (row-major) layout. Values are not yet checked: they may be
+/// NaN or infinite ([`check_features`] does that), and `labels` is not yet compared with the
+/// row count (CSV guarantees one label per row; `.mat` does not).
+#[derive(Clone, Debug)]
+pub struct ParsedFile {
+    /// n×d features.
+    pub features: Array2<f32>,
+    /// Labels exactly as stored (not shifted or range-checked); `None` when the file has none.
+    pub labels: Option<Vec<i64>>,
+    /// Feature column names, when the format has them (CSV header; one per column).
+    pub feature_names: Option<Vec<String>>,
+}
 
 /// What a format reader returns, before labels are mapped to class indices and checked.
 struct RawDomain {
@@ -42,6 +60,18 @@ struct RawDomain {
     feature_names: Option<Vec<String>>,
 }
 
+impl RawDomain {
+    /// A domain read from one file that holds the labels too (`.mat`, CSV).
+    fn new(parsed: ParsedFile, path: &Path) -> Self {
+        RawDomain {
+            features: parsed.features,
+            labels: parsed.labels,
+            labels_path: path.to_path_buf(),
+            feature_names: parsed.feature_names,
+        }
+    }
+}
+
 pub use discover::list_domains;
 pub use load::{load_domain, load_pair};
 pub use preprocess::{preprocess, Preprocess};
@@ -49,14 +79,39 @@ pub use validate::check_features;
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton
 /// axes dropped), e.g. class probabilities for `glshift shift estimate`.
-pub fn read_npy_matrix(path: &std::path::Path) -> crate::Result<Array2<f32>> {
+pub fn read_npy_matrix(path: &Path) -> crate::Result<Array2<f32>> {
     npy::read_features(path)
 }
 
 /// Reads a `.npy` file as a label vector (shape (n,), (n,1) or (1,n); integers, or floats
 /// holding whole numbers), stored values unchanged.
-pub fn read_npy_labels(path: &std::path::Path) -> crate::Result<Vec<i64>> {
+pub fn read_npy_labels(path: &Path) -> crate::Result<Vec<i64>> {
     npy::read_labels(path)
+}
+
+// The `parse_*` functions below run the same parsing code as the loaders on bytes already in
+// memory (for fuzzing and for callers that do not hold files). Nothing is read from disk:
+// `path` only names the file in error messages.
+
+/// [`read_npy_matrix`] on the bytes of a `.npy` file.
+pub fn parse_npy_matrix(bytes: &[u8], path: &Path) -> crate::Result<Array2<f32>> {
+    npy::parse_features(bytes, path)
+}
+
+/// [`read_npy_labels`] on the bytes of a `.npy` file.
+pub fn parse_npy_labels(bytes: &[u8], path: &Path) -> crate::Result<Vec<i64>> {
+    npy::parse_labels(bytes, path)
+}
+
+/// Features and labels of a MATLAB v5 `.mat` file (the rules of [`load_domain`]: known
+/// feature and label names, samples as rows), labels as stored.
+pub fn parse_mat(bytes: &[u8], path: &Path) -> crate::Result<ParsedFile> {
+    mat::parse_mat(bytes, path)
+}
+
+/// Features, labels (column `label`) and column names of a CSV file with a header row.
+pub fn parse_csv(reader: impl Read, path: &Path) -> crate::Result<ParsedFile> {
+    csv::parse_csv(reader, path)
 }
 
 /// How integer labels in the file were mapped to 0-based class indices (recorded in reports).

@@ -23,7 +23,12 @@ enum Values {
 
 /// Reads `path` as an n×d feature matrix. Trailing singleton axes (e.g. n×d×1×1) are dropped.
 pub(super) fn read_features(path: &Path) -> Result<Array2<f32>> {
-    let (header, values) = read_values(path)?;
+    parse_features(&read_file(path)?, path)
+}
+
+/// [`read_features`] on the bytes of a file; `path` only names it in errors.
+pub(super) fn parse_features(bytes: &[u8], path: &Path) -> Result<Array2<f32>> {
+    let (header, values) = parse_values(bytes, path)?;
     let shape = &header.shape;
     if shape.len() < 2 || shape[2..].iter().any(|&s| s != 1) {
         return Err(Error::bad_file(
@@ -42,7 +47,12 @@ pub(super) fn read_features(path: &Path) -> Result<Array2<f32>> {
 
 /// Reads `path` as a label vector: shape (n,), (n,1) or (1,n).
 pub(super) fn read_labels(path: &Path) -> Result<Vec<i64>> {
-    let (header, values) = read_values(path)?;
+    parse_labels(&read_file(path)?, path)
+}
+
+/// [`read_labels`] on the bytes of a file; `path` only names it in errors.
+pub(super) fn parse_labels(bytes: &[u8], path: &Path) -> Result<Vec<i64>> {
+    let (header, values) = parse_values(bytes, path)?;
     let shape = &header.shape;
     let ok = match shape.len() {
         1 => true,
@@ -97,12 +107,16 @@ pub(super) fn squeeze_to_2d<T: Clone>(mut x: ArrayD<T>) -> Array2<T> {
     }
 }
 
-/// Reads the whole file, parses the header for shape checks, then the data in its dtype.
-fn read_values(path: &Path) -> Result<(Header, Values)> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+/// The whole content of `path`.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+/// Parses the header for shape checks, then the data in its dtype.
+fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
     if bytes.is_empty() {
         return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
     }
@@ -112,7 +126,32 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
             format!("not a valid .npy file (corrupt or truncated): {e}"),
         )
     };
-    let header = Header::from_reader(&mut &bytes[..]).map_err(|e| corrupt(&e))?;
+    // ndarray-npy allocates the header's declared length before reading it: check that
+    // length against the file first (found by fuzzing: a 12-byte file claiming 2.6 GB).
+    if let Some((preamble, header_len)) = declared_header_len(bytes) {
+        if header_len > bytes.len() - preamble {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "truncated .npy file: the header claims {header_len} bytes but the file has {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+        // The header's Python-literal parser backtracks exponentially in the nesting depth
+        // of `{` and `[` (found by fuzzing: 60 nested `{` never finish, 12 take a minute).
+        let depth = bracket_depth(&bytes[preamble..preamble + header_len]);
+        if depth > MAX_HEADER_DEPTH {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "not a valid .npy file: the header nests brackets {depth} deep (a numeric \
+                     array's header is a flat dict; at most {MAX_HEADER_DEPTH} levels are accepted)"
+                ),
+            ));
+        }
+    }
+    let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
     // takes at least one byte, so more values than bytes means the file is truncated.
     let count = header
@@ -129,7 +168,7 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
             ),
         ));
     }
-    let data = &bytes[..];
+    let data = bytes;
     let map_err = |e: ReadNpyError| corrupt(&e);
     if let Some(a) = try_read::<f32>(data).map_err(map_err)? {
         return Ok((header, Values::F32(a)));
@@ -155,6 +194,51 @@ fn read_values(path: &Path) -> Result<(Header, Values)> {
             header.type_descriptor
         ),
     ))
+}
+
+/// Deepest bracket nesting accepted in a header. A numeric array needs 2 (the dict and the
+/// shape tuple); a structured dtype's list of field tuples a few more (and is refused later).
+const MAX_HEADER_DEPTH: usize = 4;
+
+/// Deepest nesting of `{`, `[` and `(` in `header` (quotes are not considered: real headers
+/// have no brackets inside strings).
+fn bracket_depth(header: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for &b in header {
+        match b {
+            b'{' | b'[' | b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Length of the preamble (magic, version, length field) and the header length it declares;
+/// `None` when the magic string, the version or the length field is missing (the header
+/// parser then reports that).
+fn declared_header_len(bytes: &[u8]) -> Option<(usize, usize)> {
+    if !bytes.starts_with(b"\x93NUMPY") {
+        return None;
+    }
+    match *bytes.get(6..8)? {
+        // Version 1.0: little-endian u16.
+        [1, 0] => match *bytes.get(8..10)? {
+            [a, b] => Some((10, usize::from(u16::from_le_bytes([a, b])))),
+            _ => None,
+        },
+        // Versions 2.0 and 3.0: little-endian u32.
+        [2 | 3, 0] => match *bytes.get(8..12)? {
+            [a, b, c, d] => usize::try_from(u32::from_le_bytes([a, b, c, d]))
+                .ok()
+                .map(|n| (12, n)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `Ok(None)` when the file's dtype is not `T`, so the caller can try the next type.

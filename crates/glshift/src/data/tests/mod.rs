@@ -1,8 +1,10 @@
 //! Unit tests of the data module on small fixture files written into temporary folders.
 
 mod csv_mat;
+mod mat_check;
 mod npy_load;
 mod pair;
+mod parse_bytes;
 mod preprocess;
 
 use std::path::Path;

@@ -1,5 +1,7 @@
 //! The npy layout, discovery, and per-domain errors.
 
+use std::path::Path;
+
 use ndarray::{arr1, arr2, Array2, Array3, Array4, ShapeBuilder};
 use tempfile::tempdir;
 
@@ -149,6 +151,35 @@ fn npy_header_claiming_huge_shape_is_truncated_not_oom() {
     std::fs::write(&p, bytes).unwrap();
     let e = err(load_domain(dir.path(), "a"));
     assert!(e.contains("header says shape [999999999999, 2]"), "{e}");
+}
+
+#[test]
+fn npy_header_length_beyond_the_file_is_refused_before_reading() {
+    // Found by fuzzing: version 2.0 with a u32 header length of about 2.6 GB; the header
+    // parser would allocate that much before noticing the file ends.
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    bytes.extend(2_670_328_892u32.to_le_bytes());
+    let e = err(crate::data::parse_npy_matrix(&bytes, Path::new("h.npy")));
+    assert!(
+        e.contains("h.npy")
+            && e.contains("header claims 2670328892 bytes but the file has 12 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn npy_header_nested_too_deep_is_refused_before_parsing() {
+    // Found by fuzzing: the header parser backtracks exponentially in `{`/`[` nesting;
+    // 60 levels never finish. Header: 60 `{` and the closing newline (61 bytes).
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend(61u16.to_le_bytes());
+    bytes.extend([b'{'; 60]);
+    bytes.push(b'\n');
+    let e = err(crate::data::parse_npy_matrix(&bytes, Path::new("deep.npy")));
+    assert!(
+        e.contains("deep.npy") && e.contains("nests brackets 60 deep"),
+        "{e}"
+    );
 }
 
 #[test]

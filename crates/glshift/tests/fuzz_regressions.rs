@@ -1,0 +1,172 @@
+//! Files kept from fuzzing the readers (see README, "Fuzzing"), run through the same parsing
+//! functions as the fuzz targets in `fuzz/fuzz_targets/`:
+//! - `tests/fuzz_regressions/<target>/`: minimised inputs that once crashed, hung or blew
+//!   up memory; each must now give an error naming the file (or parse consistently);
+//! - `tests/fuzz_seeds/<target>/`: the hand-made valid seed files (`fuzz/make_seeds.py`);
+//!   each must parse to a non-empty, finite matrix (`.npy` label files: to labels).
+//!
+//! As under libFuzzer, a panic fails the test even when the library catches it (the `.mat`
+//! reader wraps its parser in `catch_unwind` as a last line of defence), and any single
+//! allocation above [`MAX_ALLOCATION`] aborts the test (like `-malloc_limit_mb`).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use glshift::data::{check_features, parse_csv, parse_mat, parse_npy_labels, parse_npy_matrix};
+use ndarray::Array2;
+
+const TARGETS: [&str; 3] = ["npy_reader", "mat_reader", "csv_reader"];
+
+/// Far above what any file here needs, far below what a corrupt size field asks for.
+const MAX_ALLOCATION: usize = 256 << 20;
+
+/// The system allocator, failing (null: Rust then aborts) any request above [`MAX_ALLOCATION`].
+struct CappedAllocator;
+
+// SAFETY: forwards to `System` unchanged, or returns null, which `GlobalAlloc` allows.
+unsafe impl GlobalAlloc for CappedAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > MAX_ALLOCATION {
+            return std::ptr::null_mut();
+        }
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > MAX_ALLOCATION {
+            return std::ptr::null_mut();
+        }
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > MAX_ALLOCATION {
+            return std::ptr::null_mut();
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CappedAllocator = CappedAllocator;
+
+/// Files of `tests/<kind>/<target>/`, sorted; none when the folder does not exist.
+fn files(kind: &str, target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(kind)
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    out.sort();
+    out
+}
+
+thread_local! {
+    /// Set by the panic hook on the thread that panicked.
+    static PANICKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` and tells whether anything panicked on this thread meanwhile, caught or not.
+fn panicked_during<T>(f: impl FnOnce() -> T) -> (T, bool) {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICKED.with(|p| p.set(true));
+            previous(info);
+        }));
+    });
+    PANICKED.with(|p| p.set(false));
+    let out = f();
+    (out, PANICKED.with(Cell::get))
+}
+
+/// What the fuzz target checks of one parse: a matrix in standard layout whose labels and
+/// column names (when the format promises them) match its shape; errors name the file.
+/// Returns the matrix when the input parsed.
+fn parse_like_the_fuzzer(target: &str, path: &Path) -> Result<Array2<f32>, String> {
+    let bytes = std::fs::read(path).unwrap();
+    let name = path.display().to_string();
+    let named = |e: glshift::Error| {
+        let msg = e.to_string();
+        assert!(msg.contains(&name), "error does not name the file: {msg}");
+        msg
+    };
+    let no_panic = |panicked: bool| assert!(!panicked, "{name}: the parser panicked");
+    let x = match target {
+        "npy_reader" => {
+            // The fuzz target feeds every input to both npy readers.
+            let (labels, panicked) = panicked_during(|| parse_npy_labels(&bytes, path));
+            no_panic(panicked);
+            let _ = labels.map_err(named);
+            let (x, panicked) = panicked_during(|| parse_npy_matrix(&bytes, path));
+            no_panic(panicked);
+            x.map_err(named)?
+        }
+        "mat_reader" => {
+            let (p, panicked) = panicked_during(|| parse_mat(&bytes, path));
+            no_panic(panicked);
+            p.map_err(named)?.features
+        }
+        "csv_reader" => {
+            let (p, panicked) = panicked_during(|| parse_csv(&bytes[..], path));
+            no_panic(panicked);
+            let p = p.map_err(named)?;
+            let names = p.feature_names.as_ref().expect("CSV has column names");
+            assert_eq!(names.len(), p.features.ncols(), "{name}");
+            if let Some(labels) = &p.labels {
+                assert_eq!(labels.len(), p.features.nrows(), "{name}");
+            }
+            p.features
+        }
+        _ => unreachable!("unknown target {target}"),
+    };
+    assert!(x.is_standard_layout(), "{name}");
+    Ok(x)
+}
+
+#[test]
+fn fuzz_crashers_give_an_error_naming_the_file_or_parse_consistently() {
+    let mut seen = 0;
+    for target in TARGETS {
+        for path in files("fuzz_regressions", target) {
+            // Error or consistent Ok are both fine; a panic (even caught), an abort or a
+            // runaway allocation fails the test.
+            let _ = parse_like_the_fuzzer(target, &path);
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no files under tests/fuzz_regressions/");
+}
+
+#[test]
+fn hand_made_fuzz_seeds_parse_to_non_empty_finite_matrices() {
+    for target in TARGETS {
+        let seeds = files("fuzz_seeds", target);
+        assert!(seeds.len() >= 4, "{target}: expected its seed files");
+        for path in seeds {
+            let name = path.display().to_string();
+            if target == "npy_reader" && name.contains("labels") {
+                // Label files are 1-D or a column: the labels reader must take them.
+                let labels = parse_npy_labels(&std::fs::read(&path).unwrap(), &path).unwrap();
+                assert!(!labels.is_empty(), "{name}");
+                continue;
+            }
+            let x = parse_like_the_fuzzer(target, &path)
+                .unwrap_or_else(|e| panic!("seed should parse: {e}"));
+            check_features(&name, x.view()).unwrap();
+        }
+    }
+}
