@@ -9,19 +9,30 @@
 //!
 //! Conventions: `z` is n×d (one row per sample), `y` is n×c (one-hot or soft labels),
 //! the feature kernel is K_ij = exp(−‖z_i − z_j‖²/h), and h is a constant in backprop.
+//!
+//! The O(n²) kernel sums run on a fused tiled engine ([`tiled`](mod@tiled): O(n(d + c))
+//! memory, symmetric blocks on half the tiles, rayon over tiles, thread-count independent
+//! results).
 
 mod bandwidth;
 mod cme;
+mod gemm;
 mod gram;
 mod mcmd;
 pub mod reference;
+mod simd;
 #[cfg(test)]
 mod tests;
+mod tiled;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
 pub use cme::cme_coefficients;
+pub use gemm::tile_gemm_gflops;
 pub use gram::{kernel_sum, kernel_sum_backward};
-pub use mcmd::{embedding_gram, j_du, j_tu, mcmd2_matrix};
+pub use mcmd::{
+    embedding_gram, j_du, j_tu, j_tu_du, j_tu_du_flops, mcmd2_matrix,
+    DuRows, MulObjectives, TuDuGrad,
+};
 
 use crate::{Error, Real, Result};
 use ndarray::{Array2, ArrayView2};
@@ -81,6 +92,11 @@ impl McmdParams {
     }
 }
 
+/// Threads the kernel sums run on (rayon's pool: `RAYON_NUM_THREADS`, default all cores).
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
 /// One domain's labelled rows: `z` (n×d features), `y` (n×c one-hot or soft labels).
 #[derive(Clone, Copy, Debug)]
 pub struct Labelled<'a, T> {
@@ -135,6 +151,9 @@ fn check_labelled<T: Real>(
             n,
             x.y.nrows(),
         ));
+    }
+    if zd == 0 {
+        return Err(shape_err(format!("{name}.z columns (feature dim)"), "at least 1", 0));
     }
     if x.y.ncols() == 0 {
         return Err(shape_err(
