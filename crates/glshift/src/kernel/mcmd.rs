@@ -1,9 +1,10 @@
 //! MCMD², J_DU and J_TU in c×c form: G^{ab} = W_aᵀ S^{ab} W_b with ⟨μ̂ᵃ_k, μ̂ᵇ_l⟩ = G^{ab}_{kl}.
-//! The kernel sums S come from the fused tiled pass ([`super::tiled`]).
+//! The kernel sums S come from the fused tiled pass ([`super::tiled`]) or, on request, from
+//! random features ([`super::rff`]).
 
 use super::tiled::{self, Domain, Objective, Request};
-use super::{check_h, check_labelled, cme_coefficients};
-use super::{shape_err, Labelled, McmdParams, TermGrad, TuGrad};
+use super::{check_h, check_labelled, cme_coefficients, rff};
+use super::{shape_err, Labelled, McmdEstimator, McmdParams, TermGrad, TuGrad};
 use crate::{Error, Real, Result};
 use ndarray::{Array1, Array2, ArrayView2};
 
@@ -17,6 +18,19 @@ fn dom<'b, T>(x: &'b Labelled<'_, T>) -> Domain<'b, T> {
     Domain {
         z: x.z.view(),
         y: x.y.view(),
+    }
+}
+
+fn run<T: Real>(req: &Request<T>, est: McmdEstimator) -> tiled::Output<T> {
+    match est {
+        McmdEstimator::Exact => tiled::run(req),
+        McmdEstimator::RandomFeatures(r) => rff::run(
+            req,
+            rff::RandomFeatures {
+                r,
+                seed: rff::DEFAULT_SEED,
+            },
+        ),
     }
 }
 
@@ -166,22 +180,37 @@ fn check_prior(prior: &[f64], c: usize) -> Result<()> {
 /// label column sums to zero: a class with no rows has no conditional distribution, and its
 /// "embedding" Φ Y W e_k would only be an artefact of ε and of B's off-diagonal terms.
 /// The gradient uses ∂J/∂G = 2|A|·diag(1_A) − 2·1_A1_Aᵀ, Γ = W (∂J/∂G) Wᵀ, and both
-/// arguments of K(z, z) (labels, W and h constant).
+/// arguments of K(z, z) (labels, W and h constant). Exact; see [`j_du_with`].
 pub fn j_du<T: Real>(
     a: &Labelled<T>,
     p: &McmdParams,
     h: f64,
     active: Option<&[bool]>,
 ) -> Result<TermGrad<T>> {
+    j_du_with(a, p, h, active, McmdEstimator::Exact)
+}
+
+/// [`j_du`] with the kernel sums computed by `est` (exact or random features).
+pub fn j_du_with<T: Real>(
+    a: &Labelled<T>,
+    p: &McmdParams,
+    h: f64,
+    active: Option<&[bool]>,
+    est: McmdEstimator,
+) -> Result<TermGrad<T>> {
+    est.validate()?;
     let bm = prepare(a, a, p, h)?;
     let act = du_active(&[a.y], bm.nrows(), active)?;
     let w = coefficients(a, &bm, p.eps)?;
-    let mut out = tiled::run(&Request {
-        domains: &[dom(a)],
-        s_blocks: Vec::new(),
-        objectives: vec![Objective { terms: vec![(0, 0, du_gamma(&w, &act))] }],
-        h,
-    });
+    let mut out = run(
+        &Request {
+            domains: &[dom(a)],
+            s_blocks: Vec::new(),
+            objectives: vec![Objective { terms: vec![(0, 0, du_gamma(&w, &act))] }],
+            h,
+        },
+        est,
+    );
     Ok(TermGrad {
         value: out.values[0],
         grad: out.grads[0].remove(0),
@@ -193,6 +222,7 @@ pub fn j_du<T: Real>(
 /// quadratic form of [L^s_k; −L^t_k] in the block matrix [[M^{ss}, M^{st}]; [M^{ts}, M^{tt}]]),
 /// and its gradients wrt `s.z` (n_s×d) and `t.z` (n_t×d). `prior` (length c, finite, ≥ 0)
 /// is the estimated target prior; a zero weight removes a class absent from the target.
+/// Exact; see [`j_tu_with`].
 pub fn j_tu<T: Real>(
     s: &Labelled<T>,
     t: &Labelled<T>,
@@ -200,12 +230,31 @@ pub fn j_tu<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<TuGrad<T>> {
-    let spec = MulObjectives {
-        prior: Some(prior),
-        du: None,
-        du_active: None,
-    };
-    Ok(j_tu_du(s, t, &spec, p, h)?.tu.expect("J_TU requested"))
+    j_tu_with(s, t, prior, p, h, McmdEstimator::Exact)
+}
+
+/// [`j_tu`] with the kernel sums computed by `est` (exact or random features).
+pub fn j_tu_with<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    prior: &[f64],
+    p: &McmdParams,
+    h: f64,
+    est: McmdEstimator,
+) -> Result<TuGrad<T>> {
+    let out = j_tu_du(
+        s,
+        t,
+        &MulObjectives {
+            prior: Some(prior),
+            du: None,
+            du_active: None,
+            estimator: est,
+        },
+        p,
+        h,
+    )?;
+    Ok(out.tu.expect("J_TU requested"))
 }
 
 /// Which rows J_DU runs on in [`j_tu_du`].
@@ -227,6 +276,7 @@ pub struct MulObjectives<'a> {
     pub du: Option<DuRows>,
     /// Active-class mask of J_DU, as in [`j_du`].
     pub du_active: Option<&'a [bool]>,
+    pub estimator: McmdEstimator,
 }
 
 /// J_TU and J_DU with their gradients from one pass over the kernel tiles (the same
@@ -247,6 +297,7 @@ fn tu_du_objectives<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<(Vec<Objective>, Option<usize>, Option<usize>)> {
+    spec.estimator.validate()?;
     // The target block is only checked when an objective reads it (J_DU on the source alone
     // may run with no confident target row).
     let needs_t = spec.prior.is_some() || spec.du == Some(DuRows::Pooled);
@@ -288,8 +339,8 @@ fn tu_du_objectives<T: Real>(
 }
 
 /// J_TU (as [`j_tu`]) and J_DU (as [`j_du`] on the rows `spec.du` names) with their gradients
-/// wrt `s.z` and `t.z`, from one pass over the kernel tiles. This is what one MUL iteration
-/// needs.
+/// wrt `s.z` and `t.z`, from one pass over the kernel tiles, exact or with random features
+/// (`spec.estimator`). This is what one MUL iteration needs.
 pub fn j_tu_du<T: Real>(
     s: &Labelled<T>,
     t: &Labelled<T>,
@@ -301,12 +352,15 @@ pub fn j_tu_du<T: Real>(
     if objectives.is_empty() {
         return Ok(TuDuGrad { tu: None, du: None });
     }
-    let mut out = tiled::run(&Request {
-        domains: &[dom(s), dom(t)],
-        s_blocks: Vec::new(),
-        objectives,
-        h,
-    });
+    let mut out = run(
+        &Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        },
+        spec.estimator,
+    );
     let mut take = |idx: Option<usize>| {
         idx.map(|o| {
             let grad_t = out.grads[o].pop().expect("target gradient");
@@ -324,7 +378,7 @@ pub fn j_tu_du<T: Real>(
 }
 
 /// Floating-point operations [`j_tu_du`] performs on these inputs (the formula is in
-/// `tiled::Plan::flops`).
+/// `tiled::Plan::flops` for the exact path and [`rff::flops`] for random features).
 pub fn j_tu_du_flops<T: Real>(
     s: &Labelled<T>,
     t: &Labelled<T>,
@@ -333,11 +387,21 @@ pub fn j_tu_du_flops<T: Real>(
     h: f64,
 ) -> Result<f64> {
     let (objectives, _, _) = tu_du_objectives(s, t, spec, p, h)?;
-    Ok(tiled::Plan::new(&Request {
-        domains: &[dom(s), dom(t)],
-        s_blocks: Vec::new(),
-        objectives,
-        h,
+    let n_obj = objectives.len();
+    Ok(match spec.estimator {
+        McmdEstimator::Exact => tiled::Plan::new(&Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        })
+        .flops(),
+        McmdEstimator::RandomFeatures(r) => rff::flops(
+            s.z.nrows() + t.z.nrows(),
+            s.z.ncols(),
+            s.y.ncols(),
+            r,
+            n_obj,
+        ),
     })
-    .flops())
 }

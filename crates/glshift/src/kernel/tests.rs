@@ -622,7 +622,7 @@ fn fused_j_tu_du_equals_j_tu_and_pooled_j_du_computed_apart() {
         let t = tiled_sample(48, 330, 4, 3, 0.5, soft);
         let (p, h) = (params(kernel, 0.05), h_of(&[&s, &t]));
         for active in [None, Some(&mask[..])] {
-            let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: active };
+            let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: active, estimator: McmdEstimator::Exact };
             let both = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
             let tu = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
             let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
@@ -635,7 +635,7 @@ fn fused_j_tu_du_equals_j_tu_and_pooled_j_du_computed_apart() {
         }
         // J_DU on the source rows alone, with no target row at all.
         let empty = Data { z: Array2::zeros((0, 4)), y: Array2::zeros((0, 3)) };
-        let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None };
+        let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
         let only = j_tu_du(&s.lab(), &empty.lab(), &spec, &p, h).unwrap();
         let want = j_du(&s.lab(), &p, h, None).unwrap();
         let got = only.du.unwrap();
@@ -652,7 +652,8 @@ fn tiled_results_are_bitwise_identical_for_one_two_and_three_threads() {
     let (sl, tl) = (Labelled::new(zs.view(), ys.view()), Labelled::new(zt.view(), yt.view()));
     let prior = [0.25; 4];
     let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None };
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let rff_spec = MulObjectives { estimator: McmdEstimator::RandomFeatures(300), ..spec };
     let run = |threads: usize, spec: &MulObjectives| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -662,9 +663,11 @@ fn tiled_results_are_bitwise_identical_for_one_two_and_three_threads() {
             (tu.value, du.value, tu.grad_s, tu.grad_t, du.grad_s, du.grad_t, s_soft)
         })
     };
-    let one = run(1, &spec);
-    assert_eq!(one, run(2, &spec));
-    assert_eq!(one, run(3, &spec));
+    for spec in [&spec, &rff_spec] {
+        let one = run(1, spec);
+        assert_eq!(one, run(2, spec));
+        assert_eq!(one, run(3, spec));
+    }
 }
 
 #[test]
@@ -674,7 +677,7 @@ fn one_hot_j_tu_with_linear_label_kernel_visits_only_same_class_tile_pairs() {
     let prior = [0.2; 5];
     let h = h_of(&[&s, &t]);
     let flops = |kernel, du| {
-        let spec = MulObjectives { prior: Some(&prior), du, du_active: None };
+        let spec = MulObjectives { prior: Some(&prior), du, du_active: None, estimator: McmdEstimator::Exact };
         j_tu_du_flops(&s.lab(), &t.lab(), &spec, &params(kernel, 0.05), h).unwrap()
     };
     let linear_tu = flops(LabelKernel::Linear, None);
@@ -697,7 +700,96 @@ fn exact_flop_count_follows_the_documented_formula_for_small_tiles() {
         a.y[[i, 1]] = f64::from(u8::from(i >= 5));
     }
     let h = h_of(&[&a]);
-    let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None };
+    let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
     let got = j_tu_du_flops(&a.lab(), &a.lab(), &spec, &params(GAUSS, 0.05), h).unwrap();
     assert_eq!(got, 2.0 * 515.0 + 705.0 + 180.0);
+}
+
+// ---- Random features ----
+
+#[test]
+fn random_feature_gradients_match_finite_differences_of_their_own_loss() {
+    let prior = [0.3, 0.3, 0.4];
+    let s = sample(54, 40, 3, 3, 0.0, false);
+    let t = sample(55, 30, 3, 3, 0.5, true);
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let est = McmdEstimator::RandomFeatures(64);
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+    let got = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+    for (which, g) in [(0, got.tu.unwrap()), (1, got.du.unwrap())] {
+        let at = |zs: &Array2<f64>, zt: &Array2<f64>| {
+            let r = j_tu_du(&Labelled::new(zs.view(), s.y.view()), &Labelled::new(zt.view(), t.y.view()), &spec, &p, h).unwrap();
+            if which == 0 { r.tu.unwrap().value } else { r.du.unwrap().value }
+        };
+        let fs = fd_grad(&s.z, |z| at(z, &t.z));
+        let ft = fd_grad(&t.z, |z| at(&s.z, z));
+        assert!(rel_err(&g.grad_s, &fs) <= 1e-6, "{which}: {}", rel_err(&g.grad_s, &fs));
+        assert!(rel_err(&g.grad_t, &ft) <= 1e-6, "{which}: {}", rel_err(&g.grad_t, &ft));
+    }
+}
+
+#[test]
+fn random_feature_error_shrinks_with_r_and_is_small_for_many_features() {
+    let prior = [0.25; 4];
+    let s = sample(56, 300, 8, 4, 0.0, false);
+    let t = sample(57, 250, 8, 4, 0.8, false);
+    let (p, h) = (params(LabelKernel::Linear, 0.01), h_of(&[&s, &t]));
+    let eval = |est| {
+        let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+        let r = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+        (r.tu.unwrap().value, r.du.unwrap().value)
+    };
+    let (tu, du) = eval(McmdEstimator::Exact);
+    let err = |r: usize| {
+        let (a, b) = eval(McmdEstimator::RandomFeatures(r));
+        rel(a, tu).max(rel(b, du))
+    };
+    let (coarse, fine) = (err(32), err(32_768));
+    assert!(fine < 0.02, "r = 32768: relative error {fine}");
+    assert!(fine < coarse, "error did not shrink: {coarse} -> {fine}");
+}
+
+#[test]
+fn random_features_are_translation_invariant_like_the_kernel() {
+    let prior = [0.5, 0.5];
+    let s = sample(58, 50, 3, 2, 0.0, false);
+    let t = sample(59, 40, 3, 2, 0.4, false);
+    let moved = |x: &Data| Data { z: x.z.mapv(|v| v + 3.0), y: x.y.clone() };
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::RandomFeatures(128) };
+    let a = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap().tu.unwrap();
+    let (s2, t2) = (moved(&s), moved(&t));
+    let b = j_tu_du(&s2.lab(), &t2.lab(), &spec, &p, h).unwrap().tu.unwrap();
+    assert!(rel(a.value, b.value) <= 1e-9 && rel_err(&a.grad_s, &b.grad_s) <= 1e-8);
+}
+
+#[test]
+fn mcmd_estimator_parses_validates_and_reads_from_toml() {
+    assert_eq!("exact".parse::<McmdEstimator>().unwrap(), McmdEstimator::Exact);
+    assert_eq!("random-features:2048".parse::<McmdEstimator>().unwrap(), McmdEstimator::RandomFeatures(2048));
+    for bad in ["random-features:0", "random-features:", "rff:10", "random-features:-3", ""] {
+        assert!(matches!(bad.parse::<McmdEstimator>(), Err(Error::Param { .. })), "{bad}");
+    }
+    assert_eq!(McmdEstimator::RandomFeatures(7).to_string(), "random-features:7");
+    #[derive(serde::Deserialize)]
+    struct C {
+        mcmd: McmdEstimator,
+    }
+    let c: C = toml::from_str("mcmd = { random_features = 512 }").unwrap();
+    assert_eq!(c.mcmd, McmdEstimator::RandomFeatures(512));
+    let c: C = toml::from_str("mcmd = \"exact\"").unwrap();
+    assert_eq!(c.mcmd, McmdEstimator::Exact);
+    let s = sample(60, 10, 2, 2, 0.0, false);
+    assert!(matches!(
+        j_du_with(&s.lab(), &params(GAUSS, 0.1), 1.0, None, McmdEstimator::RandomFeatures(0)),
+        Err(Error::Param { .. })
+    ));
+}
+
+#[test]
+fn zero_feature_dimension_is_rejected_before_work() {
+    let z = Array2::<f64>::zeros((5, 0));
+    let y = Array2::<f64>::eye(5);
+    let a = Labelled::new(z.view(), y.view());
+    assert!(matches!(j_du(&a, &params(GAUSS, 0.1), 1.0, None), Err(Error::Shape { .. })));
 }
