@@ -26,6 +26,7 @@ mod simd;
 #[cfg(test)]
 mod tests;
 mod tiled;
+pub mod workload;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
 pub use cme::cme_coefficients;
