@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod fit;
+mod perf;
 mod progress;
 mod shift;
 
@@ -27,6 +28,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
     Shift(shift::ShiftArgs),
+    /// Time one J_TU + J_DU loss and gradient (exact or random features) against the FLOP bound and the Python stack.
+    Perf(perf::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Shift(args) => shift::run(args),
+        Command::Perf(args) => perf::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
