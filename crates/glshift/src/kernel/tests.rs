@@ -671,6 +671,31 @@ fn tiled_results_are_bitwise_identical_for_one_two_and_three_threads() {
 }
 
 #[test]
+fn grouped_schedule_with_many_tiles_matches_dense_oracle_for_any_thread_count() {
+    // 40 classes × 2 domains of ~30 rows: 80 tiles, grouped in pairs by the schedule.
+    let s = sample(61, 1200, 3, 40, 0.0, false);
+    let t = sample(62, 1000, 3, 40, 0.4, false);
+    let prior = vec![1.0 / 40.0; 40];
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let r = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+            let (tu, du) = (r.tu.unwrap(), r.du.unwrap());
+            (tu.value, du.value, tu.grad_s, du.grad_t)
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(3));
+    let want_tu = dense::j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
+    let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
+    let want_du = dense::j_du(&pooled.lab(), &p, h, None).unwrap();
+    assert!(rel(one.0, want_tu) <= 1e-9 && rel(one.1, want_du) <= 1e-10, "{} {want_tu} {} {want_du}", one.0, one.1);
+}
+
+#[test]
 fn one_hot_j_tu_with_linear_label_kernel_visits_only_same_class_tile_pairs() {
     let s = tiled_sample(51, 300, 3, 5, 0.0, false);
     let t = tiled_sample(52, 200, 3, 5, 0.5, false);

@@ -25,10 +25,11 @@
 //! I ≤ J are visited (half the tiles), the pair (I, J) serving both (I, J) and (J, I).
 //! Memory: O(n(d + c)) for inputs and outputs plus per thread O(TILE·(TILE + d)).
 //!
-//! Parallelism and determinism: pairs are processed in rounds of a round-robin tournament
-//! ("circle method"): within a round every tile occurs in at most one pair, so the pairs run in
-//! parallel (rayon) while each row's gradient receives its contributions in the fixed round
-//! order; per-pair parts of S are added in pair order after each round. Results are therefore
+//! Parallelism and determinism: tiles are grouped (≤ 4 consecutive tiles) and pairs of groups
+//! are processed in rounds of a round-robin tournament ("circle method"): within a round every
+//! group occurs in at most one task, so the tasks run in parallel (rayon) while each row's
+//! gradient receives its contributions in a fixed order (round, then the task's own order);
+//! per-pair parts of S are added in that order after each round. Results are therefore
 //! identical for any number of threads.
 
 use super::gemm::gemm;
@@ -40,6 +41,8 @@ use std::sync::Mutex;
 
 /// Maximum rows of a tile.
 pub(super) const TILE: usize = 256;
+/// Most tiles per group of the round-robin schedule.
+const GROUP: usize = 4;
 
 /// One labelled block of rows: `z` n×d, `y` n×c.
 #[derive(Clone, Copy)]
@@ -101,8 +104,9 @@ pub(super) struct Plan {
     /// block uses — at the end).
     order: Vec<Vec<usize>>,
     one_hot: bool,
-    /// Rounds of pairs (I ≤ J) that are needed; the last round holds the diagonal pairs.
-    rounds: Vec<Vec<(usize, usize)>>,
+    /// Rounds of tasks; a task is a list of needed pairs (I ≤ J) processed in order by one
+    /// thread, and no tile occurs in two tasks of one round.
+    rounds: Vec<Vec<Vec<(usize, usize)>>>,
     d: usize,
     c: usize,
     /// Γ_eff[o][block index] for the blocks in `blocks`.
@@ -257,13 +261,29 @@ impl Plan {
             gamma_eff,
             blocks,
         };
+        // Groups of GROUP consecutive tiles play the round-robin: a task is a pair of groups,
+        // its tile pairs run in order on one thread (the accumulators of a group stay in
+        // cache across them). The grouping depends on the tile count only, never on threads.
         let b = plan.tiles.len();
-        let mut rounds: Vec<Vec<(usize, usize)>> = circle_rounds(b)
+        let g = (b / 32).clamp(1, GROUP);
+        let groups: Vec<std::ops::Range<usize>> = (0..b).step_by(g).map(|s| s..(s + g).min(b)).collect();
+        let task = |ga: usize, gb: usize| -> Vec<(usize, usize)> {
+            let mut pairs = Vec::new();
+            for i in groups[ga].clone() {
+                for j in groups[gb].clone().filter(|&j| j >= i) {
+                    if plan.needed(i, j) {
+                        pairs.push((i, j));
+                    }
+                }
+            }
+            pairs
+        };
+        let mut rounds: Vec<Vec<Vec<(usize, usize)>>> = circle_rounds(groups.len())
             .into_iter()
-            .map(|r| r.into_iter().filter(|&(i, j)| plan.needed(i, j)).collect::<Vec<_>>())
+            .map(|r| r.into_iter().map(|(x, y)| task(x, y)).filter(|t| !t.is_empty()).collect::<Vec<_>>())
             .filter(|r| !r.is_empty())
             .collect();
-        rounds.push((0..b).filter(|&i| plan.needed(i, i)).map(|i| (i, i)).collect());
+        rounds.push((0..groups.len()).map(|x| task(x, x)).filter(|t| !t.is_empty()).collect());
         plan.rounds = rounds;
         plan
     }
@@ -316,7 +336,7 @@ impl Plan {
     pub fn flops(&self) -> f64 {
         let (d, c) = (self.d as f64, self.c as f64);
         let mut f = 0.0;
-        for &(i, j) in self.rounds.iter().flatten() {
+        for &(i, j) in self.rounds.iter().flatten().flatten() {
             let (p, q) = (self.tiles[i].len as f64, self.tiles[j].len as f64);
             let off = i != j;
             let blk = self.block_index(i, j).expect("needed pair has a block");
@@ -479,15 +499,15 @@ pub(super) fn run_plan<T: Real>(req: &Request<T>, plan: &Plan) -> Output<T> {
         let scratch: Vec<Mutex<Scratch<T>>> = (0..threads).map(|_| Mutex::new(Scratch::default())).collect();
         let ctx = Ctx { req, plan, zc: &zc, norms: &norms, accs: &accs };
         for round in &plan.rounds {
-            let parts: Vec<SPart> = round
+            let parts: Vec<Vec<SPart>> = round
                 .par_iter()
-                .map(|&(i, j)| {
+                .map(|task| {
                     let slot = rayon::current_thread_index().unwrap_or(0) % threads;
                     let mut sc = scratch[slot].lock().expect("scratch lock");
-                    ctx.pair(&mut sc, i, j)
+                    task.iter().map(|&(i, j)| ctx.pair(&mut sc, i, j)).collect()
                 })
                 .collect();
-            for (&(i, j), part) in round.iter().zip(parts) {
+            for (&(i, j), part) in round.iter().flatten().zip(parts.into_iter().flatten()) {
                 let blk = plan.block_index(i, j).expect("block");
                 match part {
                     SPart::Entries(e) => e.into_iter().flatten().for_each(|(k, l, v)| s_parts[blk][[k, l]] += v),
