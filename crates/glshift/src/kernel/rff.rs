@@ -74,24 +74,58 @@ fn pooled_mean<T: Real>(req: &Request<T>, used: &[bool], d: usize) -> Vec<T> {
     mean.iter().map(|&v| T::from_f64_(v)).collect()
 }
 
-/// U = (Z_chunk − mean) Ωᵀ + b for rows `r0..r1` of `z` (rows×r), in `u`.
-fn projections<T: Real>(z: ArrayView2<T>, r0: usize, r1: usize, mean: &[T], f: &Features<T>, u: &mut Vec<T>) {
+/// Per-thread buffers of one chunk (overwritten on every use; kept to avoid fresh, page-faulting
+/// allocations of several MB per chunk).
+struct Scratch<T> {
+    zc: Vec<T>,
+    u: Vec<T>,
+    cos: Vec<T>,
+    sin: Vec<T>,
+    dphi: Vec<T>,
+}
+
+impl<T> Default for Scratch<T> {
+    fn default() -> Self {
+        Scratch { zc: Vec::new(), u: Vec::new(), cos: Vec::new(), sin: Vec::new(), dphi: Vec::new() }
+    }
+}
+
+fn sized<T: Real>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    v.clear();
+    v.resize(len, T::zero());
+    &mut v[..]
+}
+
+/// One scratch per rayon thread, picked by thread index.
+struct Pool<T>(Vec<std::sync::Mutex<Scratch<T>>>);
+
+impl<T> Pool<T> {
+    fn new() -> Self {
+        Pool((0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Scratch::default())).collect())
+    }
+    fn get(&self) -> std::sync::MutexGuard<'_, Scratch<T>> {
+        let k = rayon::current_thread_index().unwrap_or(0) % self.0.len();
+        self.0[k].lock().expect("scratch lock")
+    }
+}
+
+/// U = (Z_chunk − mean) Ωᵀ + b for rows `r0..r1` of `z` (rows×r), in `sc.u`.
+fn projections<T: Real>(z: ArrayView2<T>, r0: usize, r1: usize, mean: &[T], f: &Features<T>, sc: &mut Scratch<T>) {
     let (d, r) = (z.ncols(), f.b.len());
     let rows = r1 - r0;
-    let mut zc = Array2::<T>::zeros((rows, d));
-    for (k, mut row) in zc.rows_mut().into_iter().enumerate() {
-        for ((o, &v), &m) in row.iter_mut().zip(z.row(r0 + k)).zip(mean) {
+    let zc = sized(&mut sc.zc, rows * d);
+    for (k, out) in zc.chunks_exact_mut(d.max(1)).enumerate() {
+        for ((o, &v), &m) in out.iter_mut().zip(z.row(r0 + k).iter()).zip(mean) {
             *o = v - m;
         }
     }
-    u.clear();
-    u.resize(rows * r, T::zero());
+    let u = sized(&mut sc.u, rows * r);
     for row in u.chunks_exact_mut(r) {
         row.copy_from_slice(&f.b);
     }
     gemm(
-        ArrayViewMut2::from_shape((rows, r), &mut u[..]).expect("shape"),
-        zc.view(),
+        ArrayViewMut2::from_shape((rows, r), u).expect("shape"),
+        ArrayView2::from_shape((rows, d), &sc.zc[..]).expect("shape"),
         f.omega.t(),
         T::one(),
         true,
@@ -116,6 +150,7 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
     let mean = pooled_mean(req, &used, d);
     let f = features::<T>(rf, d, req.h);
     let scale = (2.0 / r as f64).sqrt();
+    let pool = Pool::<T>::new();
 
     // E_a = Φ_aᵀ Y_a, chunk partials summed in chunk order.
     let e: Vec<Option<Array2<f64>>> = doms
@@ -133,14 +168,15 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
                     .par_iter()
                     .map(|&r0| {
                         let r1 = (r0 + CHUNK).min(n);
-                        let mut u = Vec::new();
-                        projections(dm.z, r0, r1, &mean, &f, &mut u);
-                        let mut phi = vec![T::zero(); u.len()];
-                        cos_sin(&u, scale, &mut phi, &mut []);
+                        let mut guard = pool.get();
+                        let sc = &mut *guard;
+                        projections(dm.z, r0, r1, &mean, &f, sc);
+                        let phi = sized(&mut sc.cos, sc.u.len());
+                        cos_sin(&sc.u, scale, phi, &mut []);
                         let mut part = Array2::<T>::zeros((r, c));
                         gemm(
                             part.view_mut(),
-                            ArrayView2::from_shape((r1 - r0, r), &phi[..]).expect("shape").t(),
+                            ArrayView2::from_shape((r1 - r0, r), &sc.cos[..]).expect("shape").t(),
                             dm.y.slice(ndarray::s![r0..r1, ..]),
                             T::one(),
                             false,
@@ -221,22 +257,23 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
         per_chunk.into_par_iter().enumerate().for_each(|(k, mut outs)| {
             let (r0, r1) = (k * CHUNK, ((k + 1) * CHUNK).min(n));
             let rows = r1 - r0;
-            let mut u = Vec::new();
-            projections(dm.z, r0, r1, &mean, &f, &mut u);
-            let mut sin = vec![T::zero(); u.len()];
-            let mut cos = vec![T::zero(); u.len()];
-            cos_sin(&u, -scale, &mut cos, &mut sin);
+            let mut guard = pool.get();
+            let sc = &mut *guard;
+            projections(dm.z, r0, r1, &mean, &f, sc);
+            let len = sc.u.len();
+            sized(&mut sc.cos, len);
+            sized(&mut sc.sin, len);
+            cos_sin(&sc.u, -scale, &mut sc.cos, &mut sc.sin);
             let y = dm.y.slice(ndarray::s![r0..r1, ..]);
-            let mut dphi = Array2::<T>::zeros((rows, r));
             for (slot, &o) in objs.iter().enumerate() {
                 let deo = de[o][a].as_ref().expect("active");
-                gemm(dphi.view_mut(), y, deo.t(), T::one(), false);
-                dphi.zip_mut_with(
-                    &ArrayView2::from_shape((rows, r), &sin[..]).expect("shape"),
-                    |g, &s| *g = *g * s,
-                );
+                let dphi = sized(&mut sc.dphi, len);
+                gemm(ArrayViewMut2::from_shape((rows, r), &mut dphi[..]).expect("shape"), y, deo.t(), T::one(), false);
+                for (g, &s) in dphi.iter_mut().zip(&sc.sin) {
+                    *g = *g * s;
+                }
                 let out = ArrayViewMut2::from_shape((rows, d), &mut outs[slot][..]).expect("shape");
-                gemm(out, dphi.view(), f.omega.view(), T::one(), false);
+                gemm(out, ArrayView2::from_shape((rows, r), &sc.dphi[..]).expect("shape"), f.omega.view(), T::one(), false);
             }
         });
     }
