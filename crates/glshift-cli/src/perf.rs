@@ -90,7 +90,8 @@ pub struct Measurement {
     /// Median of the timed runs.
     pub seconds: f64,
     pub seconds_all: Vec<f64>,
-    /// VmHWM of this process at the end (input, outputs and the work itself).
+    /// VmHWM of this process after the timed runs (input, outputs and the work itself; the
+    /// GEMM-rate measurement and the peers come after).
     pub peak_rss_bytes: Option<u64>,
     /// FLOPs of the algorithm (formula: `tiled::Plan::flops` / `kernel::rff::flops`).
     pub flops: f64,
@@ -163,22 +164,33 @@ fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool)
     let load_before = load_avg();
     let w = Workload::synthetic(n, args.d, c, args.seed)?;
     let flops = w.flops(est)?;
-    let first = w.evaluate(est)?; // warm-up, and the values
+    // Warm-up run; its values are reported and, with --peers, its gradients are written for
+    // the peers before the timed runs (so that at most one set of gradients is alive).
+    let first = w.evaluate(est)?;
+    let (j_tu, j_du) = (first.tu.as_ref().expect("tu").value, first.du.as_ref().expect("du").value);
+    let peer_dir = if peers { prepare_peers(args, &w, &first, est)? } else { None };
+    drop(first);
     let mut times = Vec::with_capacity(args.runs);
     for _ in 0..args.runs {
         let t0 = Instant::now();
         let r = w.evaluate(est)?;
         times.push(t0.elapsed().as_secs_f64());
-        std::hint::black_box(&r);
+        drop(std::hint::black_box(r));
     }
+    let peak_rss = peak_rss_bytes();
     let seconds = median(&times);
     let gemm_gflops = gemm_peak(args.d);
-    let (tu, du) = (first.tu.as_ref().expect("tu"), first.du.as_ref().expect("du"));
-    let peers = if peers { Some(run_peers(args, &w, &first, est)?) } else { None };
+    let (n_source, n_target) = (w.zs.nrows(), w.zt.nrows());
+    drop(w);
+    let peers = match peer_dir {
+        Some(PeerInput::Dir(dir)) => Some(run_peers(args, &dir)?),
+        Some(PeerInput::Skipped(v)) => Some(v),
+        None => None,
+    };
     Ok(Measurement {
         n,
-        n_source: w.zs.nrows(),
-        n_target: w.zt.nrows(),
+        n_source,
+        n_target,
         d: args.d,
         c,
         mcmd: est.to_string(),
@@ -186,13 +198,13 @@ fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool)
         runs: args.runs,
         seconds,
         seconds_all: times,
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: peak_rss,
         flops,
         gemm_gflops,
         flop_bound_ratio: seconds / (flops / (gemm_gflops * 1e9)),
         achieved_gflops: flops / seconds / 1e9,
-        j_tu: tu.value,
-        j_du: du.value,
+        j_tu,
+        j_du,
         threads: kernel::threads(),
         load_avg_1m_before: load_before,
         load_avg_1m_after: load_avg(),
@@ -254,16 +266,29 @@ fn python_with_numpy(python: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Writes the input and our results, runs the peer script, returns its JSON.
-fn run_peers(args: &PerfArgs, w: &Workload, ours: &kernel::TuDuGrad<f32>, est: McmdEstimator) -> Result<Value> {
+/// The peers' input folder, or why the peers do not run.
+enum PeerInput {
+    Dir(TempDir),
+    Skipped(Value),
+}
+
+/// Writes the input and our results for the peer script.
+fn prepare_peers(args: &PerfArgs, w: &Workload, ours: &kernel::TuDuGrad<f32>, est: McmdEstimator) -> Result<Option<PeerInput>> {
     if est != McmdEstimator::Exact {
         bail!("the Python peers compute the exact objectives: use --mcmd exact with --peers");
     }
     if !python_with_numpy(&args.python) {
-        return Ok(serde_json::json!({ "skipped": format!("{} with numpy not available", args.python) }));
+        return Ok(Some(PeerInput::Skipped(
+            serde_json::json!({ "skipped": format!("{} with numpy not available", args.python) }),
+        )));
     }
     let dir = tempfile_dir()?;
     w.write_npy(dir.path(), Some(ours))?;
+    Ok(Some(PeerInput::Dir(dir)))
+}
+
+/// Runs the peer script on the prepared folder, returns its JSON.
+fn run_peers(args: &PerfArgs, dir: &TempDir) -> Result<Value> {
     let script = peer_script(args);
     let out = Command::new(&args.python)
         .arg(&script)
