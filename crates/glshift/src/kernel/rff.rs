@@ -33,7 +33,7 @@ const CHUNK: usize = 512;
 const BATCH: usize = 16;
 
 /// Seed of the features used by the MUL objectives when none is given.
-pub const DEFAULT_SEED: u64 = 0x5EED_0F_F0_0E1E;
+pub const DEFAULT_SEED: u64 = 0x5EED_0FF0_0E1E;
 
 /// Number of features r and the seed of Ω₀ and b.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

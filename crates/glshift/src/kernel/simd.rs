@@ -40,13 +40,14 @@ fn exp_neg_f32(x: f32) -> f32 {
     let t = x * std::f32::consts::LOG2_E + SHIFTER;
     let n = t - SHIFTER;
     let bits = t.to_bits() as i32 - SHIFTER.to_bits() as i32;
-    let r = x - n * 0.693_359_375 - n * -2.121_944_4e-4;
+    // ln 2 in two parts: 0.693_359_4 is 355/512 exactly in f32.
+    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let er = p * (r * r) + r + 1.0;
     er * f32::from_bits(((bits + 127) << 23) as u32)
 }
