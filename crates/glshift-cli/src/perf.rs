@@ -182,11 +182,19 @@ fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool)
     let gemm_gflops = gemm_peak(args.d);
     let (n_source, n_target) = (w.zs.nrows(), w.zt.nrows());
     drop(w);
-    let peers = match peer_dir {
+    let mut peers = match peer_dir {
         Some(PeerInput::Dir(dir)) => Some(run_peers(args, &dir)?),
         Some(PeerInput::Skipped(v)) => Some(v),
         None => None,
     };
+    // Each peer's time over ours, next to its own entry.
+    if let Some(Value::Object(map)) = peers.as_mut() {
+        for (_, v) in map.iter_mut() {
+            if let Some(s) = f(v, "seconds") {
+                v["ratio_to_ours"] = serde_json::json!(s / seconds);
+            }
+        }
+    }
     Ok(Measurement {
         n,
         n_source,
@@ -233,7 +241,23 @@ fn print_measurement(m: &Measurement) {
         m.load_avg_1m_before.map_or("n/a".into(), |l| format!("{l:.2}")),
     );
     if let Some(p) = &m.peers {
-        println!("peers: {}", serde_json::to_string_pretty(p).unwrap_or_default());
+        for peer in ["numpy", "jax", "dense_inverse"] {
+            let Some(v) = p.get(peer) else { continue };
+            match f(v, "seconds") {
+                Some(s) => println!(
+                    "  {peer}: {s:.4} s = {:.1}× ours; max relative difference to ours {:.1e}",
+                    s / m.seconds,
+                    f(v, "max_rel_err").unwrap_or(f64::NAN)
+                ),
+                None => println!("  {peer}: {}", v.get("skipped").and_then(Value::as_str).unwrap_or("not run")),
+            }
+        }
+        if let Some(s) = p.get("skipped").and_then(Value::as_str) {
+            println!("  peers skipped: {s}");
+        }
+        if let Some(v) = p.get("versions") {
+            println!("  versions: {v}");
+        }
     }
 }
 
