@@ -400,6 +400,19 @@ pub(super) fn run<T: Real>(req: &Request<T>) -> Output<T> {
     run_plan(req, &plan)
 }
 
+/// A vector of `len` zeros whose pages are written now, in parallel (see the accumulators).
+fn written_zeros<T: Copy + Send + Sync + num_traits::Zero>(len: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(len);
+    v.spare_capacity_mut().par_chunks_mut(1 << 14).for_each(|ch| {
+        ch.iter_mut().for_each(|x| {
+            x.write(T::zero());
+        })
+    });
+    // SAFETY: every element of the capacity was initialised above.
+    unsafe { v.set_len(len) };
+    v
+}
+
 /// Moves row k of `buf` (rows of `d`) to row `dest[k]`, in place (cycle by cycle).
 fn permute_rows<T: Copy>(buf: &mut [T], d: usize, dest: &[usize]) {
     if buf.is_empty() || d == 0 {
@@ -467,11 +480,14 @@ pub(super) fn run_plan<T: Real>(req: &Request<T>, plan: &Plan) -> Output<T> {
         .collect();
 
     // Accumulators in tile order (they become the outputs), split per tile.
+    // Zeros written explicitly (not calloc'ed): the first access inside the rounds is a
+    // read-modify-write, which on a calloc'ed page is a copy-on-write fault of the shared zero
+    // page plus a TLB-flush interrupt to the other core.
     let mut acc: Vec<Vec<Vec<T>>> = (0..n_obj)
-        .map(|_| doms.iter().map(|dm| vec![T::zero(); dm.z.nrows() * d]).collect())
+        .map(|_| doms.iter().map(|dm| written_zeros(dm.z.nrows() * d)).collect())
         .collect();
     let mut r_acc: Vec<Vec<Vec<f64>>> = (0..n_obj)
-        .map(|_| doms.iter().map(|dm| vec![0.0; dm.z.nrows()]).collect())
+        .map(|_| doms.iter().map(|dm| written_zeros(dm.z.nrows())).collect())
         .collect();
     let mut s_parts: Vec<Array2<f64>> = plan.blocks.iter().map(|_| Array2::zeros((c, c))).collect();
     {
