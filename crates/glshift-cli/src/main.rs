@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod fit;
 mod iw;
+mod perf;
 mod progress;
 mod report;
 mod shift;
@@ -33,6 +34,8 @@ enum Command {
     IwAblation(iw::IwArgs),
     /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
     Shift(shift::ShiftArgs),
+    /// Time one J_TU + J_DU loss and gradient (exact or random features) against the FLOP bound and the Python stack.
+    Perf(perf::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::Shift(args) => shift::run(args),
         Command::Report(args) => report::run(args),
         Command::IwAblation(args) => iw::run(args),
+        Command::Perf(args) => perf::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

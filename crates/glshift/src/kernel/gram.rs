@@ -1,32 +1,11 @@
-//! The only O(n²) work: S = Y_aᵀ K^{ab} Y_b and its backward pass. K is built per tile of
-//! `ROW_TILE` rows of a, so memory is O(ROW_TILE·n_b) rather than O(n_a·n_b).
+//! The public two-block kernel sums S = Y_aᵀ K^{ab} Y_b and their backward pass, on the fused
+//! tiled engine ([`super::tiled`]): K is never stored, memory is O((n_a + n_b)(d + c)).
 
+use super::mcmd::same_block;
+use super::tiled::{self, Domain, Objective, Request};
+use super::Labelled;
 use crate::Real;
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
-
-pub(super) const ROW_TILE: usize = 512;
-
-fn sq_norms<T: Real>(z: ArrayView2<T>) -> Array1<T> {
-    z.rows().into_iter().map(|r| r.dot(&r)).collect()
-}
-
-/// K[i, j] = exp(−‖za_i − zb_j‖²/h) from one GEMM plus row norms; the squared distance is
-/// clamped at 0 because the expansion ‖a‖² + ‖b‖² − 2a·b can round below zero.
-fn gauss_tile<T: Real>(
-    za: ArrayView2<T>,
-    na: ArrayView1<T>,
-    zb: ArrayView2<T>,
-    nb: ArrayView1<T>,
-    inv_h: T,
-) -> Array2<T> {
-    let mut k = za.dot(&zb.t());
-    let two = T::one() + T::one();
-    Zip::indexed(&mut k).for_each(|(i, j), v| {
-        let d2 = (na[i] + nb[j] - two * *v).max(T::zero());
-        *v = (-d2 * inv_h).exp();
-    });
-    k
-}
+use ndarray::{Array2, ArrayView2};
 
 fn check_shapes<T>(
     za: &ArrayView2<T>,
@@ -64,7 +43,8 @@ fn check_shapes<T>(
 /// S = Y_aᵀ K^{ab} Y_b (c×c, f64), K_ij = exp(−‖za_i − zb_j‖²/h); `za` n_a×d, `ya` n_a×c,
 /// `zb` n_b×d, `yb` n_b×c (one-hot or soft). S_kl = Σ_ij ya_ik K_ij yb_jl is the unnormalised
 /// inner product of class embeddings; G^{ab} = W_aᵀ S W_b gives ⟨μ̂ᵃ_k, μ̂ᵇ_l⟩ (`mcmd-math.md`).
-/// Tiles are summed in f64.
+/// Tile sums are added in f64. When a and b are views of the same memory only the tiles on and
+/// above the diagonal are computed.
 ///
 /// # Panics
 /// On inconsistent shapes or h not finite and > 0; the checked entry points
@@ -77,26 +57,26 @@ pub fn kernel_sum<T: Real>(
     h: f64,
 ) -> Array2<f64> {
     check_shapes(&za, &ya, &zb, &yb, h);
-    let inv_h = T::from_f64_(1.0 / h);
-    let (na, nb) = (sq_norms(za), sq_norms(zb));
-    let c = ya.ncols();
-    let mut s_acc = Array2::<f64>::zeros((c, c));
-    for i0 in (0..za.nrows()).step_by(ROW_TILE) {
-        let (r, r1) = (
-            s![i0..(i0 + ROW_TILE).min(za.nrows()), ..],
-            s![i0..(i0 + ROW_TILE).min(za.nrows())],
-        );
-        let k = gauss_tile(za.slice(r), na.slice(r1), zb, nb.view(), inv_h);
-        let part = ya.slice(r).t().dot(&k.dot(&yb));
-        s_acc.zip_mut_with(&part, |acc, v| *acc += v.to_f64_());
-    }
-    s_acc
+    let (a, b) = (Labelled::new(za, ya), Labelled::new(zb, yb));
+    let (domains, block) = if same_block(&a, &b) {
+        (vec![Domain { z: za, y: ya }], (0, 0))
+    } else {
+        (vec![Domain { z: za, y: ya }, Domain { z: zb, y: yb }], (0, 1))
+    };
+    let out = tiled::run(&Request {
+        domains: &domains,
+        s_blocks: vec![block],
+        objectives: Vec::new(),
+        h,
+    });
+    out.s_block(block.0, block.1).clone()
 }
 
 /// Backward of [`kernel_sum`]: given Γ = ∂ℓ/∂S (c×c), returns (∂ℓ/∂Z_a, ∂ℓ/∂Z_b), shaped
 /// like `za` and `zb`, with h constant. From `mcmd-math.md`, with H = (Y_a Γ Y_bᵀ) ∘ K:
 /// ∂ℓ/∂Z_a = −(2/h)(diag(H1) Z_a − H Z_b), ∂ℓ/∂Z_b = −(2/h)(diag(Hᵀ1) Z_b − Hᵀ Z_a).
-/// When a and b are the same rows, the caller adds both parts.
+/// The two arguments are treated as independent even when they are the same rows; then the
+/// caller adds both parts.
 ///
 /// # Panics
 /// As [`kernel_sum`], and when `gamma` is not c×c.
@@ -115,41 +95,15 @@ pub fn kernel_sum_backward<T: Real>(
         (c, c),
         "kernel_sum_backward: gamma must be c×c"
     );
-    let inv_h = T::from_f64_(1.0 / h);
-    let scale = T::from_f64_(-2.0 / h);
-    let gamma = gamma.mapv(T::from_f64_);
-    let (na, nb) = (sq_norms(za), sq_norms(zb));
-    let mut ga = Array2::<T>::zeros(za.raw_dim());
-    let mut col_sums = Array1::<T>::zeros(zb.nrows());
-    let mut ht_za = Array2::<T>::zeros(zb.raw_dim());
-    for i0 in (0..za.nrows()).step_by(ROW_TILE) {
-        let (r, r1) = (
-            s![i0..(i0 + ROW_TILE).min(za.nrows()), ..],
-            s![i0..(i0 + ROW_TILE).min(za.nrows())],
-        );
-        let (za_t, ya_t) = (za.slice(r), ya.slice(r));
-        let mut hm = ya_t.dot(&gamma).dot(&yb.t());
-        hm.zip_mut_with(
-            &gauss_tile(za_t, na.slice(r1), zb, nb.view(), inv_h),
-            |a, &k| *a = *a * k,
-        );
-        let row_sums = hm.sum_axis(Axis(1));
-        let mut g = hm.dot(&zb);
-        Zip::from(g.rows_mut())
-            .and(za_t.rows())
-            .and(&row_sums)
-            .for_each(|mut g, z, &rs| {
-                g.zip_mut_with(&z, |gv, &zv| *gv = scale * (rs * zv - *gv));
-            });
-        ga.slice_mut(r).assign(&g);
-        col_sums.zip_mut_with(&hm.sum_axis(Axis(0)), |a, &v| *a = *a + v);
-        ht_za.zip_mut_with(&hm.t().dot(&za_t), |a, &v| *a = *a + v);
-    }
-    Zip::from(ht_za.rows_mut())
-        .and(zb.rows())
-        .and(&col_sums)
-        .for_each(|mut g, z, &cs| {
-            g.zip_mut_with(&z, |gv, &zv| *gv = scale * (cs * zv - *gv));
-        });
-    (ga, ht_za)
+    let mut out = tiled::run(&Request {
+        domains: &[Domain { z: za, y: ya }, Domain { z: zb, y: yb }],
+        s_blocks: Vec::new(),
+        objectives: vec![Objective {
+            terms: vec![(0, 1, gamma.to_owned())],
+        }],
+        h,
+    });
+    let gb = out.grads[0].pop().expect("two domains");
+    let ga = out.grads[0].pop().expect("two domains");
+    (ga, gb)
 }

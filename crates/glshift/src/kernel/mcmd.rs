@@ -1,9 +1,12 @@
 //! MCMD², J_DU and J_TU in c×c form: G^{ab} = W_aᵀ S^{ab} W_b with ⟨μ̂ᵃ_k, μ̂ᵇ_l⟩ = G^{ab}_{kl}.
+//! The kernel sums S come from the fused tiled pass ([`super::tiled`]) or, on request, from
+//! random features ([`super::rff`]).
 
-use super::{check_h, check_labelled, cme_coefficients, kernel_sum, kernel_sum_backward};
-use super::{shape_err, Labelled, McmdParams, TermGrad, TuGrad};
+use super::tiled::{self, Domain, Objective, Request};
+use super::{check_h, check_labelled, cme_coefficients, rff};
+use super::{shape_err, Labelled, McmdEstimator, McmdParams, TermGrad, TuGrad};
 use crate::{Error, Real, Result};
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2};
 
 /// W = (εnI + BN)⁻¹B of one domain, N = YᵀY accumulated in f64.
 fn coefficients<T: Real>(x: &Labelled<T>, b: &Array2<f64>, eps: f64) -> Result<Array2<f64>> {
@@ -11,15 +14,35 @@ fn coefficients<T: Real>(x: &Labelled<T>, b: &Array2<f64>, eps: f64) -> Result<A
     cme_coefficients(y.t().dot(&y).view(), b.view(), eps, y.nrows())
 }
 
-/// G^{ab} = W_aᵀ S^{ab} W_b.
-fn gram<T: Real>(
-    a: &Labelled<T>,
-    wa: &Array2<f64>,
-    b: &Labelled<T>,
-    wb: &Array2<f64>,
-    h: f64,
-) -> Array2<f64> {
-    wa.t().dot(&kernel_sum(a.z, a.y, b.z, b.y, h)).dot(wb)
+fn dom<'b, T>(x: &'b Labelled<'_, T>) -> Domain<'b, T> {
+    Domain {
+        z: x.z.view(),
+        y: x.y.view(),
+    }
+}
+
+fn run<T: Real>(req: &Request<T>, est: McmdEstimator) -> tiled::Output<T> {
+    match est {
+        McmdEstimator::Exact => tiled::run(req),
+        McmdEstimator::RandomFeatures(r) => rff::run(
+            req,
+            rff::RandomFeatures {
+                r,
+                seed: rff::DEFAULT_SEED,
+            },
+        ),
+    }
+}
+
+/// S^{ab} of the requested blocks of `domains`, exact.
+fn kernel_sums<T: Real>(domains: &[Domain<T>], blocks: &[(usize, usize)], h: f64) -> Vec<Array2<f64>> {
+    let out = tiled::run(&Request {
+        domains,
+        s_blocks: blocks.to_vec(),
+        objectives: Vec::new(),
+        h,
+    });
+    blocks.iter().map(|&(a, b)| out.s_block(a, b).clone()).collect()
 }
 
 fn same_view<T>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> bool {
@@ -28,7 +51,7 @@ fn same_view<T>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> bool {
 
 /// True when both blocks are views of the same memory: G^{aa} = G^{bb} = G^{ab}, so one
 /// kernel sum suffices.
-fn same_block<T>(a: &Labelled<T>, b: &Labelled<T>) -> bool {
+pub(super) fn same_block<T>(a: &Labelled<T>, b: &Labelled<T>) -> bool {
     same_view(&a.z, &b.z) && same_view(&a.y, &b.y)
 }
 
@@ -57,12 +80,13 @@ pub fn embedding_gram<T: Real>(
 ) -> Result<Array2<f64>> {
     let bm = prepare(a, b, p, h)?;
     let wa = coefficients(a, &bm, p.eps)?;
-    let wb = if same_block(a, b) {
-        wa.clone()
-    } else {
-        coefficients(b, &bm, p.eps)?
-    };
-    Ok(gram(a, &wa, b, &wb, h))
+    if same_block(a, b) {
+        let s = kernel_sums(&[dom(a)], &[(0, 0)], h).remove(0);
+        return Ok(wa.t().dot(&s).dot(&wa));
+    }
+    let wb = coefficients(b, &bm, p.eps)?;
+    let s = kernel_sums(&[dom(a), dom(b)], &[(0, 1)], h).remove(0);
+    Ok(wa.t().dot(&s).dot(&wb))
 }
 
 /// c×c matrix D with D_kl = MCMD²(Pᵃ_{Z|k}, Pᵇ_{Z|l}) = G^{aa}_{kk} + G^{bb}_{ll} − 2G^{ab}_{kl}
@@ -70,6 +94,7 @@ pub fn embedding_gram<T: Real>(
 /// L^{aT}_k M^{aa} L^a_k + L^{bT}_l M^{bb} L^b_l − 2 L^{aT}_k M^{ab} L^b_l with
 /// M^{ab} = L̃_a⁻¹ K^{ab} L̃_b⁻¹). `a.z` n_a×d, `a.y` n_a×c, `b.z` n_b×d, `b.y` n_b×c.
 /// For one domain pass the same block twice (then D is symmetric with zero diagonal).
+/// The three kernel sums come from one tiled pass.
 pub fn mcmd2_matrix<T: Real>(
     a: &Labelled<T>,
     b: &Labelled<T>,
@@ -78,17 +103,71 @@ pub fn mcmd2_matrix<T: Real>(
 ) -> Result<Array2<f64>> {
     let bm = prepare(a, b, p, h)?;
     let wa = coefficients(a, &bm, p.eps)?;
-    let gaa = gram(a, &wa, a, &wa, h);
-    let (gbb, gab) = if same_block(a, b) {
-        (gaa.clone(), gaa.clone())
+    let (gaa, gbb, gab) = if same_block(a, b) {
+        let s = kernel_sums(&[dom(a)], &[(0, 0)], h).remove(0);
+        let g = wa.t().dot(&s).dot(&wa);
+        (g.clone(), g.clone(), g)
     } else {
         let wb = coefficients(b, &bm, p.eps)?;
-        (gram(b, &wb, b, &wb, h), gram(a, &wa, b, &wb, h))
+        let s = kernel_sums(&[dom(a), dom(b)], &[(0, 0), (1, 1), (0, 1)], h);
+        (
+            wa.t().dot(&s[0]).dot(&wa),
+            wb.t().dot(&s[1]).dot(&wb),
+            wa.t().dot(&s[2]).dot(&wb),
+        )
     };
     let c = bm.nrows();
     Ok(Array2::from_shape_fn((c, c), |(k, l)| {
         gaa[[k, k]] + gbb[[l, l]] - 2.0 * gab[[k, l]]
     }))
+}
+
+/// Active classes of J_DU (mask ∧ label mass > 0) as 0/1 weights, after checking the mask.
+fn du_active<T: Real>(ys: &[ArrayView2<T>], c: usize, active: Option<&[bool]>) -> Result<Vec<f64>> {
+    if let Some(m) = active.filter(|m| m.len() != c) {
+        return Err(shape_err("j_du active-class mask length (classes)", c, m.len()));
+    }
+    let mut mass = vec![T::zero(); c];
+    for y in ys {
+        for (m, v) in mass.iter_mut().zip(y.sum_axis(ndarray::Axis(0))) {
+            *m = *m + v;
+        }
+    }
+    Ok((0..c)
+        .map(|k| f64::from(u8::from(active.is_none_or(|m| m[k]) && mass[k] != T::zero())))
+        .collect())
+}
+
+/// Γ = W (∂J_DU/∂G) Wᵀ with ∂J_DU/∂G = 2|A|·diag(1_A) − 2·1_A1_Aᵀ.
+fn du_gamma(w: &Array2<f64>, act: &[f64]) -> Array2<f64> {
+    let c = act.len();
+    let n_act: f64 = act.iter().sum();
+    let dg = Array2::from_shape_fn((c, c), |(k, l)| {
+        let diag = if k == l { 2.0 * n_act * act[k] } else { 0.0 };
+        diag - 2.0 * act[k] * act[l]
+    });
+    w.dot(&dg).dot(&w.t())
+}
+
+/// Γ^{ss}, Γ^{tt}, Γ^{st} of J_TU: ∂J/∂G^{ss} = ∂J/∂G^{tt} = diag(prior), ∂J/∂G^{st} =
+/// −2 diag(prior), Γ = W_a (∂J/∂G) W_bᵀ.
+fn tu_gammas(ws: &Array2<f64>, wt: &Array2<f64>, prior: &[f64]) -> [Array2<f64>; 3] {
+    let dp = Array2::from_diag(&Array1::from(prior.to_vec()));
+    [
+        ws.dot(&dp).dot(&ws.t()),
+        wt.dot(&dp).dot(&wt.t()),
+        ws.dot(&dp).dot(&wt.t()) * -2.0,
+    ]
+}
+
+fn check_prior(prior: &[f64], c: usize) -> Result<()> {
+    if prior.len() != c {
+        return Err(shape_err("j_tu prior length (classes)", c, prior.len()));
+    }
+    if let Some(&v) = prior.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+        return Err(Error::param("prior", v, "entries must be finite and >= 0"));
+    }
+    Ok(())
 }
 
 /// Decision uncertainty J_DU = Σ_{k≠l} MCMD²(P_{Z|k}, P_{Z|l}) on one (pooled) domain
@@ -101,48 +180,40 @@ pub fn mcmd2_matrix<T: Real>(
 /// label column sums to zero: a class with no rows has no conditional distribution, and its
 /// "embedding" Φ Y W e_k would only be an artefact of ε and of B's off-diagonal terms.
 /// The gradient uses ∂J/∂G = 2|A|·diag(1_A) − 2·1_A1_Aᵀ, Γ = W (∂J/∂G) Wᵀ, and both
-/// arguments of K(z, z) (labels, W and h constant).
+/// arguments of K(z, z) (labels, W and h constant). Exact; see [`j_du_with`].
 pub fn j_du<T: Real>(
     a: &Labelled<T>,
     p: &McmdParams,
     h: f64,
     active: Option<&[bool]>,
 ) -> Result<TermGrad<T>> {
+    j_du_with(a, p, h, active, McmdEstimator::Exact)
+}
+
+/// [`j_du`] with the kernel sums computed by `est` (exact or random features).
+pub fn j_du_with<T: Real>(
+    a: &Labelled<T>,
+    p: &McmdParams,
+    h: f64,
+    active: Option<&[bool]>,
+    est: McmdEstimator,
+) -> Result<TermGrad<T>> {
+    est.validate()?;
     let bm = prepare(a, a, p, h)?;
-    let c = bm.nrows();
-    if let Some(m) = active.filter(|m| m.len() != c) {
-        return Err(shape_err(
-            "j_du active-class mask length (classes)",
-            c,
-            m.len(),
-        ));
-    }
-    let mass = a.y.sum_axis(ndarray::Axis(0));
-    let act: Vec<f64> = (0..c)
-        .map(|k| {
-            f64::from(u8::from(
-                active.is_none_or(|m| m[k]) && mass[k] != T::zero(),
-            ))
-        })
-        .collect();
-    let n_act: f64 = act.iter().sum();
+    let act = du_active(&[a.y], bm.nrows(), active)?;
     let w = coefficients(a, &bm, p.eps)?;
-    let g = gram(a, &w, a, &w, h);
-    let mut value = 0.0;
-    let mut dg = Array2::<f64>::zeros((c, c));
-    for k in 0..c {
-        value += 2.0 * n_act * act[k] * g[[k, k]];
-        dg[[k, k]] += 2.0 * n_act * act[k];
-        for l in 0..c {
-            value -= 2.0 * act[k] * act[l] * g[[k, l]];
-            dg[[k, l]] -= 2.0 * act[k] * act[l];
-        }
-    }
-    let gamma = w.dot(&dg).dot(&w.t());
-    let (g1, g2) = kernel_sum_backward(a.z, a.y, a.z, a.y, h, gamma.view());
+    let mut out = run(
+        &Request {
+            domains: &[dom(a)],
+            s_blocks: Vec::new(),
+            objectives: vec![Objective { terms: vec![(0, 0, du_gamma(&w, &act))] }],
+            h,
+        },
+        est,
+    );
     Ok(TermGrad {
-        value,
-        grad: g1 + g2,
+        value: out.values[0],
+        grad: out.grads[0].remove(0),
     })
 }
 
@@ -151,6 +222,7 @@ pub fn j_du<T: Real>(
 /// quadratic form of [L^s_k; −L^t_k] in the block matrix [[M^{ss}, M^{st}]; [M^{ts}, M^{tt}]]),
 /// and its gradients wrt `s.z` (n_s×d) and `t.z` (n_t×d). `prior` (length c, finite, ≥ 0)
 /// is the estimated target prior; a zero weight removes a class absent from the target.
+/// Exact; see [`j_tu_with`].
 pub fn j_tu<T: Real>(
     s: &Labelled<T>,
     t: &Labelled<T>,
@@ -158,38 +230,178 @@ pub fn j_tu<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<TuGrad<T>> {
-    let bm = prepare(s, t, p, h)?;
-    let c = bm.nrows();
-    if prior.len() != c {
-        return Err(shape_err("j_tu prior length (classes)", c, prior.len()));
-    }
-    if let Some(&v) = prior.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
-        return Err(Error::param("prior", v, "entries must be finite and >= 0"));
-    }
-    let (ws, wt) = (coefficients(s, &bm, p.eps)?, coefficients(t, &bm, p.eps)?);
-    let (gss, gtt, gst) = (
-        gram(s, &ws, s, &ws, h),
-        gram(t, &wt, t, &wt, h),
-        gram(s, &ws, t, &wt, h),
-    );
-    let value = (0..c)
-        .map(|k| prior[k] * (gss[[k, k]] + gtt[[k, k]] - 2.0 * gst[[k, k]]))
-        .sum();
-    // ∂J/∂G^{ss} = ∂J/∂G^{tt} = diag(prior), ∂J/∂G^{st} = −2 diag(prior); Γ = W_a (∂J/∂G) W_bᵀ.
-    let dp = Array2::from_diag(&ndarray::Array1::from(prior.to_vec()));
-    let (ss1, ss2) = kernel_sum_backward(s.z, s.y, s.z, s.y, h, ws.dot(&dp).dot(&ws.t()).view());
-    let (tt1, tt2) = kernel_sum_backward(t.z, t.y, t.z, t.y, h, wt.dot(&dp).dot(&wt.t()).view());
-    let (st_s, st_t) = kernel_sum_backward(
-        s.z,
-        s.y,
-        t.z,
-        t.y,
+    j_tu_with(s, t, prior, p, h, McmdEstimator::Exact)
+}
+
+/// [`j_tu`] with the kernel sums computed by `est` (exact or random features).
+pub fn j_tu_with<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    prior: &[f64],
+    p: &McmdParams,
+    h: f64,
+    est: McmdEstimator,
+) -> Result<TuGrad<T>> {
+    let out = j_tu_du(
+        s,
+        t,
+        &MulObjectives {
+            prior: Some(prior),
+            du: None,
+            du_active: None,
+            estimator: est,
+        },
+        p,
         h,
-        (ws.dot(&dp).dot(&wt.t()) * -2.0).view(),
+    )?;
+    Ok(out.tu.expect("J_TU requested"))
+}
+
+/// Which rows J_DU runs on in [`j_tu_du`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DuRows {
+    /// The source rows alone.
+    Source,
+    /// The source rows and the (confident, pseudo-labelled) target rows together, as
+    /// [`j_du`] on the concatenation [Z_s; Z_t] — without copying them.
+    Pooled,
+}
+
+/// What [`j_tu_du`] computes.
+#[derive(Clone, Copy, Debug)]
+pub struct MulObjectives<'a> {
+    /// Target prior weighting J_TU (length c); None: no J_TU.
+    pub prior: Option<&'a [f64]>,
+    /// Rows of J_DU; None: no J_DU.
+    pub du: Option<DuRows>,
+    /// Active-class mask of J_DU, as in [`j_du`].
+    pub du_active: Option<&'a [bool]>,
+    pub estimator: McmdEstimator,
+}
+
+/// J_TU and J_DU with their gradients from one pass over the kernel tiles (the same
+/// K^{ss}, K^{tt}, K^{st} serve both). `tu` and `du` are None when not requested; `du`'s
+/// `grad_t` is zero with [`DuRows::Source`].
+#[derive(Clone, Debug)]
+pub struct TuDuGrad<T> {
+    pub tu: Option<TuGrad<T>>,
+    pub du: Option<TuGrad<T>>,
+}
+
+/// The request of [`j_tu_du`] and the indices of its objectives (tu, du).
+#[allow(clippy::type_complexity)]
+fn tu_du_objectives<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<(Vec<Objective>, Option<usize>, Option<usize>)> {
+    spec.estimator.validate()?;
+    // The target block is only checked when an objective reads it (J_DU on the source alone
+    // may run with no confident target row).
+    let needs_t = spec.prior.is_some() || spec.du == Some(DuRows::Pooled);
+    let bm = if needs_t { prepare(s, t, p, h)? } else { prepare(s, s, p, h)? };
+    let c = bm.nrows();
+    let ws = coefficients(s, &bm, p.eps)?;
+    let mut objectives = Vec::new();
+    let mut tu_idx = None;
+    if let Some(prior) = spec.prior {
+        check_prior(prior, c)?;
+        let wt = coefficients(t, &bm, p.eps)?;
+        let [gss, gtt, gst] = tu_gammas(&ws, &wt, prior);
+        tu_idx = Some(objectives.len());
+        objectives.push(Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] });
+    }
+    let mut du_idx = None;
+    if let Some(rows) = spec.du {
+        let terms = match rows {
+            DuRows::Source => {
+                let act = du_active(&[s.y], c, spec.du_active)?;
+                vec![(0, 0, du_gamma(&ws, &act))]
+            }
+            DuRows::Pooled => {
+                let act = du_active(&[s.y, t.y], c, spec.du_active)?;
+                let to64 = |y: ArrayView2<T>| y.mapv(|v| v.to_f64_());
+                let (ys, yt) = (to64(s.y), to64(t.y));
+                let n_pooled = ys.t().dot(&ys) + yt.t().dot(&yt);
+                let wp = cme_coefficients(n_pooled.view(), bm.view(), p.eps, ys.nrows() + yt.nrows())?;
+                let g = du_gamma(&wp, &act);
+                // ⟨Γ, S^{pp}⟩ = ⟨Γ, S^{ss}⟩ + ⟨Γ, S^{tt}⟩ + ⟨Γ + Γᵀ, S^{st}⟩.
+                let cross = &g + &g.t();
+                vec![(0, 0, g.clone()), (1, 1, g), (0, 1, cross)]
+            }
+        };
+        du_idx = Some(objectives.len());
+        objectives.push(Objective { terms });
+    }
+    Ok((objectives, tu_idx, du_idx))
+}
+
+/// J_TU (as [`j_tu`]) and J_DU (as [`j_du`] on the rows `spec.du` names) with their gradients
+/// wrt `s.z` and `t.z`, from one pass over the kernel tiles, exact or with random features
+/// (`spec.estimator`). This is what one MUL iteration needs.
+pub fn j_tu_du<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<TuDuGrad<T>> {
+    let (objectives, tu_idx, du_idx) = tu_du_objectives(s, t, spec, p, h)?;
+    if objectives.is_empty() {
+        return Ok(TuDuGrad { tu: None, du: None });
+    }
+    let mut out = run(
+        &Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        },
+        spec.estimator,
     );
-    Ok(TuGrad {
-        value,
-        grad_s: ss1 + ss2 + st_s,
-        grad_t: tt1 + tt2 + st_t,
+    let mut take = |idx: Option<usize>| {
+        idx.map(|o| {
+            let grad_t = out.grads[o].pop().expect("target gradient");
+            let grad_s = out.grads[o].pop().expect("source gradient");
+            TuGrad {
+                value: out.values[o],
+                grad_s,
+                grad_t,
+            }
+        })
+    };
+    let tu = take(tu_idx);
+    let du = take(du_idx);
+    Ok(TuDuGrad { tu, du })
+}
+
+/// Floating-point operations [`j_tu_du`] performs on these inputs (the formula is in
+/// `tiled::Plan::flops` for the exact path and [`rff::flops`] for random features).
+pub fn j_tu_du_flops<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<f64> {
+    let (objectives, _, _) = tu_du_objectives(s, t, spec, p, h)?;
+    let n_obj = objectives.len();
+    Ok(match spec.estimator {
+        McmdEstimator::Exact => tiled::Plan::new(&Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        })
+        .flops(),
+        McmdEstimator::RandomFeatures(r) => rff::flops(
+            s.z.nrows() + t.z.nrows(),
+            s.z.ncols(),
+            s.y.ncols(),
+            r,
+            n_obj,
+        ),
     })
 }

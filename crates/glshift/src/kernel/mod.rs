@@ -9,19 +9,33 @@
 //!
 //! Conventions: `z` is n×d (one row per sample), `y` is n×c (one-hot or soft labels),
 //! the feature kernel is K_ij = exp(−‖z_i − z_j‖²/h), and h is a constant in backprop.
+//!
+//! The O(n²) kernel sums run on a fused tiled engine ([`tiled`](mod@tiled): O(n(d + c))
+//! memory, symmetric blocks on half the tiles, rayon over tiles, thread-count independent
+//! results); [`McmdEstimator::RandomFeatures`] swaps in the linear-time random-feature
+//! approximation ([`rff`](mod@rff)).
 
 mod bandwidth;
 mod cme;
+mod gemm;
 mod gram;
 mod mcmd;
 pub mod reference;
+pub mod rff;
+mod simd;
 #[cfg(test)]
 mod tests;
+mod tiled;
+pub mod workload;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
 pub use cme::cme_coefficients;
+pub use gemm::tile_gemm_gflops;
 pub use gram::{kernel_sum, kernel_sum_backward};
-pub use mcmd::{embedding_gram, j_du, j_tu, mcmd2_matrix};
+pub use mcmd::{
+    embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix,
+    DuRows, MulObjectives, TuDuGrad,
+};
 
 use crate::{Error, Real, Result};
 use ndarray::{Array2, ArrayView2};
@@ -81,6 +95,65 @@ impl McmdParams {
     }
 }
 
+/// Threads the kernel sums run on (rayon's pool: `RAYON_NUM_THREADS`, default all cores).
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// How the O(n²) kernel sums S = Y_aᵀ K Y_b are computed.
+///
+/// In TOML: `mcmd = "exact"` or `mcmd = { random_features = 2048 }`; on the command line
+/// `exact` or `random-features:2048`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McmdEstimator {
+    /// Every kernel entry, on the fused tiled path: O(n²(d + c)) time, O(n(d + c)) memory.
+    #[default]
+    Exact,
+    /// r random Fourier features (fixed seed [`rff::DEFAULT_SEED`]): O(n r (d + c)) time,
+    /// error ~ 1/√r.
+    RandomFeatures(usize),
+}
+
+impl McmdEstimator {
+    /// Rejects r = 0.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            McmdEstimator::RandomFeatures(0) => Err(Error::param(
+                "mcmd.random_features",
+                0,
+                "the number of random features must be >= 1",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Display for McmdEstimator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McmdEstimator::Exact => f.write_str("exact"),
+            McmdEstimator::RandomFeatures(r) => write!(f, "random-features:{r}"),
+        }
+    }
+}
+
+impl std::str::FromStr for McmdEstimator {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || Error::param("mcmd", s, "expected `exact` or `random-features:R` with R >= 1");
+        let est = match s.trim() {
+            "exact" => McmdEstimator::Exact,
+            other => {
+                let r = other.strip_prefix("random-features:").ok_or_else(bad)?;
+                McmdEstimator::RandomFeatures(r.trim().parse().map_err(|_| bad())?)
+            }
+        };
+        est.validate()?;
+        Ok(est)
+    }
+}
+
 /// One domain's labelled rows: `z` (n×d features), `y` (n×c one-hot or soft labels).
 #[derive(Clone, Copy, Debug)]
 pub struct Labelled<'a, T> {
@@ -135,6 +208,9 @@ fn check_labelled<T: Real>(
             n,
             x.y.nrows(),
         ));
+    }
+    if zd == 0 {
+        return Err(shape_err(format!("{name}.z columns (feature dim)"), "at least 1", 0));
     }
     if x.y.ncols() == 0 {
         return Err(shape_err(

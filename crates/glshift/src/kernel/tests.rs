@@ -184,7 +184,7 @@ fn cme_coefficients_reproduce_dense_inverse() {
 #[test]
 fn kernel_sum_matches_dense_gram_across_row_tiles() {
     // More rows than one tile, so the tiled accumulation is exercised.
-    let a = sample(8, gram::ROW_TILE + 37, 3, 3, 0.0, true);
+    let a = sample(8, tiled::TILE + 37, 3, 3, 0.0, true);
     let b = sample(9, 21, 3, 3, 0.4, false);
     let h = h_of(&[&a, &b]);
     let got = kernel_sum(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h);
@@ -222,7 +222,7 @@ fn kernel_sum_backward_matches_finite_differences() {
 #[test]
 fn kernel_sum_backward_is_consistent_across_row_tiles() {
     // Dense H = (Y_a Γ Y_bᵀ) ∘ K with the formula of mcmd-math.md, on more rows than a tile.
-    let a = sample(13, gram::ROW_TILE + 9, 2, 2, 0.0, true);
+    let a = sample(13, tiled::TILE + 9, 2, 2, 0.0, true);
     let b = sample(14, 15, 2, 2, 0.3, true);
     let h = h_of(&[&a, &b]);
     let gamma = ndarray::array![[0.7, -1.2], [0.4, 2.0]];
@@ -517,4 +517,320 @@ fn shape_mismatches_and_bad_prior_or_h_are_rejected() {
             Err(Error::Param { .. })
         ));
     }
+}
+
+// ---- Fused tiled engine (issue 4): against the dense oracle, across tiles and threads ----
+
+/// `n` rows in `c` classes with class sizes i % c (one-hot) and a few rows with no label.
+fn tiled_sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool) -> Data {
+    let mut x = sample(seed, n, d, c, shift, soft);
+    if !soft {
+        for i in (0..n).step_by(97) {
+            x.y.row_mut(i).fill(0.0);
+        }
+    }
+    x
+}
+
+/// Dense S^{ab} = Y_aᵀ K Y_b in f64 from (possibly f32-rounded) inputs.
+fn dense_s(za: &Array2<f64>, ya: &Array2<f64>, zb: &Array2<f64>, yb: &Array2<f64>, h: f64) -> Array2<f64> {
+    ya.t().dot(&dense::gaussian_gram(za.view(), zb.view(), h)).dot(yb)
+}
+
+/// Dense gradients of ⟨Γ, Y_aᵀ K Y_b⟩ with a and b independent (mcmd-math.md).
+fn dense_grads(a: &Data, b: &Data, gamma: &Array2<f64>, h: f64) -> (Array2<f64>, Array2<f64>) {
+    let hm = a.y.dot(gamma).dot(&b.y.t()) * dense::gaussian_gram(a.z.view(), b.z.view(), h);
+    let ga = (&a.z * &hm.sum_axis(Axis(1)).insert_axis(Axis(1)) - hm.dot(&b.z)) * (-2.0 / h);
+    let gb = (&b.z * &hm.sum_axis(Axis(0)).insert_axis(Axis(1)) - hm.t().dot(&a.z)) * (-2.0 / h);
+    (ga, gb)
+}
+
+fn round32(x: &Data) -> Data {
+    Data {
+        z: x.z.mapv(|v| v as f32 as f64),
+        y: x.y.mapv(|v| v as f32 as f64),
+    }
+}
+
+#[test]
+fn tiled_kernel_sum_matches_dense_oracle_in_f64_and_f32_over_many_tiles() {
+    // 700 rows in 2 classes: 2 tiles per class on the one-hot path, 3 tiles on the soft path.
+    for soft in [false, true] {
+        let a = tiled_sample(40, 700, 5, 2, 0.0, soft);
+        let b = tiled_sample(41, 530, 5, 2, 0.4, !soft);
+        let h = h_of(&[&a, &b]);
+        for (x, y) in [(&a, &b), (&a, &a), (&b, &a)] {
+            let want = dense_s(&x.z, &x.y, &y.z, &y.y, h);
+            let got = kernel_sum(x.z.view(), x.y.view(), y.z.view(), y.y.view(), h);
+            assert!(rel_err(&got, &want) <= 1e-10, "f64 soft={soft}: {}", rel_err(&got, &want));
+            let (x32, y32) = (round32(x), round32(y));
+            let want32 = dense_s(&x32.z, &x32.y, &y32.z, &y32.y, h);
+            let ((zx, yx), (zy, yy)) = (x.to_f32(), y.to_f32());
+            let got32 = kernel_sum(zx.view(), yx.view(), zy.view(), yy.view(), h);
+            assert!(rel_err(&got32, &want32) <= 1e-5, "f32 soft={soft}: {}", rel_err(&got32, &want32));
+        }
+    }
+}
+
+#[test]
+fn tiled_backward_matches_dense_gradients_in_f64_and_f32_over_many_tiles() {
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    for soft in [false, true] {
+        let a = tiled_sample(43, 640, 4, 3, 0.0, soft);
+        let b = tiled_sample(44, 300, 4, 3, 0.5, false);
+        let h = h_of(&[&a, &b]);
+        let gamma = Array2::from_shape_fn((3, 3), |_| rng.sample::<f64, _>(StandardNormal));
+        let (wa, wb) = dense_grads(&a, &b, &gamma, h);
+        let (ga, gb) = kernel_sum_backward(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h, gamma.view());
+        assert!(rel_err(&ga, &wa) <= 1e-10 && rel_err(&gb, &wb) <= 1e-10, "f64 soft={soft}");
+        let (a32, b32) = (round32(&a), round32(&b));
+        let (wa, wb) = dense_grads(&a32, &b32, &gamma, h);
+        let ((za, ya), (zb, yb)) = (a.to_f32(), b.to_f32());
+        let (ga, gb) = kernel_sum_backward(za.view(), ya.view(), zb.view(), yb.view(), h, gamma.view());
+        let up = |g: &Array2<f32>| g.mapv(f64::from);
+        assert!(
+            rel_err(&up(&ga), &wa) <= 1e-5 && rel_err(&up(&gb), &wb) <= 1e-5,
+            "f32 soft={soft}: {} {}",
+            rel_err(&up(&ga), &wa),
+            rel_err(&up(&gb), &wb)
+        );
+    }
+}
+
+#[test]
+fn tiled_j_du_and_j_tu_match_the_paper_formula_over_many_tiles() {
+    let prior = [0.2, 0.5, 0.3];
+    for kernel in KERNELS {
+        let s = tiled_sample(45, 600, 3, 3, 0.0, false);
+        let t = tiled_sample(46, 290, 3, 3, 0.6, false);
+        let (p, h) = (params(kernel, 0.05), h_of(&[&s, &t]));
+        let du = j_du(&s.lab(), &p, h, None).unwrap().value;
+        let want_du = dense::j_du(&s.lab(), &p, h, None).unwrap();
+        assert!(rel(du, want_du) <= 1e-10, "{kernel:?} J_DU {du} vs {want_du}");
+        let tu = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap().value;
+        let want_tu = dense::j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
+        assert!(rel(tu, want_tu) <= 1e-9, "{kernel:?} J_TU {tu} vs {want_tu}");
+    }
+}
+
+#[test]
+fn fused_j_tu_du_equals_j_tu_and_pooled_j_du_computed_apart() {
+    let prior = [0.1, 0.6, 0.3];
+    let mask = [true, true, false];
+    for (soft, kernel) in [(false, LabelKernel::Linear), (false, GAUSS), (true, GAUSS)] {
+        let s = tiled_sample(47, 420, 4, 3, 0.0, false);
+        let t = tiled_sample(48, 330, 4, 3, 0.5, soft);
+        let (p, h) = (params(kernel, 0.05), h_of(&[&s, &t]));
+        for active in [None, Some(&mask[..])] {
+            let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: active, estimator: McmdEstimator::Exact };
+            let both = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+            let tu = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
+            let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
+            let du = j_du(&pooled.lab(), &p, h, active).unwrap();
+            let (ftu, fdu) = (both.tu.unwrap(), both.du.unwrap());
+            assert!(rel(ftu.value, tu.value) <= 1e-12 && rel(fdu.value, du.value) <= 1e-10, "soft={soft}");
+            assert!(rel_err(&ftu.grad_s, &tu.grad_s) <= 1e-12 && rel_err(&ftu.grad_t, &tu.grad_t) <= 1e-12);
+            let du_grad = concatenate![Axis(0), fdu.grad_s, fdu.grad_t];
+            assert!(rel_err(&du_grad, &du.grad) <= 1e-10, "soft={soft}: {}", rel_err(&du_grad, &du.grad));
+        }
+        // J_DU on the source rows alone, with no target row at all.
+        let empty = Data { z: Array2::zeros((0, 4)), y: Array2::zeros((0, 3)) };
+        let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
+        let only = j_tu_du(&s.lab(), &empty.lab(), &spec, &p, h).unwrap();
+        let want = j_du(&s.lab(), &p, h, None).unwrap();
+        let got = only.du.unwrap();
+        assert!(only.tu.is_none() && rel(got.value, want.value) <= 1e-12 && got.grad_t.dim() == (0, 4));
+        assert!(rel_err(&got.grad_s, &want.grad) <= 1e-12);
+    }
+}
+
+#[test]
+fn tiled_results_are_bitwise_identical_for_one_two_and_three_threads() {
+    let s = tiled_sample(49, 900, 6, 4, 0.0, false);
+    let t = tiled_sample(50, 700, 6, 4, 0.5, false);
+    let ((zs, ys), (zt, yt)) = (s.to_f32(), t.to_f32());
+    let (sl, tl) = (Labelled::new(zs.view(), ys.view()), Labelled::new(zt.view(), yt.view()));
+    let prior = [0.25; 4];
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let rff_spec = MulObjectives { estimator: McmdEstimator::RandomFeatures(300), ..spec };
+    let run = |threads: usize, spec: &MulObjectives| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let r = j_tu_du(&sl, &tl, spec, &p, h).unwrap();
+            let (tu, du) = (r.tu.unwrap(), r.du.unwrap());
+            let s_soft = kernel_sum(zs.view(), ys.mapv(|v| v * 0.5).view(), zt.view(), yt.view(), h);
+            (tu.value, du.value, tu.grad_s, tu.grad_t, du.grad_s, du.grad_t, s_soft)
+        })
+    };
+    for spec in [&spec, &rff_spec] {
+        let one = run(1, spec);
+        assert_eq!(one, run(2, spec));
+        assert_eq!(one, run(3, spec));
+    }
+}
+
+#[test]
+fn grouped_schedule_with_many_tiles_matches_dense_oracle_for_any_thread_count() {
+    // 40 classes × 2 domains of ~30 rows: 80 tiles, grouped in pairs by the schedule.
+    let s = sample(61, 1200, 3, 40, 0.0, false);
+    let t = sample(62, 1000, 3, 40, 0.4, false);
+    let prior = vec![1.0 / 40.0; 40];
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let r = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+            let (tu, du) = (r.tu.unwrap(), r.du.unwrap());
+            (tu.value, du.value, tu.grad_s, du.grad_t)
+        })
+    };
+    let one = run(1);
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(3));
+    let want_tu = dense::j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
+    let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
+    let want_du = dense::j_du(&pooled.lab(), &p, h, None).unwrap();
+    assert!(rel(one.0, want_tu) <= 1e-9 && rel(one.1, want_du) <= 1e-10, "{} {want_tu} {} {want_du}", one.0, one.1);
+}
+
+#[test]
+fn one_hot_j_tu_with_linear_label_kernel_visits_only_same_class_tile_pairs() {
+    let s = tiled_sample(51, 300, 3, 5, 0.0, false);
+    let t = tiled_sample(52, 200, 3, 5, 0.5, false);
+    let prior = [0.2; 5];
+    let h = h_of(&[&s, &t]);
+    let flops = |kernel, du| {
+        let spec = MulObjectives { prior: Some(&prior), du, du_active: None, estimator: McmdEstimator::Exact };
+        j_tu_du_flops(&s.lab(), &t.lab(), &spec, &params(kernel, 0.05), h).unwrap()
+    };
+    let linear_tu = flops(LabelKernel::Linear, None);
+    let gauss_tu = flops(GAUSS, None);
+    let with_du = flops(LabelKernel::Linear, Some(DuRows::Pooled));
+    // 5 classes: same-class pairs are about 1/5 of all pairs.
+    assert!(linear_tu < 0.3 * gauss_tu, "{linear_tu} vs {gauss_tu}");
+    assert!((with_du - gauss_tu).abs() < 0.2 * gauss_tu);
+}
+
+#[test]
+fn exact_flop_count_follows_the_documented_formula_for_small_tiles() {
+    // One domain, d = 3, two classes of 5 rows (two tiles), J_DU only (one objective):
+    // diagonal pairs 5×5: 2·25·3 (Z Zᵀ) + 7·25 + 2·25·3 (K Z) + 5·2·(3 + 1) = 515 each;
+    // the pair of the two tiles: 150 + 175 + 2·150 (K Z and Kᵀ Z) + 10·2·4 = 705;
+    // centring and assembly: 10 rows · 3d · (1 + 1 objective) = 180.
+    let mut a = sample(53, 10, 3, 2, 0.0, false);
+    for i in 0..10 {
+        a.y[[i, 0]] = f64::from(u8::from(i < 5));
+        a.y[[i, 1]] = f64::from(u8::from(i >= 5));
+    }
+    let h = h_of(&[&a]);
+    let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
+    let got = j_tu_du_flops(&a.lab(), &a.lab(), &spec, &params(GAUSS, 0.05), h).unwrap();
+    assert_eq!(got, 2.0 * 515.0 + 705.0 + 180.0);
+}
+
+// ---- Random features ----
+
+#[test]
+fn random_feature_gradients_match_finite_differences_of_their_own_loss() {
+    let prior = [0.3, 0.3, 0.4];
+    let s = sample(54, 40, 3, 3, 0.0, false);
+    let t = sample(55, 30, 3, 3, 0.5, true);
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let est = McmdEstimator::RandomFeatures(64);
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+    let got = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+    for (which, g) in [(0, got.tu.unwrap()), (1, got.du.unwrap())] {
+        let at = |zs: &Array2<f64>, zt: &Array2<f64>| {
+            let r = j_tu_du(&Labelled::new(zs.view(), s.y.view()), &Labelled::new(zt.view(), t.y.view()), &spec, &p, h).unwrap();
+            if which == 0 { r.tu.unwrap().value } else { r.du.unwrap().value }
+        };
+        let fs = fd_grad(&s.z, |z| at(z, &t.z));
+        let ft = fd_grad(&t.z, |z| at(&s.z, z));
+        assert!(rel_err(&g.grad_s, &fs) <= 1e-6, "{which}: {}", rel_err(&g.grad_s, &fs));
+        assert!(rel_err(&g.grad_t, &ft) <= 1e-6, "{which}: {}", rel_err(&g.grad_t, &ft));
+    }
+}
+
+#[test]
+fn random_feature_error_shrinks_with_r_and_is_small_for_many_features() {
+    let prior = [0.25; 4];
+    let s = sample(56, 300, 8, 4, 0.0, false);
+    let t = sample(57, 250, 8, 4, 0.8, false);
+    let (p, h) = (params(LabelKernel::Linear, 0.01), h_of(&[&s, &t]));
+    let eval = |est| {
+        let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+        let r = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
+        (r.tu.unwrap().value, r.du.unwrap().value)
+    };
+    let (tu, du) = eval(McmdEstimator::Exact);
+    let err = |r: usize| {
+        let (a, b) = eval(McmdEstimator::RandomFeatures(r));
+        rel(a, tu).max(rel(b, du))
+    };
+    let (coarse, fine) = (err(32), err(32_768));
+    assert!(fine < 0.02, "r = 32768: relative error {fine}");
+    assert!(fine < coarse, "error did not shrink: {coarse} -> {fine}");
+}
+
+#[test]
+fn random_features_are_translation_invariant_like_the_kernel() {
+    let prior = [0.5, 0.5];
+    let s = sample(58, 50, 3, 2, 0.0, false);
+    let t = sample(59, 40, 3, 2, 0.4, false);
+    let moved = |x: &Data| Data { z: x.z.mapv(|v| v + 3.0), y: x.y.clone() };
+    let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
+    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::RandomFeatures(128) };
+    let a = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap().tu.unwrap();
+    let (s2, t2) = (moved(&s), moved(&t));
+    let b = j_tu_du(&s2.lab(), &t2.lab(), &spec, &p, h).unwrap().tu.unwrap();
+    assert!(rel(a.value, b.value) <= 1e-9 && rel_err(&a.grad_s, &b.grad_s) <= 1e-8);
+}
+
+#[test]
+fn mcmd_estimator_parses_validates_and_reads_from_toml() {
+    assert_eq!("exact".parse::<McmdEstimator>().unwrap(), McmdEstimator::Exact);
+    assert_eq!("random-features:2048".parse::<McmdEstimator>().unwrap(), McmdEstimator::RandomFeatures(2048));
+    for bad in ["random-features:0", "random-features:", "rff:10", "random-features:-3", ""] {
+        assert!(matches!(bad.parse::<McmdEstimator>(), Err(Error::Param { .. })), "{bad}");
+    }
+    assert_eq!(McmdEstimator::RandomFeatures(7).to_string(), "random-features:7");
+    #[derive(serde::Deserialize)]
+    struct C {
+        mcmd: McmdEstimator,
+    }
+    let c: C = toml::from_str("mcmd = { random_features = 512 }").unwrap();
+    assert_eq!(c.mcmd, McmdEstimator::RandomFeatures(512));
+    let c: C = toml::from_str("mcmd = \"exact\"").unwrap();
+    assert_eq!(c.mcmd, McmdEstimator::Exact);
+    let s = sample(60, 10, 2, 2, 0.0, false);
+    assert!(matches!(
+        j_du_with(&s.lab(), &params(GAUSS, 0.1), 1.0, None, McmdEstimator::RandomFeatures(0)),
+        Err(Error::Param { .. })
+    ));
+}
+
+#[test]
+fn zero_feature_dimension_is_rejected_before_work() {
+    let z = Array2::<f64>::zeros((5, 0));
+    let y = Array2::<f64>::eye(5);
+    let a = Labelled::new(z.view(), y.view());
+    assert!(matches!(j_du(&a, &params(GAUSS, 0.1), 1.0, None), Err(Error::Shape { .. })));
+}
+
+#[test]
+fn synthetic_workload_is_seeded_and_validates_its_sizes() {
+    use super::workload::Workload;
+    let a = Workload::synthetic(50, 4, 3, 1).unwrap();
+    let b = Workload::synthetic(50, 4, 3, 1).unwrap();
+    assert_eq!((a.zs.dim(), a.zt.dim(), a.ys.dim()), ((25, 4), (25, 4), (25, 3)));
+    assert_eq!(a.zs, b.zs);
+    assert_ne!(a.zs, Workload::synthetic(50, 4, 3, 2).unwrap().zs);
+    for (n, d, c) in [(1, 4, 3), (10, 0, 3), (10, 4, 0)] {
+        assert!(matches!(Workload::synthetic(n, d, c, 0), Err(Error::Param { .. })), "{n} {d} {c}");
+    }
+    let r = a.evaluate(McmdEstimator::Exact).unwrap();
+    assert!(r.tu.unwrap().value > 0.0 && r.du.unwrap().value > 0.0);
+    assert!(a.flops(McmdEstimator::Exact).unwrap() > 0.0);
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::Preprocess;
-use crate::kernel::{LabelKernel, McmdParams};
+use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};
 
@@ -90,6 +90,9 @@ pub struct MulConfig {
     /// CME regulariser ε; `None` = the rule 0.01/c.
     pub eps: Option<f64>,
     pub label_kernel: LabelKernel,
+    /// How the kernel sums of J_TU and J_DU are computed: `"exact"` (default) or
+    /// `{ random_features = r }` (linear time, error ~ 1/√r; README "Performance").
+    pub mcmd: McmdEstimator,
     /// Gaussian bandwidth h = multiplier × mean pairwise squared distance of Z.
     pub bandwidth_multiplier: f64,
     /// Confident target rows join J_DU once its relative change over `du_window` iterations
@@ -111,6 +114,7 @@ impl Default for MulConfig {
             tau: 0.9,
             eps: None,
             label_kernel: LabelKernel::Linear,
+            mcmd: McmdEstimator::Exact,
             bandwidth_multiplier: 1.0,
             du_stable_tol: 0.01,
             du_window: 10,
@@ -208,6 +212,7 @@ impl FitConfig {
                 return Err(Error::param("mul.label_kernel.sigma", sigma, "must be > 0"));
             }
         }
+        m.mcmd.validate()?;
         if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
             return Err(Error::param("mul.bandwidth_multiplier", m.bandwidth_multiplier, "must be > 0"));
         }
@@ -273,5 +278,16 @@ mod tests {
         assert!(toml::from_str::<FitConfig>("not_a_key = 3").is_err());
         let c: FitConfig = toml::from_str("adapt_iters = 7\n[mul]\nlambda_du = 0.5").unwrap();
         assert_eq!((c.adapt_iters, c.mul.lambda_du, c.mul.lambda_tu), (7, 0.5, 1.0));
+    }
+
+    #[test]
+    fn mcmd_estimator_reads_from_toml_and_zero_features_are_rejected() {
+        let c: FitConfig = toml::from_str("[mul]\nmcmd = { random_features = 2048 }").unwrap();
+        assert_eq!(c.mul.mcmd, McmdEstimator::RandomFeatures(2048));
+        c.validate().unwrap();
+        assert_eq!(FitConfig::default().mul.mcmd, McmdEstimator::Exact);
+        let c: FitConfig = toml::from_str("[mul]\nmcmd = { random_features = 0 }").unwrap();
+        assert!(matches!(c.validate(), Err(Error::Param { name: "mcmd.random_features", .. })));
+        assert!(toml::from_str::<FitConfig>("[mul]\nmcmd = \"fast\"").is_err());
     }
 }

@@ -6,7 +6,7 @@
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
-use crate::kernel::{self, Labelled, McmdParams};
+use crate::kernel::{self, Labelled, McmdEstimator, McmdParams};
 use crate::Result;
 
 /// Inputs of one evaluation of the MUL terms.
@@ -20,6 +20,8 @@ pub struct MulInputs<'a> {
     /// Estimated target prior (length c) weighting J_TU.
     pub prior: &'a [f64],
     pub params: McmdParams,
+    /// Exact kernel sums or random features.
+    pub mcmd: McmdEstimator,
     pub bandwidth_multiplier: f64,
     pub lambda_tu: f64,
     pub lambda_du: f64,
@@ -87,7 +89,7 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         let total: f64 = prior.iter().sum();
         if total > 0.0 {
             prior.iter_mut().for_each(|p| *p /= total);
-            let tu = kernel::j_tu(&source, &target, &prior, &inp.params, h)?;
+            let tu = kernel::j_tu_with(&source, &target, &prior, &inp.params, h, inp.mcmd)?;
             j_tu = tu.value;
             grad_zs.scaled_add(inp.lambda_tu as f32, &tu.grad_s);
             grad_zt.scaled_add(inp.lambda_tu as f32, &tu.grad_t);
@@ -109,7 +111,7 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         let m = active.iter().filter(|&&a| a).count();
         if m >= 2 {
             let pairs = (m * (m - 1)) as f64;
-            let du = kernel::j_du(&Labelled { z: z.view(), y: y.view() }, &inp.params, h, Some(&active))?;
+            let du = kernel::j_du_with(&Labelled { z: z.view(), y: y.view() }, &inp.params, h, Some(&active), inp.mcmd)?;
             j_du = du.value / pairs;
             let du_norm = du.grad.iter().map(|&g| (g as f64).powi(2)).sum::<f64>().sqrt() / pairs;
             lambda_du_effective = if inp.du_balance && tu_norm > 0.0 && du_norm > 0.0 {
@@ -159,6 +161,7 @@ mod tests {
             yt: t.1.view(),
             prior,
             params: McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear },
+            mcmd: McmdEstimator::Exact,
             bandwidth_multiplier: 1.0,
             lambda_tu: 1.0,
             lambda_du: 0.1,
@@ -222,6 +225,20 @@ mod tests {
         let direct = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &[0.5, 0.5, 0.0], &p, out.bandwidth).unwrap();
         assert!((out.j_tu - direct.value).abs() < 1e-9, "{} vs {}", out.j_tu, direct.value);
         assert!(out.j_tu > 0.0);
+    }
+
+    #[test]
+    fn random_feature_terms_follow_the_exact_ones() {
+        let (s, t) = (blobs(60, 3, 0.0, 7), blobs(45, 3, 0.6, 8));
+        let prior = [0.3, 0.3, 0.4];
+        let exact = mul_terms(&inputs(&s, &t, &prior, false)).unwrap();
+        let mut rf = inputs(&s, &t, &prior, false);
+        rf.mcmd = McmdEstimator::RandomFeatures(16_384);
+        let approx = mul_terms(&rf).unwrap();
+        let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
+        assert!(rel(approx.j_tu, exact.j_tu) < 0.1 && rel(approx.j_du, exact.j_du) < 0.1, "{} {} vs {} {}", approx.j_tu, approx.j_du, exact.j_tu, exact.j_du);
+        let cos = (&approx.grad_zs * &exact.grad_zs).sum() as f64 / (norm(&approx.grad_zs) * norm(&exact.grad_zs));
+        assert!(cos > 0.9, "gradient direction: cosine {cos}");
     }
 
     #[test]

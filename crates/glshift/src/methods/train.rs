@@ -346,6 +346,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             yt: yt_conf.view(),
             prior: &prior,
             params: cfg.mul.mcmd_params(c),
+            mcmd: cfg.mul.mcmd,
             bandwidth_multiplier: cfg.mul.bandwidth_multiplier,
             lambda_tu: cfg.mul.lambda_tu,
             lambda_du: cfg.mul.lambda_du,

@@ -1,0 +1,60 @@
+//! `glshift perf` at CI size (issue 4): the JSON object and its fields, parameter checks.
+//! No Python peers here: CI must not need Python.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn perf_json(args: &[&str]) -> Value {
+    let o = glshift().arg("perf").args(args).arg("--json").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "one JSON object on one line: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn perf_json_reports_median_time_memory_flops_and_flop_bound_ratio() {
+    let v = perf_json(&["--n", "200", "--d", "16", "--c", "3"]);
+    let num = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("field {k} missing: {v}"));
+    let (secs, flops, gemm, ratio) = (num("seconds"), num("flops"), num("gemm_gflops"), num("flop_bound_ratio"));
+    assert!(secs > 0.0 && flops > 0.0 && gemm > 0.0);
+    assert!((ratio - secs / (flops / (gemm * 1e9))).abs() <= 1e-9 * ratio, "ratio = seconds / (flops / gemm)");
+    assert!(v["peak_rss_bytes"].as_u64().unwrap() > 1 << 20);
+    let all = v["seconds_all"].as_array().unwrap();
+    assert_eq!(all.len(), 5, "5 timed runs by default");
+    let mut sorted: Vec<f64> = all.iter().map(|x| x.as_f64().unwrap()).collect();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(secs, sorted[2], "seconds is the median");
+    assert_eq!((v["n"].as_u64(), v["n_source"].as_u64(), v["n_target"].as_u64()), (Some(200), Some(100), Some(100)));
+    assert!(num("j_tu") > 0.0 && num("j_du") > 0.0);
+    assert!(v.get("peers").is_none(), "no peers unless asked");
+}
+
+#[test]
+fn perf_is_deterministic_in_its_values_and_runs_random_features() {
+    let a = perf_json(&["--n", "300", "--d", "8", "--c", "4", "--runs", "1"]);
+    let b = perf_json(&["--n", "300", "--d", "8", "--c", "4", "--runs", "1"]);
+    assert_eq!((a["j_tu"].as_f64(), a["j_du"].as_f64()), (b["j_tu"].as_f64(), b["j_du"].as_f64()));
+    let r = perf_json(&["--n", "300", "--d", "8", "--c", "4", "--runs", "1", "--mcmd", "random-features:4096"]);
+    assert_eq!(r["mcmd"], "random-features:4096");
+    let rel = (r["j_du"].as_f64().unwrap() - a["j_du"].as_f64().unwrap()).abs() / a["j_du"].as_f64().unwrap();
+    assert!(rel < 0.1, "random features far from exact: {rel}");
+}
+
+#[test]
+fn perf_rejects_bad_sizes_before_work() {
+    for (args, what) in [
+        (vec!["--n", "1"], "`n`"),
+        (vec!["--n", "100", "--d", "0"], "`d`"),
+        (vec!["--n", "100", "--c", "0"], "`c`"),
+        (vec!["--n", "100", "--mcmd", "random-features:0"], "random_features"),
+        (vec!["--n", "100", "--mcmd", "fast"], "`mcmd`"),
+        (vec!["--n", "100", "--runs", "0"], "`--runs`"),
+    ] {
+        let o = glshift().arg("perf").args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+    }
+}
