@@ -125,9 +125,16 @@ pub fn j_du<T: Real>(
             ))
         })
         .collect();
-    let n_act: f64 = act.iter().sum();
     let w = coefficients(a, &bm, p.eps)?;
-    let g = gram(a, &w, a, &w, h);
+    Ok(j_du_with(a, &w, h, &act))
+}
+
+/// J_DU from the coefficients `w` (c×c) of the class embeddings Φ Y W e_k and the 0/1 active
+/// mask `act`; shared by the CME form and the class-wise MMD form (`super::classwise`).
+pub(super) fn j_du_with<T: Real>(a: &Labelled<T>, w: &Array2<f64>, h: f64, act: &[f64]) -> TermGrad<T> {
+    let c = w.nrows();
+    let n_act: f64 = act.iter().sum();
+    let g = gram(a, w, a, w, h);
     let mut value = 0.0;
     let mut dg = Array2::<f64>::zeros((c, c));
     for k in 0..c {
@@ -140,10 +147,10 @@ pub fn j_du<T: Real>(
     }
     let gamma = w.dot(&dg).dot(&w.t());
     let (g1, g2) = kernel_sum_backward(a.z, a.y, a.z, a.y, h, gamma.view());
-    Ok(TermGrad {
+    TermGrad {
         value,
         grad: g1 + g2,
-    })
+    }
 }
 
 /// Transfer uncertainty J_TU = Σ_k prior_k (G^{ss}_{kk} + G^{tt}_{kk} − 2G^{st}_{kk})
@@ -167,10 +174,23 @@ pub fn j_tu<T: Real>(
         return Err(Error::param("prior", v, "entries must be finite and >= 0"));
     }
     let (ws, wt) = (coefficients(s, &bm, p.eps)?, coefficients(t, &bm, p.eps)?);
+    Ok(j_tu_with(s, t, &ws, &wt, prior, h))
+}
+
+/// J_TU from the coefficients `ws`, `wt` of each domain's class embeddings (see [`j_du_with`]).
+pub(super) fn j_tu_with<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    ws: &Array2<f64>,
+    wt: &Array2<f64>,
+    prior: &[f64],
+    h: f64,
+) -> TuGrad<T> {
+    let c = ws.nrows();
     let (gss, gtt, gst) = (
-        gram(s, &ws, s, &ws, h),
-        gram(t, &wt, t, &wt, h),
-        gram(s, &ws, t, &wt, h),
+        gram(s, ws, s, ws, h),
+        gram(t, wt, t, wt, h),
+        gram(s, ws, t, wt, h),
     );
     let value = (0..c)
         .map(|k| prior[k] * (gss[[k, k]] + gtt[[k, k]] - 2.0 * gst[[k, k]]))
@@ -187,9 +207,9 @@ pub fn j_tu<T: Real>(
         h,
         (ws.dot(&dp).dot(&wt.t()) * -2.0).view(),
     );
-    Ok(TuGrad {
+    TuGrad {
         value,
         grad_s: ss1 + ss2 + st_s,
         grad_t: tt1 + tt2 + st_t,
-    })
+    }
 }

@@ -11,16 +11,22 @@
 //! the feature kernel is K_ij = exp(−‖z_i − z_j‖²/h), and h is a constant in backprop.
 
 mod bandwidth;
+mod classwise;
 mod cme;
 mod gram;
+mod joint;
 mod mcmd;
 pub mod reference;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mmd;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
+pub use classwise::{classwise_j_du, classwise_j_tu};
 pub use cme::cme_coefficients;
 pub use gram::{kernel_sum, kernel_sum_backward};
+pub use joint::{joint_mmd2, GaussianFamily, JointMmd};
 pub use mcmd::{embedding_gram, j_du, j_tu, mcmd2_matrix};
 
 use crate::{Error, Real, Result};
