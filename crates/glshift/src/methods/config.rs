@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::ablation::Discrepancy;
 use crate::data::Preprocess;
 use crate::kernel::{LabelKernel, McmdParams};
 use crate::nn::{AdamConfig, NetworkConfig};
@@ -100,6 +101,11 @@ pub struct MulConfig {
     pub importance_weighting: bool,
     pub use_tu: bool,
     pub use_du: bool,
+    /// Ablation switch "y": weight J_TU by the estimated target prior p̂ᵗ and keep classes
+    /// estimated absent out of the pseudo-labels. Off: J_TU weights classes by pˢ (w ≡ 1).
+    pub prior_weighting: bool,
+    /// The conditional discrepancy in J_TU and J_DU: MCMD, or class-wise MMD (ablation).
+    pub discrepancy: Discrepancy,
 }
 
 impl Default for MulConfig {
@@ -117,6 +123,8 @@ impl Default for MulConfig {
             importance_weighting: true,
             use_tu: true,
             use_du: true,
+            prior_weighting: true,
+            discrepancy: Discrepancy::Mcmd,
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Methods as losses plugged into one training loop ([`train::fit`]).
 
+pub mod ablation;
 pub mod config;
 pub mod mul;
 pub mod train;
 
+pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use config::{ConfusionRows, FitConfig, LabelShiftConfig, MethodKind, MulConfig};
 pub use train::{fit, Fitted, IterRecord, Progress, Stage};

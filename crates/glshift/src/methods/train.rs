@@ -181,7 +181,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let source_prior = label_shift::class_prior(data.source_y, c)?;
     let is_mul = cfg.method == MethodKind::Mul;
     let use_iw = is_mul && cfg.mul.importance_weighting;
-    let needs_estimate = is_mul && (cfg.mul.importance_weighting || cfg.mul.use_tu);
+    let needs_estimate = is_mul && (cfg.mul.importance_weighting || (cfg.mul.use_tu && cfg.mul.prior_weighting));
 
     // Source split, the same for every method: a stratified hold-out that the network never
     // trains on. It decides when pre-training stops (source validation) and, for MUL, measures
@@ -308,7 +308,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         } else {
             None
         };
-        let prior: Vec<f64> = estimate.as_ref().map(|e| e.target_prior.clone()).unwrap_or_else(|| source_prior.clone());
+        let prior: Vec<f64> = match &estimate {
+            Some(e) if cfg.mul.prior_weighting => e.target_prior.clone(),
+            _ => source_prior.clone(),
+        };
 
         // Confident pseudo-labels, excluding classes estimated absent from the target.
         let mut conf_idx = Vec::new();
@@ -342,6 +345,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             use_du: cfg.mul.use_du,
             du_balance: cfg.mul.du_balance,
             du_pooled,
+            discrepancy: cfg.mul.discrepancy,
         })?
         };
         let was_pooled = du_pooled;
