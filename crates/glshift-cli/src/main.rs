@@ -1,5 +1,6 @@
 //! `glshift`: the command-line front of the glshift library.
 
+mod ablation;
 mod bench;
 mod demo;
 mod fit;
@@ -25,6 +26,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
     Bench(bench::BenchArgs),
+    /// The paper's ablation of MUL (w,y / J_TU / J_DU / class-wise MMD) as a bench grid; resumable.
+    Ablation(ablation::AblationArgs),
     /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
     Shift(shift::ShiftArgs),
 }
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Ablation(args) => ablation::run(args),
         Command::Shift(args) => shift::run(args),
     };
     match result {
