@@ -21,7 +21,8 @@ use crate::fit::resolve_config;
 pub struct BenchArgs {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// Methods (rows of the table).
+    /// Methods (rows of the table): source, mul, dan, dann, cdan, cdan-e, jan, iw-dann, iw-cdan,
+    /// pada, mmd-classwise.
     #[arg(long, value_delimiter = ',', default_value = "source,mul")]
     pub methods: Vec<String>,
 }

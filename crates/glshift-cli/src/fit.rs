@@ -22,7 +22,8 @@ pub struct FitArgs {
     /// Target domain name; its labels, if present, are used only to score the result.
     #[arg(long)]
     pub target: String,
-    /// Method: mul or source. Overrides the config file.
+    /// Method: mul, source, dan, dann, cdan, cdan-e, jan, iw-dann, iw-cdan, pada or
+    /// mmd-classwise. Overrides the config file.
     #[arg(long)]
     pub method: Option<String>,
     /// Random seed (network initialisation, hold-out split, dropout). Overrides the config file.
