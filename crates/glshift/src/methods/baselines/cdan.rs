@@ -26,7 +26,7 @@ use crate::methods::{FitConfig, MethodKind};
 use crate::nn::softmax;
 use crate::{Real, Result};
 
-const DISCRIMINATOR_SEED: u64 = 0xcd_a0_0000;
+const DISCRIMINATOR_SEED: u64 = 0xcda0_0000;
 
 /// The conditioning map T(f, g) and its backward.
 #[derive(Clone, Debug)]

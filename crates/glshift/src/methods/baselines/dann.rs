@@ -10,7 +10,7 @@ use crate::methods::{FitConfig, MethodKind};
 use crate::{Real, Result};
 
 /// Seeds the discriminator apart from the network G + F (same fit seed, different stream).
-const DISCRIMINATOR_SEED: u64 = 0xd1_5c_0000;
+const DISCRIMINATOR_SEED: u64 = 0xd15c_0000;
 
 /// PADA's class weights (Cao, Ma, Long & Wang, "Partial Adversarial Domain Adaptation", ECCV
 /// 2018, eq. 3): γ = (1/n_t) Σⱼ ŷⱼ, the average target prediction, normalised by its maximum.
