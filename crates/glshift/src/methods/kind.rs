@@ -4,9 +4,10 @@
 use super::config::{Discrepancy, FitConfig, MethodKind};
 
 impl MethodKind {
-    /// Every method, in the order of the README's tables.
+    /// Every method: the two of the README's tables first, then the baselines.
     pub const ALL: [MethodKind; 11] = [
         MethodKind::Source,
+        MethodKind::Mul,
         MethodKind::Dan,
         MethodKind::Dann,
         MethodKind::Cdan,
@@ -16,7 +17,6 @@ impl MethodKind {
         MethodKind::IwCdan,
         MethodKind::Pada,
         MethodKind::MmdClasswise,
-        MethodKind::Mul,
     ];
 
     /// The command-line and report name (kebab-case, as serde writes it).
