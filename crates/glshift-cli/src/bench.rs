@@ -67,6 +67,10 @@ pub struct RunRecord {
     pub source_class_counts: Vec<usize>,
     pub target_class_counts: Vec<usize>,
     pub elapsed_seconds: f64,
+    /// The full settings of the run (method and seed included). A record is resumed only when
+    /// these equal the settings the grid would use now; records without them are redone.
+    #[serde(default)]
+    pub config: serde_json::Value,
 }
 
 /// One row of the table: a method, or a configuration variant of one (the ablation).
@@ -135,16 +139,24 @@ pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
             for &seed in &args.seeds {
                 let path = record_path(&args.out, proto.name(), method, s, t, seed);
                 bar.set_message(format!("{method} {s}→{t} seed {seed}"));
-                // Resume: a record is written atomically, so an existing one is complete.
+                let cfg = FitConfig { seed, ..variant.cfg.clone() };
+                let cfg_value = serde_json::to_value(&cfg)?;
+                // Resume: a record is written atomically, so an existing one is complete; it is
+                // reused only if it was made with the same settings (else a changed default or
+                // --config would silently mix old and new runs in one table).
                 if let Ok(bytes) = std::fs::read(&path) {
                     if let Ok(r) = serde_json::from_slice::<RunRecord>(&bytes) {
-                        records.push(r);
-                        resumed += 1;
-                        bar.inc(1);
-                        continue;
+                        if r.config == cfg_value {
+                            records.push(r);
+                            resumed += 1;
+                            bar.inc(1);
+                            continue;
+                        }
+                        bar.suspend(|| {
+                            eprintln!("{}: made with other settings; running it again", path.display())
+                        });
                     }
                 }
-                let cfg = FitConfig { seed, ..variant.cfg.clone() };
                 let out = pipeline::run(&src, &tgt, &cfg, &mut |_| {})
                     .with_context(|| format!("{method} {s}→{t} seed {seed}"))?;
                 let r = &out.report;
@@ -160,6 +172,7 @@ pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
                     source_class_counts: protocol::class_counts(&src).unwrap_or_default(),
                     target_class_counts: protocol::class_counts(&tgt).unwrap_or_default(),
                     elapsed_seconds: r.elapsed_seconds,
+                    config: cfg_value,
                 };
                 write_files_atomically(&[(path, serde_json::to_vec_pretty(&rec)?)])?;
                 records.push(rec);

@@ -1,4 +1,6 @@
-//! `glshift fit`: load two domains, train, write report.json and predictions.csv atomically.
+//! `glshift fit`: load two domains, build the task (uda, pda or gls), train, and write
+//! report.json, predictions.csv and the representations Z (`z_*.npy`, `labels_*.npy`)
+//! atomically.
 
 use std::path::PathBuf;
 
@@ -8,6 +10,7 @@ use glshift::data;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
+use glshift::protocol::{self, Protocol};
 
 use crate::progress::TrainBar;
 
@@ -26,6 +29,13 @@ pub struct FitArgs {
     /// mmd-classwise. Overrides the config file.
     #[arg(long)]
     pub method: Option<String>,
+    /// Task protocol: uda (domains unchanged), pda (target keeps the first --pda-classes classes)
+    /// or gls (source subsampled as in Combes et al.); see `glshift bench`.
+    #[arg(long, default_value = "uda")]
+    pub setting: String,
+    /// Number of target classes kept in pda (default: half of the classes).
+    #[arg(long)]
+    pub pda_classes: Option<usize>,
     /// Random seed (network initialisation, hold-out split, dropout). Overrides the config file.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -69,15 +79,20 @@ pub fn run(args: FitArgs) -> Result<()> {
 
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let (source, target) = data::load_pair(&args.data, &args.source, &args.target)?;
+    let proto = Protocol::parse(&args.setting, source.n_classes(), args.pda_classes)?;
+    let (source, target) = protocol::apply(proto, &source, &target)?;
     let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.source, args.target), args.quiet);
     let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));
     bar.finish();
-    let out = out.with_context(|| format!("training {} → {} failed", args.source, args.target))?;
+    let mut out = out.with_context(|| format!("training {} → {} failed", args.source, args.target))?;
+    out.report.protocol = proto;
     let report = serde_json::to_vec_pretty(&out.report)?;
-    write_files_atomically(&[
+    let mut files = vec![
         (args.out.join("report.json"), report),
         (args.out.join("predictions.csv"), out.predictions_csv().into_bytes()),
-    ])?;
+    ];
+    files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (args.out.join(name), bytes)));
+    write_files_atomically(&files)?;
     let r = &out.report;
     eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
     if let Some(p) = &r.estimated_target_prior {
@@ -86,6 +101,12 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     if let Some(acc) = r.target_accuracy {
         eprintln!("target accuracy (evaluation only): {:.2}%", 100.0 * acc);
     }
+    if let Some(m) = &r.embedding_metrics {
+        eprintln!(
+            "target J_b/J_w = {:.3} (J_b {:.4}, J_w {:.4}); mean diagonal of D^st = {:.4} (off-diagonal {:.4})",
+            m.target.ratio, m.target.j_b, m.target.j_w, m.d_st_diagonal_mean, m.d_st_off_diagonal_mean
+        );
+    }
     eprintln!("wrote {}", args.out.display());
     Ok(())
 }
@@ -93,7 +114,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
 /// Refuses an output folder that cannot be written, before any work is done: the folder is
 /// created if needed and a probe file is written and removed. (Otherwise a long run would end
 /// with nothing saved.) Returns whether the folder was created here.
-fn check_out_dir(out: &std::path::Path) -> Result<bool> {
+pub fn check_out_dir(out: &std::path::Path) -> Result<bool> {
     if out.exists() && !out.is_dir() {
         anyhow::bail!("{}: --out must be a folder, and a file of that name exists", out.display());
     }

@@ -4,7 +4,9 @@ mod ablation;
 mod bench;
 mod demo;
 mod fit;
+mod iw;
 mod progress;
+mod report;
 mod shift;
 
 use std::process::ExitCode;
@@ -28,6 +30,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// The paper's ablation of MUL (w,y / J_TU / J_DU / class-wise MMD) as a bench grid; resumable.
     Ablation(ablation::AblationArgs),
+    /// Write RUN_DIR/report.html (a fit) or BENCH_DIR/report.html (a bench grid) with the analysis figures.
+    Report(report::ReportArgs),
+    /// The importance-weighting ablation: decision regions of a 2-D MUL model with and without IW (first 4 classes, 2 shared).
+    IwAblation(iw::IwArgs),
     /// Label-shift estimation on saved class probabilities (BBSE, BBSE-QP, RLLS, MLLS) with bootstrap intervals.
     Shift(shift::ShiftArgs),
 }
@@ -40,6 +46,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Ablation(args) => ablation::run(args),
         Command::Shift(args) => shift::run(args),
+        Command::Report(args) => report::run(args),
+        Command::IwAblation(args) => iw::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -61,3 +61,30 @@ fn killed_bench_keeps_finished_records_and_resumes() {
     let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results.len(), 12);
 }
+
+#[test]
+fn bench_redoes_records_made_with_other_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let out = dir.path().join("bench");
+    let bench = |cfg_text: &str| {
+        let cfg = dir.path().join("cfg.toml");
+        std::fs::write(&cfg, cfg_text).unwrap();
+        let o = run(&[
+            "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt", "--methods", "source",
+            "--seeds", "0", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rec = out.join("runs/uda__source__src__tgt__seed0.json");
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(rec).unwrap()).unwrap();
+        (v["config"]["adapt_iters"].clone(), stderr(&o))
+    };
+    let (iters, _) = bench("pretrain_iters = 20\nadapt_iters = 5\n[network]\nhidden = [8]\n");
+    assert_eq!(iters, 5);
+    let (iters, err) = bench("pretrain_iters = 20\nadapt_iters = 7\n[network]\nhidden = [8]\n");
+    assert_eq!(iters, 7, "a record made with other settings must be redone");
+    assert!(err.contains("made with other settings"), "{err}");
+    let (iters, err) = bench("pretrain_iters = 20\nadapt_iters = 7\n[network]\nhidden = [8]\n");
+    assert_eq!(iters, 7);
+    assert!(!err.contains("made with other settings"), "same settings must resume: {err}");
+}

@@ -68,3 +68,56 @@ fn same_seed_gives_identical_outputs() {
     }
     assert_eq!(reports[0], reports[1]);
 }
+
+#[test]
+fn fit_saves_representations_and_embedding_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let out = dir.path().join("run");
+    let o = run(&fit_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let zs: ndarray::Array2<f32> = ndarray_npy::read_npy(out.join("z_source.npy")).unwrap();
+    let zt: ndarray::Array2<f32> = ndarray_npy::read_npy(out.join("z_target.npy")).unwrap();
+    let yt: ndarray::Array1<i64> = ndarray_npy::read_npy(out.join("labels_target.npy")).unwrap();
+    let ys: ndarray::Array1<i64> = ndarray_npy::read_npy(out.join("labels_source.npy")).unwrap();
+    assert_eq!(zs.dim(), (60, 16));
+    assert_eq!(zt.dim(), (45, 16));
+    assert_eq!((ys.len(), yt.len()), (60, 45));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let m = &report["embedding_metrics"];
+    assert!(m["target"]["ratio"].as_f64().unwrap() > 0.0, "{m}");
+    assert_eq!(m["d_st"].as_array().unwrap().len(), 3);
+    assert_eq!(report["protocol"]["setting"], "uda");
+}
+
+#[test]
+fn fit_with_setting_pda_keeps_the_first_target_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let out = dir.path().join("run");
+    let mut args = fit_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
+    args.extend(["--setting", "pda", "--pda-classes", "2"]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["protocol"], serde_json::json!({"setting": "pda", "classes": 2}));
+    assert_eq!(report["n_target"], 30);
+    let d_st = &report["embedding_metrics"]["d_st"];
+    assert!(d_st[0][2].is_null() && !d_st[2][0].is_null(), "absent target class 2 has no prototype: {d_st}");
+}
+
+#[test]
+fn fit_with_an_unknown_setting_fails_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let out = dir.path().join("run");
+    let mut args = fit_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
+    args.extend(["--setting", "semi"]);
+    let o = run(&args);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("semi"), "{}", stderr(&o));
+    assert!(out_is_empty(&out));
+}

@@ -12,6 +12,8 @@
 //! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
 //! - [`protocol`]: UDA, partial-DA and GLS task construction.
 //! - [`output`]: atomic writing of result files.
+//! - [`simulate`]: known-truth label-shift targets resampled from a labelled domain.
+//! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
 
 pub mod data;
 pub mod error;
@@ -24,6 +26,8 @@ pub mod output;
 pub mod pipeline;
 pub mod protocol;
 pub mod real;
+pub mod simulate;
+pub mod study;
 pub mod synthetic;
 
 pub use error::{Error, Result};

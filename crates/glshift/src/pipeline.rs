@@ -7,10 +7,11 @@ use ndarray::Array2;
 use serde::Serialize;
 
 use crate::data::{self, Domain, LabelRule};
-use crate::eval;
+use crate::eval::{self, EmbeddingMetrics};
 use crate::nn::argmax_row;
 use crate::methods::{fit, FitConfig, IterRecord, Progress};
 use crate::methods::train::FitData;
+use crate::protocol::Protocol;
 use crate::{Error, Result};
 
 /// Scores computed from the target labels after training (evaluation only).
@@ -33,6 +34,9 @@ pub struct FitReport {
     pub seed: u64,
     pub source: String,
     pub target: String,
+    /// How the task was built from the two domains (`Uda` = unchanged; set by the caller that
+    /// applied a `protocol`, e.g. `glshift fit --setting pda`).
+    pub protocol: Protocol,
     pub source_path: String,
     pub target_path: String,
     pub n_source: usize,
@@ -64,13 +68,36 @@ pub struct FitReport {
     pub prior_l1_error: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_target_prior_l1: Option<f64>,
+    /// J_b, J_w, prototype distances and per-class MCMD of Z (evaluation only: uses the target
+    /// labels, after training).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_metrics: Option<EmbeddingMetrics>,
 }
 
-/// A finished run: report plus per-row target probabilities.
+/// A finished run: report plus per-row target probabilities and the representations Z.
 pub struct RunOutput {
     pub report: FitReport,
     pub target_probs: Array2<f32>,
+    /// Probabilities of the stratified source hold-out from the final network (rows it never
+    /// trained on; empty when the config trains on every source row), n_hold × c.
+    pub holdout_probs: Array2<f32>,
+    /// Labels of those hold-out rows.
+    pub holdout_labels: Vec<usize>,
+    /// Eval-mode Z of every source row and every target row (input order).
+    pub source_z: Array2<f32>,
+    pub target_z: Array2<f32>,
+    pub source_labels: Vec<usize>,
+    /// The trained network (G and F), e.g. to draw F's decision regions on a 2-D Z.
+    pub network: crate::nn::Network,
+    /// True target labels when the target file has them (for evaluation and figures only).
+    pub target_labels: Option<Vec<usize>>,
 }
+
+/// File names of the representations a run saves beside `report.json`.
+pub const Z_SOURCE_FILE: &str = "z_source.npy";
+pub const Z_TARGET_FILE: &str = "z_target.npy";
+pub const LABELS_SOURCE_FILE: &str = "labels_source.npy";
+pub const LABELS_TARGET_FILE: &str = "labels_target.npy";
 
 impl RunOutput {
     /// Predicted class per target row.
@@ -96,6 +123,29 @@ impl RunOutput {
         }
         out
     }
+
+    /// `(file name, .npy bytes)` of Z (f32, n × d) for both domains and of the labels (i64):
+    /// what `glshift report` needs for the t-SNE figures. The target labels are included only
+    /// when the target has them.
+    pub fn embedding_files(&self) -> Result<Vec<(&'static str, Vec<u8>)>> {
+        let mut files = vec![(Z_SOURCE_FILE, npy_bytes(&self.source_z)?), (Z_TARGET_FILE, npy_bytes(&self.target_z)?)];
+        files.push((LABELS_SOURCE_FILE, npy_bytes(&labels_array(&self.source_labels))?));
+        if let Some(t) = &self.target_labels {
+            files.push((LABELS_TARGET_FILE, npy_bytes(&labels_array(t))?));
+        }
+        Ok(files)
+    }
+}
+
+fn labels_array(y: &[usize]) -> ndarray::Array1<i64> {
+    y.iter().map(|&k| k as i64).collect()
+}
+
+fn npy_bytes<A: ndarray_npy::WritableElement, D: ndarray::Dimension>(a: &ndarray::Array<A, D>) -> Result<Vec<u8>> {
+    use ndarray_npy::WriteNpyExt;
+    let mut bytes = Vec::new();
+    a.write_npy(&mut bytes).map_err(|e| Error::Write { path: "(.npy in memory)".into(), reason: e.to_string() })?;
+    Ok(bytes)
 }
 
 fn csv_field(s: &str) -> String {
@@ -192,8 +242,20 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
     let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
+    let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
 
     // Evaluation only: the target labels enter here, after the model is final.
+    let embedding_metrics = match &target.labels {
+        Some(truth) => Some(eval::embedding_metrics(
+            fitted.source_z.view(),
+            source_y,
+            fitted.target_z.view(),
+            truth,
+            c,
+            &cfg.mul.mcmd_params(c),
+        )?),
+        None => None,
+    };
     let evaluation = match &target.labels {
         Some(truth) => {
             let s = eval::score(&predictions, truth, c)?;
@@ -213,6 +275,7 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
         seed: cfg.seed,
         source: source.name.clone(),
         target: target.name.clone(),
+        protocol: Protocol::Uda,
         source_path: source.path.display().to_string(),
         target_path: target.path.display().to_string(),
         n_source: source.n(),
@@ -236,6 +299,17 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
         true_target_prior: evaluation.as_ref().map(|e| e.true_target_prior.clone()),
         prior_l1_error: evaluation.as_ref().and_then(|e| e.prior_l1_error),
         source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
+        embedding_metrics,
     };
-    Ok(RunOutput { report, target_probs: fitted.target_probs })
+    Ok(RunOutput {
+        report,
+        target_probs: fitted.target_probs,
+        holdout_probs: fitted.holdout_probs,
+        holdout_labels,
+        source_z: fitted.source_z,
+        target_z: fitted.target_z,
+        source_labels: source_y.to_vec(),
+        network: fitted.network,
+        target_labels: target.labels.clone(),
+    })
 }

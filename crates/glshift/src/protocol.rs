@@ -100,6 +100,25 @@ pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, D
     }
 }
 
+/// The domain restricted to its first `k` classes (order of `classes.txt`): rows of later
+/// classes are dropped and the class list is cut to `k` names. Used by the importance-weighting
+/// ablation, which keeps the first 4 classes of both domains (paper, "effect of importance
+/// weighting"); it needs labels, so on the target it is task construction, like `pda`.
+pub fn first_classes(d: &Domain, k: usize) -> Result<Domain> {
+    let c = d.n_classes();
+    if k < 2 || k > c {
+        return Err(Error::param("classes kept", k, format!("must lie in 2..={c}")));
+    }
+    let y = labels_of(d, "domain")?;
+    let rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] < k).collect();
+    if rows.is_empty() {
+        return Err(Error::bad_data(d.path.display().to_string(), format!("no row in the first {k} classes")));
+    }
+    let mut out = keep_rows(d, &rows);
+    out.class_names.truncate(k);
+    Ok(out)
+}
+
 /// Class counts of a labelled domain.
 pub fn class_counts(d: &Domain) -> Option<Vec<usize>> {
     let y = d.labels.as_ref()?;
@@ -142,6 +161,16 @@ mod tests {
         assert_eq!(t2.n(), t.n());
         let (s3, _) = apply(p, &s, &t).unwrap();
         assert_eq!(s2.features, s3.features);
+    }
+
+    #[test]
+    fn first_classes_drops_later_classes_and_their_names() {
+        let (s, _) = task();
+        let s4 = first_classes(&s, 4).unwrap();
+        assert_eq!(s4.n_classes(), 4);
+        let counts = class_counts(&s4).unwrap();
+        assert_eq!(counts, class_counts(&s).unwrap()[..4].to_vec());
+        assert!(first_classes(&s, 1).is_err() && first_classes(&s, 7).is_err());
     }
 
     #[test]

@@ -55,12 +55,21 @@ fn shared_data(folder: &str) -> Option<PathBuf> {
     }
 }
 
+/// Accuracy, and the paper's analysis claim on our data: MUL's target representation has the
+/// higher J_b/J_w and the smaller D^st diagonal (same class closer across domains).
 #[test]
 fn mul_beats_source_on_office_caltech_amazon_to_webcam() {
     let Some(dir) = shared_data("office_caltech10_effnetlite2") else { return };
     let (s, t) = data::load_pair(&dir, "amazon", "webcam").unwrap();
-    let (src, _) = accuracy(&s, &t, MethodKind::Source, 0);
+    let (src, src_report) = accuracy(&s, &t, MethodKind::Source, 0);
     let (mul, report) = accuracy(&s, &t, MethodKind::Mul, 0);
     eprintln!("A→W seed 0: source {src:.4}, mul {mul:.4}, {:.1} s", report.elapsed_seconds);
     assert!(mul > src, "MUL {mul} must beat source {src} on A→W");
+    let (a, b) = (report.embedding_metrics.unwrap(), src_report.embedding_metrics.unwrap());
+    eprintln!(
+        "target J_b/J_w: source {:.3}, mul {:.3}; mean D^st diagonal: source {:.4}, mul {:.4}",
+        b.target.ratio, a.target.ratio, b.d_st_diagonal_mean, a.d_st_diagonal_mean
+    );
+    assert!(a.target.ratio > b.target.ratio, "MUL's target J_b/J_w must exceed source's");
+    assert!(a.d_st_diagonal_mean < b.d_st_diagonal_mean, "MUL's mean D^st diagonal must be below source's");
 }

@@ -313,3 +313,17 @@ fn rlls_regulariser_follows_the_sample_size_rule_and_shrinks_small_samples_towar
     let dist1 = |w: &[f64]| w.iter().map(|v| (v - 1.0).abs()).sum::<f64>();
     assert!(dist1(&r.weights) < dist1(&b.weights), "RLLS {:?} BBSE {:?}", r.weights, b.weights);
 }
+
+#[test]
+fn rlls_returns_the_source_prior_with_a_warning_when_the_regulariser_dominates() {
+    // 150 hold-out rows, 5 classes: 3·Δ_C ≈ 0.87 exceeds σ_max(C) ≈ 0.2, so θ̂ = 0 exactly.
+    let case = Case::new(13, 150, 2_000, &TARGET, ALPHA, &BETA);
+    let out = Rlls { soft: false }.estimate(&case.inputs()).unwrap();
+    assert_valid(&out, "rlls-hard");
+    assert!(out.weights.iter().all(|w| (w - 1.0).abs() < 1e-6), "{:?}", out.weights);
+    assert!(out.warnings.iter().any(|w| w.contains("no correction")), "{:?}", out.warnings);
+    // With 20000 rows the regulariser (≈ 0.07) is below σ_min(C): no such warning.
+    let big = Case::new(14, 20_000, 20_000, &TARGET, ALPHA, &BETA);
+    let out = Rlls { soft: false }.estimate(&big.inputs()).unwrap();
+    assert!(!out.warnings.iter().any(|w| w.contains("no correction")), "{:?}", out.warnings);
+}

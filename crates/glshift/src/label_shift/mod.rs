@@ -29,6 +29,7 @@ mod diagnostics;
 mod estimators;
 pub mod mlls;
 mod rlls;
+pub mod suite;
 pub mod calibration;
 mod confusion;
 mod floor;

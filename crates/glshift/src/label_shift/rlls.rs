@@ -8,38 +8,57 @@ use super::bbse::moments;
 use super::estimators::{finish_from_weights, EstimateOutput, ShiftEstimator, ShiftInputs};
 use crate::{Error, Result};
 
-/// Confidence level `δ` of the concentration bound that sets [`rlls_regulariser`].
+/// Confidence level `δ` of the concentration bound that sets [`rlls_regulariser`] (the value the
+/// authors' reference implementation passes).
 pub const RLLS_DELTA: f64 = 0.05;
-/// Multiplier of the concentration bound in [`rlls_regulariser`].
+/// Multiplier of the concentration bound in [`rlls_regulariser`] (the reference
+/// implementation's `3·Δ_C`).
 pub const RLLS_SCALE: f64 = 3.0;
 
-/// `Δ_C` of RLLS from the number of labelled source rows `n_source` and the number of classes:
+/// The RLLS regulariser from the number `n_source` of labelled rows that estimate `Ĉ` (the
+/// hold-out) and the number of classes `c`, never from the (unknown) true weights:
 ///
 /// ```text
-/// Δ_C = 3 · ( 2·ln(2c/δ) / (3·n_source) + sqrt( 2·ln(2c/δ) / n_source ) ),   δ = 0.05
+/// Δ_C(n, c, δ) = 2·ln(2c/δ) / (3n) + sqrt( 2·ln(2c/δ) / n )           (matrix Bernstein)
+/// regulariser  = 3 · Δ_C(n_source, c, 0.05)
 /// ```
 ///
-/// The bracket is the matrix-Bernstein bound on `‖Ĉ − C‖₂` that holds with probability
-/// `1 − δ` (Azizzadenesheli et al. 2019, concentration lemma for the confusion matrix;
-/// `Δ_C` is chosen of that order in their Algorithm 1). The factor 3 ([`RLLS_SCALE`]) and
-/// `δ = 0.05` ([`RLLS_DELTA`]) are the constants of the authors' reference implementation as
-/// far as we know it; they are fixed constants, never tuned on true weights. The target
-/// sample size does not enter `Δ_C` (it enters the error of `b̂`, which the paper bounds
-/// separately). Larger `Δ_C` shrinks `w` towards 1 (no correction).
+/// Azizzadenesheli, Liu, Yang, Anandkumar (ICLR 2019, arXiv:1903.09734) regularise the
+/// weight estimate by `Δ_C‖θ‖₂` with `Δ_C` a high-probability bound on the estimation error
+/// `‖Ĉ − C‖₂` of the joint confusion matrix, so that `Δ_C = O(1/√n)`. The bracket above is that
+/// bound: `Ĉ = (1/n) Σᵢ e_{ŷᵢ} e_{yᵢ}ᵀ` is a mean of `n` independent c×c matrices of spectral
+/// norm 1, and the rectangular matrix Bernstein inequality (Tropp 2012, Thm 1.6, with summand
+/// norm `R = 1/n`, variance `σ² ≤ 1/n` and dimension `2c`) gives `‖Ĉ − C‖₂ ≤ Δ_C` with probability
+/// `≥ 1 − δ`. The factor 3 ([`RLLS_SCALE`]) and `δ = 0.05` ([`RLLS_DELTA`]) are those of the
+/// authors' reference implementation (its `compute_3deltaC(n_class, n_train, delta)`, called
+/// with `delta = 0.05` and `n_train` = the rows that estimate `Ĉ`); they are not tuned here.
+///
+/// Not taken from that implementation: its experiments multiply this value by a factor
+/// `α ∈ {10, 1, 0.1, 0.01, 0.001, 0.0001}` chosen by the mean squared error against the **true**
+/// weights (`choose_alpha`), or fixed at 0.001 / 0.01 in later versions. Selecting by true weights
+/// is impossible without target labels, so here `α = 1`. Consequence (measured in the README
+/// study): with a few hundred hold-out rows the regulariser exceeds `‖Ĉᵀb‖/‖b‖ ≤ σ_max(Ĉ)`
+/// and the solution is exactly `θ̂ = 0`, i.e. `w = 1`, no correction; [`Rlls`] says so in a
+/// warning. The target sample size does not enter the regulariser (it enters the error of
+/// `b̂`, which the paper bounds separately). Larger values shrink `w` towards 1.
 pub fn rlls_regulariser(c: usize, n_source: usize) -> f64 {
     let l = (2.0 * c as f64 / RLLS_DELTA).ln();
     let n = n_source.max(1) as f64;
     RLLS_SCALE * (2.0 * l / (3.0 * n) + (2.0 * l / n).sqrt())
 }
 
-/// RLLS: with `θ = w − 1` and `b = q − C·1`,
+/// RLLS (Azizzadenesheli et al. 2019, their regularised weight estimator): with
+/// `θ = w − 1` and `b = q − C·1`,
 ///
 /// ```text
 /// θ̂ = argmin_θ ‖C θ − b‖₂ + Δ_C ‖θ‖₂   s.t.  1 + θ ≥ 0,       w = 1 + θ̂
 /// ```
 ///
-/// (norms not squared, as in the paper), `Δ_C` from [`rlls_regulariser`] with
-/// `n_source` = hold-out rows. When `σ_min(C) ≥ Δ_C` and `C⁻¹q ≥ 0`, the penalty is exact and
+/// (norms not squared, as in the paper; `C` the joint hold-out confusion `P̂(ŷ = j, y = k)`),
+/// `Δ_C` from [`rlls_regulariser`] with `n_source` = hold-out rows.
+/// Since the subgradient of the objective at `θ = 0` contains 0 exactly when
+/// `‖Cᵀb‖₂ / ‖b‖₂ ≤ Δ_C`, that case returns `w = 1` (the source prior) with a warning naming
+/// both numbers. When `σ_min(C) ≥ Δ_C` and `C⁻¹q ≥ 0`, the penalty is exact and
 /// the solution equals BBSE; otherwise `w` is shrunk towards 1. `w` is then clipped at 0 and
 /// rescaled so that `p̂ = w ⊙ pˢ` sums to 1 (the paper does not constrain `wᵀpˢ = 1`).
 ///
@@ -65,8 +84,25 @@ impl ShiftEstimator for Rlls {
         let c = m.q.len();
         let delta = rlls_regulariser(c, inp.source_labels.len());
         let theta = solve_rlls(&m.c_mat, &m.q, delta)?;
+        let mut warnings = m.warnings;
+        let b: Vec<f64> = (0..c).map(|j| m.q[j] - m.c_mat.row(j).sum()).collect();
+        let b_norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if b_norm > 0.0 {
+            let ctb = (0..c)
+                .map(|k| (0..c).map(|j| m.c_mat[[j, k]] * b[j]).sum::<f64>().powi(2))
+                .sum::<f64>()
+                .sqrt();
+            if ctb / b_norm <= delta {
+                warnings.push(format!(
+                    "RLLS regulariser Δ_C = {delta:.3e} (from {} hold-out rows) ≥ ‖Cᵀb‖/‖b‖ = {:.3e}: \
+                     the solution is w = 1 (no correction, the source prior)",
+                    inp.source_labels.len(),
+                    ctb / b_norm
+                ));
+            }
+        }
         let w: Vec<f64> = theta.iter().map(|t| 1.0 + t).collect();
-        finish_from_weights(self.name(), &w, &m.source_prior, m.warnings, None)
+        finish_from_weights(self.name(), &w, &m.source_prior, warnings, None)
     }
 }
 

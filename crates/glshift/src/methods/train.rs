@@ -76,6 +76,10 @@ pub struct Fitted {
     pub network: Network,
     /// Target class probabilities (eval mode), n_t × c.
     pub target_probs: Array2<f32>,
+    /// Eval-mode representations Z = G(x) of every source row (input order) and every target
+    /// row, for the analysis metrics and figures.
+    pub source_z: Array2<f32>,
+    pub target_z: Array2<f32>,
     /// Final label-shift estimate (MUL with importance weighting), None for `source`.
     pub shift: Option<ShiftEstimate>,
     /// Source prior pˢ over all source rows.
@@ -88,6 +92,13 @@ pub struct Fitted {
     pub confusion_filled_classes: Vec<usize>,
     /// Classes whose estimated target prior fell under the floor and was set to 0.
     pub floored_classes: Vec<usize>,
+    /// Indices (into the source rows) of the stratified hold-out, in the row order of
+    /// [`Fitted::holdout_probs`].
+    pub holdout_rows: Vec<usize>,
+    /// Class probabilities of the hold-out rows from the final network (eval mode, plain
+    /// softmax without temperature), n_hold × c: rows it never trained on, for label-shift
+    /// estimators (`glshift shift estimate --data`).
+    pub holdout_probs: Array2<f32>,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.
@@ -479,9 +490,14 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
 
     let stats_x = x_train.view();
     let target_probs = net.predict_proba(data.target_x, Some(stats_x));
+    let holdout_probs = net.predict_proba(x_source.slice(s![n_train.., ..]), Some(stats_x));
+    let source_z = net.eval_outputs(data.source_x, Some(stats_x)).0;
+    let target_z = net.eval_outputs(data.target_x, Some(stats_x)).0;
     Ok(Fitted {
         network: net,
         target_probs,
+        source_z,
+        target_z,
         shift,
         source_prior,
         history,
@@ -489,5 +505,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         n_holdout: n_hold,
         confusion_filled_classes: filled,
         floored_classes: floored,
+        holdout_rows: hold_idx,
+        holdout_probs,
     })
 }

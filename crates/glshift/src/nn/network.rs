@@ -28,7 +28,8 @@ pub struct NetworkConfig {
     /// Dropout probability after each G block, in [0, 1); training mode only. Default 0.
     /// It applies to the last block as well, so in training mode Z itself is dropped out.
     pub dropout: f32,
-    /// BatchNorm after each Linear of G (statistics: see [`Forward`]). Default false.
+    /// BatchNorm after each Linear of G (statistics: see [`Forward`]: always the source training
+    /// rows, so target rows are normalised with source statistics). Default true.
     pub batch_norm: bool,
     /// Whether the last G block (producing Z) has the activation too. Default true.
     pub activation_on_z: bool,
@@ -40,7 +41,7 @@ impl Default for NetworkConfig {
             hidden: vec![512, 256],
             activation: Activation::Relu,
             dropout: 0.0,
-            batch_norm: false,
+            batch_norm: true,
             activation_on_z: true,
         }
     }

@@ -408,7 +408,7 @@ fn network_config_serde_defaults_and_unknown_fields() {
             d.batch_norm,
             d.activation_on_z
         ),
-        (vec![512, 256], Activation::Relu, 0.0, false, true)
+        (vec![512, 256], Activation::Relu, 0.0, true, true)
     );
     assert!(toml::from_str::<NetworkConfig>("hiden = [64]").is_err());
 }

@@ -1,5 +1,12 @@
 //! Scores that need target labels. Nothing in training calls this module: target labels are
 //! read only here, after the model is fixed.
+//!
+//! [`metrics`] holds the analysis metrics of the representation Z (J_b, J_w, prototype
+//! distances, per-class MCMD).
+
+pub mod metrics;
+
+pub use metrics::{embedding_metrics, EmbeddingMetrics, Separability};
 
 use serde::Serialize;
 

@@ -1,0 +1,189 @@
+//! Reading a run folder written by `glshift fit`: `report.json` (required) and the saved
+//! representations `z_*.npy` / `labels_*.npy` (optional: runs made before they were saved, or
+//! bench records, have none). Every problem is an error naming the file.
+
+use std::path::{Path, PathBuf};
+
+use glshift::eval::EmbeddingMetrics;
+use glshift::pipeline::{LABELS_SOURCE_FILE, LABELS_TARGET_FILE, Z_SOURCE_FILE, Z_TARGET_FILE};
+use ndarray::{Array1, Array2};
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// One iteration of `history`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct HistoryRow {
+    pub stage: String,
+    pub iter: usize,
+    pub ce: f64,
+    pub j_tu: f64,
+    pub j_du: f64,
+    #[serde(default)]
+    pub target_prior: Option<Vec<f64>>,
+}
+
+/// Bootstrap interval of the target prior, when a run records one.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PriorInterval {
+    pub level: f64,
+    pub low: Vec<f64>,
+    pub high: Vec<f64>,
+}
+
+/// The fields of `report.json` the report reads (the file has more).
+#[derive(Clone, Debug, Deserialize)]
+pub struct RunSummary {
+    pub method: String,
+    pub seed: u64,
+    pub source: String,
+    pub target: String,
+    #[serde(default)]
+    pub protocol: Option<serde_json::Value>,
+    pub classes: Vec<String>,
+    pub n_source: usize,
+    pub n_target: usize,
+    pub config: serde_json::Value,
+    pub source_prior: Vec<f64>,
+    #[serde(default)]
+    pub estimated_target_prior: Option<Vec<f64>>,
+    #[serde(default)]
+    pub importance_weights: Option<Vec<f64>>,
+    #[serde(default)]
+    pub predicted_class_counts: Vec<usize>,
+    #[serde(default)]
+    pub floored_classes: Vec<usize>,
+    #[serde(default)]
+    pub history: Vec<HistoryRow>,
+    #[serde(default)]
+    pub elapsed_seconds: f64,
+    #[serde(default)]
+    pub target_accuracy: Option<f64>,
+    #[serde(default)]
+    pub per_class_accuracy: Option<Vec<Option<f64>>>,
+    #[serde(default)]
+    pub true_target_prior: Option<Vec<f64>>,
+    #[serde(default)]
+    pub prior_l1_error: Option<f64>,
+    #[serde(default)]
+    pub source_target_prior_l1: Option<f64>,
+    #[serde(default)]
+    pub embedding_metrics: Option<EmbeddingMetrics>,
+    #[serde(default)]
+    pub target_prior_interval: Option<PriorInterval>,
+}
+
+impl RunSummary {
+    /// "uda", "pda (5 target classes)", …
+    pub fn setting(&self) -> String {
+        let Some(p) = &self.protocol else { return "uda".into() };
+        let name = p.get("setting").and_then(|s| s.as_str()).unwrap_or("uda");
+        match p.get("classes").and_then(|k| k.as_u64()) {
+            Some(k) if name == "pda" => format!("pda ({k} target classes)"),
+            _ => name.to_string(),
+        }
+    }
+}
+
+/// Z and labels of one domain.
+#[derive(Clone, Debug)]
+pub struct Embedding {
+    pub z: Array2<f32>,
+    pub labels: Option<Vec<usize>>,
+}
+
+/// A loaded run folder.
+#[derive(Clone, Debug)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub summary: RunSummary,
+    pub source: Option<Embedding>,
+    pub target: Option<Embedding>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::Read { path: path.to_path_buf(), reason: e.to_string() })
+}
+
+fn check_len(path: &Path, what: &str, len: usize, c: usize) -> Result<()> {
+    if len == c {
+        Ok(())
+    } else {
+        Err(Error::bad_file(path, format!("{what} has {len} entries, but there are {c} classes")))
+    }
+}
+
+/// Parses and checks `report.json`.
+pub fn read_summary(path: &Path) -> Result<RunSummary> {
+    let bytes = read(path)?;
+    let s: RunSummary = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::bad_file(path, format!("not a glshift fit report ({e})")))?;
+    let c = s.classes.len();
+    if c < 2 {
+        return Err(Error::bad_file(path, format!("`classes` lists {c} class(es); a run has at least 2")));
+    }
+    check_len(path, "source_prior", s.source_prior.len(), c)?;
+    for (what, v) in [("estimated_target_prior", &s.estimated_target_prior), ("true_target_prior", &s.true_target_prior)] {
+        if let Some(v) = v {
+            check_len(path, what, v.len(), c)?;
+        }
+    }
+    if let Some(m) = &s.embedding_metrics {
+        check_len(path, "embedding_metrics.d_st", m.d_st.len(), c)?;
+        check_len(path, "embedding_metrics.d_tt", m.d_tt.len(), c)?;
+    }
+    if let Some(i) = &s.target_prior_interval {
+        check_len(path, "target_prior_interval.low", i.low.len(), c)?;
+        check_len(path, "target_prior_interval.high", i.high.len(), c)?;
+    }
+    Ok(s)
+}
+
+fn read_z(path: &Path) -> Result<Array2<f32>> {
+    let z: Array2<f32> = ndarray_npy::ReadNpyExt::read_npy(std::io::Cursor::new(read(path)?))
+        .map_err(|e| Error::bad_file(path, format!("not an n × d float32 .npy array ({e})")))?;
+    if z.iter().any(|v| !v.is_finite()) {
+        return Err(Error::bad_file(path, "holds NaN or Inf"));
+    }
+    Ok(z)
+}
+
+fn read_labels(path: &Path, rows: usize, c: usize) -> Result<Vec<usize>> {
+    let y: Array1<i64> = ndarray_npy::ReadNpyExt::read_npy(std::io::Cursor::new(read(path)?))
+        .map_err(|e| Error::bad_file(path, format!("not a 1-D int64 .npy array ({e})")))?;
+    if y.len() != rows {
+        return Err(Error::bad_file(path, format!("{} labels for {rows} rows of Z", y.len())));
+    }
+    y.iter()
+        .map(|&k| usize::try_from(k).ok().filter(|&k| k < c).ok_or_else(|| Error::bad_file(path, format!("label {k} out of range 0..{c}"))))
+        .collect()
+}
+
+fn read_embedding(dir: &Path, z_file: &str, labels_file: &str, c: usize) -> Result<Option<Embedding>> {
+    let zp = dir.join(z_file);
+    if !zp.exists() {
+        return Ok(None);
+    }
+    let z = read_z(&zp)?;
+    let lp = dir.join(labels_file);
+    let labels = if lp.exists() { Some(read_labels(&lp, z.nrows(), c)?) } else { None };
+    Ok(Some(Embedding { z, labels }))
+}
+
+/// Loads `dir/report.json` and, when present, the representations.
+pub fn load_run(dir: &Path) -> Result<RunData> {
+    let report = dir.join("report.json");
+    if !dir.is_dir() {
+        return Err(Error::NotAReportFolder { path: dir.to_path_buf(), reason: "no such folder".into() });
+    }
+    let summary = read_summary(&report)?;
+    let c = summary.classes.len();
+    let source = read_embedding(dir, Z_SOURCE_FILE, LABELS_SOURCE_FILE, c)?;
+    let target = read_embedding(dir, Z_TARGET_FILE, LABELS_TARGET_FILE, c)?;
+    if let (Some(s), Some(t)) = (&source, &target) {
+        if s.z.ncols() != t.z.ncols() {
+            return Err(Error::bad_file(dir.join(Z_TARGET_FILE), format!("{} columns, {} has {}", t.z.ncols(), Z_SOURCE_FILE, s.z.ncols())));
+        }
+    }
+    Ok(RunData { dir: dir.to_path_buf(), summary, source, target })
+}

@@ -1,0 +1,416 @@
+//! Known-truth label-shift experiments from one labelled domain (`glshift shift simulate`,
+//! `glshift shift study`).
+//!
+//! The domain's rows are split once, per class, into a **source part** (a `source_fraction`
+//! of each class, seeded by `split_seed`) and a disjoint **target pool** (the rest). The source
+//! classifier trains on the source part only (with its own stratified hold-out), so the
+//! simulated target never shares a row with the rows the classifier trains or is calibrated
+//! on. The target is then drawn from the pool with exact class counts `m_k` for the requested
+//! prior (largest-remainder rounding of `n·p_k`), so its true prior is known: `m_k / n`.
+//! Within a class, pool rows are taken in a seeded random order without repetition; only when
+//! a class needs more rows than the pool holds are rows reused, each at most
+//! `⌈m_k / pool_k⌉` times (a fresh random order per pass). Both parts come from the same
+//! domain, so the class-conditional distributions agree up to sampling: pure label shift.
+
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Axis};
+use ndarray_npy::WriteNpyExt;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Gamma};
+use serde::Serialize;
+
+use crate::data::Domain;
+use crate::{Error, Result};
+
+/// A target class prior to simulate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PriorSpec {
+    /// A symmetric Dirichlet(α, …, α) draw per simulation.
+    Dirichlet { alpha: f64 },
+    /// Partial DA: the first `c / 2` classes uniform, the others 0.
+    Pda,
+    /// A fixed prior (length c, ≥ 0, sums to 1).
+    Fixed(Vec<f64>),
+}
+
+impl PriorSpec {
+    /// Parses `dirichlet:ALPHA`, `pda`, or `p1,p2,...`. The length of a fixed prior is checked
+    /// against the classes in [`PriorSpec::draw`].
+    pub fn parse(s: &str) -> Result<PriorSpec> {
+        let s = s.trim();
+        if let Some(a) = s.strip_prefix("dirichlet:") {
+            let alpha: f64 = a
+                .trim()
+                .parse()
+                .map_err(|_| Error::param("prior", s, "dirichlet:ALPHA needs a number ALPHA > 0, e.g. dirichlet:1"))?;
+            if !(alpha.is_finite() && alpha > 0.0) {
+                return Err(Error::param("prior", s, "the Dirichlet concentration ALPHA must be finite and > 0"));
+            }
+            return Ok(PriorSpec::Dirichlet { alpha });
+        }
+        if s == "pda" {
+            return Ok(PriorSpec::Pda);
+        }
+        let mut p = Vec::new();
+        for part in s.split(',') {
+            let v: f64 = part.trim().parse().map_err(|_| {
+                Error::param("prior", s, "expected dirichlet:ALPHA, pda, or comma-separated probabilities p1,p2,...")
+            })?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::param("prior", s, format!("entry {v} is negative or not finite")));
+            }
+            p.push(v);
+        }
+        let sum: f64 = p.iter().sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(Error::param("prior", s, format!("the probabilities sum to {sum}, not 1")));
+        }
+        Ok(PriorSpec::Fixed(p))
+    }
+
+    /// Short label for tables (`dirichlet:0.1`, `pda`, `fixed`).
+    pub fn label(&self) -> String {
+        match self {
+            PriorSpec::Dirichlet { alpha } => format!("dirichlet:{alpha}"),
+            PriorSpec::Pda => "pda".into(),
+            PriorSpec::Fixed(_) => "fixed".into(),
+        }
+    }
+
+    /// The prior for `c` classes (a fresh Dirichlet draw from `rng`; the others are fixed).
+    pub fn draw(&self, c: usize, rng: &mut ChaCha8Rng) -> Result<Vec<f64>> {
+        if c < 2 {
+            return Err(Error::param("prior", self.label(), format!("needs at least 2 classes, the domain has {c}")));
+        }
+        match self {
+            PriorSpec::Fixed(p) => {
+                if p.len() != c {
+                    return Err(Error::param(
+                        "prior",
+                        format!("{p:?}"),
+                        format!("has {} entries, the domain has {c} classes", p.len()),
+                    ));
+                }
+                Ok(p.clone())
+            }
+            PriorSpec::Pda => {
+                let k = (c / 2).max(1);
+                Ok((0..c).map(|j| if j < k { 1.0 / k as f64 } else { 0.0 }).collect())
+            }
+            PriorSpec::Dirichlet { alpha } => {
+                let g = Gamma::new(*alpha, 1.0).map_err(|e| Error::param("prior", alpha, e.to_string()))?;
+                // A draw whose every component underflows to 0 (possible for tiny α) is redrawn.
+                for _ in 0..1000 {
+                    let x: Vec<f64> = (0..c).map(|_| g.sample(rng)).collect();
+                    let s: f64 = x.iter().sum();
+                    if s > 0.0 && s.is_finite() {
+                        return Ok(x.iter().map(|v| v / s).collect());
+                    }
+                }
+                Err(Error::numerical("Dirichlet draw", format!("α = {alpha}: every draw underflowed to 0")))
+            }
+        }
+    }
+}
+
+/// Class counts summing to `n` for `prior`: `⌊n·p_k⌋` plus one for the largest remainders
+/// (ties to the lower class index).
+pub fn exact_counts(prior: &[f64], n: usize) -> Vec<usize> {
+    let raw: Vec<f64> = prior.iter().map(|p| p * n as f64).collect();
+    let mut counts: Vec<usize> = raw.iter().map(|v| v.floor() as usize).collect();
+    let short = n.saturating_sub(counts.iter().sum());
+    let mut order: Vec<usize> = (0..prior.len()).collect();
+    order.sort_by(|&a, &b| (raw[b] - raw[b].floor()).total_cmp(&(raw[a] - raw[a].floor())).then(a.cmp(&b)));
+    for &k in order.iter().take(short) {
+        counts[k] += 1;
+    }
+    counts
+}
+
+/// Rows of each class, in row order.
+fn rows_by_class(labels: &[usize], c: usize) -> Vec<Vec<usize>> {
+    let mut by = vec![Vec::new(); c];
+    labels.iter().enumerate().for_each(|(i, &y)| by[y].push(i));
+    by
+}
+
+/// The split of a domain into a source part and a disjoint target pool (row indices, sorted).
+#[derive(Clone, Debug, Serialize)]
+pub struct Split {
+    pub source_rows: Vec<usize>,
+    pub pool_rows: Vec<usize>,
+}
+
+/// Per class, `round(source_fraction · n_k)` rows (seeded random choice, at least 1 and, when
+/// the class has ≥ 2 rows, at most `n_k − 1`) go to the source part, the rest to the pool.
+pub fn split_domain(labels: &[usize], c: usize, source_fraction: f64, seed: u64) -> Result<Split> {
+    if !(source_fraction > 0.0 && source_fraction < 1.0) {
+        return Err(Error::param("source-fraction", source_fraction, "must lie in (0, 1)"));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut source_rows, mut pool_rows) = (Vec::new(), Vec::new());
+    for mut rows in rows_by_class(labels, c) {
+        if rows.is_empty() {
+            continue;
+        }
+        rows.shuffle(&mut rng);
+        let n = rows.len();
+        let m = if n == 1 { 1 } else { ((source_fraction * n as f64).round() as usize).clamp(1, n - 1) };
+        source_rows.extend_from_slice(&rows[..m]);
+        pool_rows.extend_from_slice(&rows[m..]);
+    }
+    source_rows.sort_unstable();
+    pool_rows.sort_unstable();
+    Ok(Split { source_rows, pool_rows })
+}
+
+/// A simulated target: rows of the domain (with repetitions only where a class's pool is too
+/// small) and its known prior.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimulatedTarget {
+    /// The prior asked for (the Dirichlet draw, the PDA prior or the fixed one).
+    pub requested_prior: Vec<f64>,
+    /// The target's actual class frequencies `m_k / n` (the truth to score against).
+    pub true_prior: Vec<f64>,
+    /// `m_k`.
+    pub class_counts: Vec<usize>,
+    /// Domain row indices of the target, in file order (shuffled).
+    pub rows: Vec<usize>,
+    /// Distinct domain rows among [`SimulatedTarget::rows`].
+    pub distinct_rows: usize,
+    /// Largest number of times one row was used.
+    pub max_repeats: usize,
+}
+
+/// Draws `n` rows from `pool_rows` of a domain with `labels` so that the class counts are
+/// [`exact_counts`]`(prior, n)` (see the module doc for the reuse rule).
+pub fn resample_to_prior(
+    labels: &[usize],
+    pool_rows: &[usize],
+    c: usize,
+    requested_prior: &[f64],
+    n: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<SimulatedTarget> {
+    if n == 0 {
+        return Err(Error::param("n", n, "the simulated target needs at least 1 row"));
+    }
+    let counts = exact_counts(requested_prior, n);
+    let mut by = vec![Vec::new(); c];
+    pool_rows.iter().for_each(|&i| by[labels[i]].push(i));
+    let mut rows = Vec::with_capacity(n);
+    let mut max_repeats = 0;
+    for (k, &m) in counts.iter().enumerate() {
+        if m == 0 {
+            continue;
+        }
+        let pool = &by[k];
+        if pool.is_empty() {
+            return Err(Error::bad_data(
+                format!("class {k}"),
+                format!("the prior asks for {m} target rows of class {k}, but the target pool has none of that class"),
+            ));
+        }
+        let mut taken = 0;
+        while taken < m {
+            let mut perm = pool.clone();
+            perm.shuffle(rng);
+            let take = (m - taken).min(perm.len());
+            rows.extend_from_slice(&perm[..take]);
+            taken += take;
+        }
+        max_repeats = max_repeats.max(m.div_ceil(pool.len()));
+    }
+    rows.shuffle(rng);
+    let mut distinct = rows.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(SimulatedTarget {
+        requested_prior: requested_prior.to_vec(),
+        true_prior: counts.iter().map(|&m| m as f64 / n as f64).collect(),
+        class_counts: counts,
+        distinct_rows: distinct.len(),
+        rows,
+        max_repeats,
+    })
+}
+
+/// The rows `rows` of `d` as a domain called `name`.
+pub fn subset(d: &Domain, rows: &[usize], name: &str) -> Domain {
+    let mut out = d.clone();
+    out.name = name.to_string();
+    out.features = d.features.select(Axis(0), rows);
+    out.labels = d.labels.as_ref().map(|y| rows.iter().map(|&i| y[i]).collect());
+    out
+}
+
+/// What `glshift shift simulate` writes next to the simulated domains (`simulation.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SimulationReport {
+    pub glshift_version: &'static str,
+    pub domain: String,
+    pub domain_path: String,
+    pub prior: PriorSpec,
+    /// Seed of the prior draw and of the target resampling.
+    pub seed: u64,
+    /// Seed of the source/pool split (kept apart so that draws share one source part).
+    pub split_seed: u64,
+    pub source_fraction: f64,
+    pub n_source: usize,
+    pub n_pool: usize,
+    pub n_target: usize,
+    pub classes: Vec<String>,
+    /// Domain rows of `source_*.npy`, in file order.
+    pub source_rows: Vec<usize>,
+    pub target: SimulatedTarget,
+}
+
+/// Settings of [`simulate`].
+#[derive(Clone, Debug)]
+pub struct SimulateConfig {
+    pub prior: PriorSpec,
+    pub seed: u64,
+    pub split_seed: u64,
+    pub source_fraction: f64,
+    /// Target rows; `None` = the pool size.
+    pub n_target: Option<usize>,
+}
+
+/// Splits a labelled domain and draws a target at the requested prior. Returns the source
+/// part, the target (both labelled) and the report.
+pub fn simulate(d: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, SimulationReport)> {
+    let labels = d.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(d.path.display().to_string(), "the domain has no labels; a known-truth simulation needs them")
+    })?;
+    let c = d.n_classes();
+    let split = split_domain(labels, c, cfg.source_fraction, cfg.split_seed)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let prior = cfg.prior.draw(c, &mut rng)?;
+    let n = cfg.n_target.unwrap_or(split.pool_rows.len());
+    let target = resample_to_prior(labels, &split.pool_rows, c, &prior, n, &mut rng)?;
+    let source = subset(d, &split.source_rows, "source");
+    let tgt = subset(d, &target.rows, "target");
+    let report = SimulationReport {
+        glshift_version: env!("CARGO_PKG_VERSION"),
+        domain: d.name.clone(),
+        domain_path: d.path.display().to_string(),
+        prior: cfg.prior.clone(),
+        seed: cfg.seed,
+        split_seed: cfg.split_seed,
+        source_fraction: cfg.source_fraction,
+        n_source: split.source_rows.len(),
+        n_pool: split.pool_rows.len(),
+        n_target: n,
+        classes: d.class_names.clone(),
+        source_rows: split.source_rows,
+        target,
+    };
+    Ok((source, tgt, report))
+}
+
+fn npy_bytes<T: WriteNpyExt>(a: &T, path: &Path) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    a.write_npy(&mut buf).map_err(|e| Error::Write { path: path.to_path_buf(), reason: e.to_string() })?;
+    Ok(buf)
+}
+
+/// The files of a simulation in the npy folder layout: `source_features.npy`,
+/// `source_labels.npy`, `target_features.npy`, `target_labels.npy`, `classes.txt` and
+/// `simulation.json`, for [`crate::output::write_files_atomically`].
+pub fn simulation_files(out: &Path, source: &Domain, target: &Domain, report: &SimulationReport) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut files = Vec::new();
+    for d in [source, target] {
+        let fp = out.join(format!("{}_features.npy", d.name));
+        files.push((fp.clone(), npy_bytes(&d.features, &fp)?));
+        let y: Array1<i64> = d.labels.as_deref().unwrap_or_default().iter().map(|&v| v as i64).collect();
+        let lp = out.join(format!("{}_labels.npy", d.name));
+        files.push((lp.clone(), npy_bytes(&y, &lp)?));
+    }
+    let mut classes = source.class_names.join("\n");
+    classes.push('\n');
+    files.push((out.join("classes.txt"), classes.into_bytes()));
+    let json = serde_json::to_vec_pretty(report).map_err(|e| Error::Write { path: out.join("simulation.json"), reason: e.to_string() })?;
+    files.push((out.join("simulation.json"), json));
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prior_specs_parse_and_bad_ones_name_the_problem() {
+        assert_eq!(PriorSpec::parse("dirichlet:0.1").unwrap(), PriorSpec::Dirichlet { alpha: 0.1 });
+        assert_eq!(PriorSpec::parse("pda").unwrap(), PriorSpec::Pda);
+        assert_eq!(PriorSpec::parse("0.5, 0.5,0").unwrap(), PriorSpec::Fixed(vec![0.5, 0.5, 0.0]));
+        for (bad, why) in [
+            ("dirichlet:0", "must be finite and > 0"),
+            ("dirichlet:x", "needs a number"),
+            ("0.5,0.6", "sum to"),
+            ("0.5,-0.5,1", "negative"),
+            ("uniform", "expected dirichlet"),
+        ] {
+            let e = PriorSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("prior") && e.contains(why), "{bad}: {e}");
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let e = PriorSpec::Fixed(vec![0.5, 0.5]).draw(3, &mut rng).unwrap_err().to_string();
+        assert!(e.contains("2 entries") && e.contains("3 classes"), "{e}");
+    }
+
+    #[test]
+    fn dirichlet_draws_are_seeded_priors_and_small_alpha_concentrates() {
+        let spec = PriorSpec::Dirichlet { alpha: 0.1 };
+        let a = spec.draw(10, &mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+        let b = spec.draw(10, &mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+        assert_eq!(a, b);
+        assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-12 && a.iter().all(|&v| v >= 0.0));
+        let max_small: f64 = (0..50)
+            .map(|s| spec.draw(10, &mut ChaCha8Rng::seed_from_u64(s)).unwrap().into_iter().fold(0.0, f64::max))
+            .sum::<f64>()
+            / 50.0;
+        let big = PriorSpec::Dirichlet { alpha: 10.0 };
+        let max_big: f64 = (0..50)
+            .map(|s| big.draw(10, &mut ChaCha8Rng::seed_from_u64(s)).unwrap().into_iter().fold(0.0, f64::max))
+            .sum::<f64>()
+            / 50.0;
+        assert!(max_small > 0.5 && max_big < 0.25, "{max_small} {max_big}");
+        assert_eq!(PriorSpec::Pda.draw(10, &mut ChaCha8Rng::seed_from_u64(0)).unwrap()[..6], [0.2, 0.2, 0.2, 0.2, 0.2, 0.0]);
+    }
+
+    #[test]
+    fn exact_counts_sum_to_n_and_follow_the_largest_remainders() {
+        assert_eq!(exact_counts(&[0.5, 0.5, 0.0], 7), vec![4, 3, 0]);
+        assert_eq!(exact_counts(&[0.26, 0.37, 0.37], 10), vec![2, 4, 4]);
+        assert_eq!(exact_counts(&[0.1; 10], 500).iter().sum::<usize>(), 500);
+    }
+
+    #[test]
+    fn target_is_disjoint_from_the_source_part_and_has_the_exact_prior() {
+        let labels: Vec<usize> = (0..300).map(|i| i % 3).collect();
+        let split = split_domain(&labels, 3, 0.5, 1).unwrap();
+        assert_eq!(split.source_rows.len(), 150);
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        // Class 0 needs 140 rows from a pool of 50: reused, each at most 3 times.
+        let t = resample_to_prior(&labels, &split.pool_rows, 3, &[0.7, 0.3, 0.0], 200, &mut rng).unwrap();
+        assert_eq!(t.class_counts, vec![140, 60, 0]);
+        assert_eq!(t.true_prior, vec![0.7, 0.3, 0.0]);
+        assert!(t.rows.iter().all(|r| split.pool_rows.contains(r) && !split.source_rows.contains(r)));
+        assert_eq!(t.max_repeats, 3);
+        assert_eq!(t.distinct_rows, 100);
+        let mut count = std::collections::HashMap::new();
+        t.rows.iter().for_each(|r| *count.entry(r).or_insert(0) += 1);
+        assert!(count.values().all(|&m| m <= 3));
+        // A class asked for but absent from the pool is an error naming it.
+        let labels2: Vec<usize> = (0..20).map(|i| if i == 0 { 2 } else { i % 2 }).collect();
+        let split2 = split_domain(&labels2, 3, 0.5, 0).unwrap();
+        assert!(split2.source_rows.contains(&0));
+        let e = resample_to_prior(&labels2, &split2.pool_rows, 3, &[0.2, 0.2, 0.6], 10, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("class 2"), "{e}");
+        assert!(split_domain(&labels, 3, 1.0, 0).unwrap_err().to_string().contains("source-fraction"));
+    }
+}

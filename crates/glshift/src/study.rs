@@ -1,0 +1,528 @@
+//! The label-shift estimation study (`glshift shift study`): for each labelled domain, one
+//! source classifier (method `source`, trained once on the domain's source part, see
+//! [`crate::simulate`]), then `draws` simulated targets per prior family drawn from the
+//! disjoint target pool, and every estimator of [`crate::label_shift::suite`] with percentile
+//! bootstrap intervals on each. The bootstrap re-runs only the estimators on resampled
+//! probabilities; the network is never retrained. Target labels are read only to score.
+//!
+//! Scores per (domain, family, estimator):
+//! - ℓ1 error `‖p̂ᵗ − pᵗ‖₁`, mean ± sample std over draws (`pᵗ` the target's exact class
+//!   frequencies);
+//! - **coverage**: the fraction of (draw, class) pairs whose interval `[low_k, high_k]`
+//!   contains `pᵗ_k` — per-class coverage averaged over classes (what a 90% per-class interval
+//!   promises); also split into classes present in the target (`pᵗ_k > 0`) and absent ones,
+//!   and the **joint** coverage: the fraction of draws whose intervals cover every class at
+//!   once (a stricter quantity that per-class 90% intervals do not promise).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::data::{self, Domain};
+use crate::eval::{l1_distance, mean_std};
+use crate::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
+use crate::label_shift::{class_prior, ShiftInputs};
+use crate::methods::{FitConfig, MethodKind};
+use crate::pipeline;
+use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
+use crate::{Error, Result};
+
+/// Settings of [`run_study`].
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyConfig {
+    /// Prior families (e.g. `dirichlet:0.1`, `dirichlet:1`, `dirichlet:10`, `pda`).
+    pub families: Vec<PriorSpec>,
+    /// Simulated targets per family.
+    pub draws: usize,
+    /// Rows of each simulated target.
+    pub n_target: usize,
+    /// Share of each class in the source part (the rest is the target pool).
+    pub source_fraction: f64,
+    /// Bootstrap resamples and level of the intervals.
+    pub bootstrap: usize,
+    pub level: f64,
+    /// Seed of the splits, the classifiers and (hashed with the domain, family and draw) of
+    /// every draw and its bootstrap.
+    pub seed: u64,
+    /// Network and training settings of the source classifier (method forced to `source`).
+    pub fit: FitConfig,
+}
+
+/// The issue's four prior families.
+pub fn default_families() -> Vec<PriorSpec> {
+    vec![
+        PriorSpec::Dirichlet { alpha: 0.1 },
+        PriorSpec::Dirichlet { alpha: 1.0 },
+        PriorSpec::Dirichlet { alpha: 10.0 },
+        PriorSpec::Pda,
+    ]
+}
+
+/// One estimator on one draw.
+#[derive(Clone, Debug, Serialize)]
+pub struct DrawEstimate {
+    pub prior: Vec<f64>,
+    pub prior_ci_low: Vec<f64>,
+    pub prior_ci_high: Vec<f64>,
+    pub prior_l1_error: f64,
+    pub covered: Vec<bool>,
+    pub warnings: Vec<String>,
+}
+
+/// One simulated target.
+#[derive(Clone, Debug, Serialize)]
+pub struct DrawRecord {
+    pub family: String,
+    pub draw: usize,
+    /// Seed of this draw (prior, rows, bootstrap): `glshift shift simulate --seed` reproduces
+    /// the target with the same `--split-seed`, `--source-fraction` and `--n`.
+    pub seed: u64,
+    pub requested_prior: Vec<f64>,
+    pub true_prior: Vec<f64>,
+    pub distinct_rows: usize,
+    /// `‖pˢ − pᵗ‖₁`: the error of not correcting at all.
+    pub source_target_l1: f64,
+    /// Per estimator key: the estimate with its interval.
+    pub estimates: BTreeMap<String, DrawEstimate>,
+    /// Per estimator key whose estimate or interval failed: the message.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
+}
+
+/// One domain of the study.
+#[derive(Clone, Debug, Serialize)]
+pub struct DomainStudy {
+    pub data: String,
+    pub domain: String,
+    pub n_rows: usize,
+    pub n_classes: usize,
+    pub n_source: usize,
+    pub n_source_train: usize,
+    pub n_source_holdout: usize,
+    pub n_pool: usize,
+    pub source_prior: Vec<f64>,
+    /// Accuracy of the source classifier on its own hold-out (labels the estimators see).
+    pub holdout_accuracy: f64,
+    /// Accuracy on the whole target pool (evaluation only).
+    pub pool_accuracy: f64,
+    pub train_seconds: f64,
+    pub draws: Vec<DrawRecord>,
+}
+
+/// Aggregate over the draws of one (domain, family, estimator).
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    pub data: String,
+    pub domain: String,
+    pub family: String,
+    pub estimator: String,
+    pub draws: usize,
+    /// Draws whose estimate or interval failed (not in the ℓ1 statistics; counted uncovered).
+    pub failures: usize,
+    pub l1_mean: f64,
+    pub l1_std: f64,
+    /// Mean `‖pˢ − pᵗ‖₁` over the draws (no correction).
+    pub no_correction_l1_mean: f64,
+    pub coverage: f64,
+    pub coverage_present: f64,
+    pub coverage_absent: Option<f64>,
+    pub joint_coverage: f64,
+}
+
+/// Everything `study.json` holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyReport {
+    pub glshift_version: &'static str,
+    pub config: StudyConfig,
+    pub estimators: Vec<String>,
+    pub domains: Vec<DomainStudy>,
+    pub summary: Vec<SummaryRow>,
+    /// The only timing field besides `train_seconds`.
+    pub elapsed_seconds: f64,
+}
+
+/// FNV-1a of a string: a platform-independent seed for each draw.
+fn seed_of(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Seed of draw `draw` of `family` in `domain` for a study seeded `seed`.
+pub fn draw_seed(seed: u64, domain: &str, family: &str, draw: usize) -> u64 {
+    seed_of(&format!("{seed}/{domain}/{family}/{draw}"))
+}
+
+impl StudyConfig {
+    fn validate(&self) -> Result<()> {
+        if self.families.is_empty() {
+            return Err(Error::param("priors", "none", "give at least one prior family"));
+        }
+        if self.draws == 0 {
+            return Err(Error::param("draws", self.draws, "must be ≥ 1"));
+        }
+        if self.n_target == 0 {
+            return Err(Error::param("n-target", self.n_target, "must be ≥ 1"));
+        }
+        if self.bootstrap < 2 {
+            return Err(Error::param("bootstrap", self.bootstrap, "the study needs intervals: at least 2 resamples"));
+        }
+        if !(self.level > 0.0 && self.level < 1.0) {
+            return Err(Error::param("level", self.level, "must lie in (0, 1)"));
+        }
+        if !(self.source_fraction > 0.0 && self.source_fraction < 1.0) {
+            return Err(Error::param("source-fraction", self.source_fraction, "must lie in (0, 1)"));
+        }
+        self.fit.validate()
+    }
+}
+
+/// Runs the study on labelled domains `(data folder, domain)`. `progress` receives one line
+/// per finished classifier and per finished draw.
+pub fn run_study(domains: &[Domain], cfg: &StudyConfig, progress: &mut dyn FnMut(&str)) -> Result<StudyReport> {
+    cfg.validate()?;
+    if domains.is_empty() {
+        return Err(Error::param("domains", "none", "no labelled domain to study"));
+    }
+    let started = Instant::now();
+    let mut fit_cfg = cfg.fit.clone();
+    fit_cfg.method = MethodKind::Source;
+    fit_cfg.seed = cfg.seed;
+    let mut out = Vec::new();
+    for d in domains {
+        out.push(study_domain(d, cfg, &fit_cfg, progress)?);
+    }
+    let summary = summarise(&out, cfg);
+    Ok(StudyReport {
+        glshift_version: env!("CARGO_PKG_VERSION"),
+        config: cfg.clone(),
+        estimators: SUITE.iter().map(|s| s.to_string()).collect(),
+        domains: out,
+        summary,
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &mut dyn FnMut(&str)) -> Result<DomainStudy> {
+    let labels = d
+        .labels
+        .as_deref()
+        .ok_or_else(|| Error::bad_data(d.path.display().to_string(), "the study needs labelled domains"))?;
+    let c = d.n_classes();
+    let split = split_domain(labels, c, cfg.source_fraction, cfg.seed)?;
+    let source = subset(d, &split.source_rows, &format!("{}-source", d.name));
+    let pool = subset(d, &split.pool_rows, &format!("{}-pool", d.name));
+    let t0 = Instant::now();
+    let run = pipeline::run(&source, &pool, fit_cfg, &mut |_| {})?;
+    let train_seconds = t0.elapsed().as_secs_f64();
+    if run.holdout_labels.is_empty() {
+        return Err(Error::param(
+            "label_shift.confusion",
+            "all-source",
+            "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
+        ));
+    }
+    let hold_pred = run.holdout_probs.rows().into_iter().map(|r| crate::nn::argmax_row(r).0);
+    let holdout_accuracy =
+        hold_pred.zip(&run.holdout_labels).filter(|(p, y)| p == *y).count() as f64 / run.holdout_labels.len() as f64;
+    let pool_accuracy = run.report.target_accuracy.unwrap_or(f64::NAN);
+    let source_prior = class_prior(source.labels.as_deref().unwrap_or_default(), c)?;
+    progress(&format!(
+        "{}: source classifier trained on {} rows ({} held out, hold-out accuracy {:.1}%) in {:.1} s",
+        d.name,
+        run.report.n_source_train,
+        run.report.n_source_holdout,
+        100.0 * holdout_accuracy,
+        train_seconds
+    ));
+    let mut draws = Vec::new();
+    for fam in &cfg.families {
+        let label = fam.label();
+        for k in 0..cfg.draws {
+            let seed = draw_seed(cfg.seed, &d.name, &label, k);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let requested = fam.draw(c, &mut rng)?;
+            // Pool-relative indices: `resample_to_prior` works on the pool's own labels.
+            let pool_labels = pool.labels.as_deref().unwrap_or_default();
+            let all: Vec<usize> = (0..pool.n()).collect();
+            let t = resample_to_prior(pool_labels, &all, c, &requested, cfg.n_target, &mut rng)?;
+            let tp = run.target_probs.select(ndarray::Axis(0), &t.rows);
+            let inp = ShiftInputs {
+                source_probs: run.holdout_probs.view(),
+                source_labels: &run.holdout_labels,
+                target_probs: tp.view(),
+                source_prior: Some(&source_prior),
+            };
+            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed };
+            let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
+            for name in SUITE {
+                let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));
+                let r = match r {
+                    Ok(e) => match (e.covers(&t.true_prior), e.prior_ci_low.clone(), e.prior_ci_high.clone()) {
+                        (Some(covered), Some(lo), Some(hi)) => Ok(DrawEstimate {
+                            prior_l1_error: e.prior_l1_error.unwrap_or(f64::NAN),
+                            prior: e.prior,
+                            prior_ci_low: lo,
+                            prior_ci_high: hi,
+                            covered,
+                            warnings: e.warnings,
+                        }),
+                        _ => Err(e.bootstrap_error.unwrap_or_else(|| "no interval".into())),
+                    },
+                    Err(e) => Err(e.to_string()),
+                };
+                match r {
+                    Ok(e) => {
+                        estimates.insert(name.to_string(), e);
+                    }
+                    Err(msg) => {
+                        errors.insert(name.to_string(), msg);
+                    }
+                }
+            }
+            let rec = DrawRecord {
+                family: label.clone(),
+                draw: k,
+                seed,
+                source_target_l1: l1_distance(&source_prior, &t.true_prior),
+                requested_prior: t.requested_prior,
+                true_prior: t.true_prior,
+                distinct_rows: t.distinct_rows,
+                estimates,
+                errors,
+            };
+            let l1s: Vec<String> = SUITE
+                .iter()
+                .map(|n| match rec.estimates.get(*n) {
+                    Some(e) => format!("{n} {:.3}", e.prior_l1_error),
+                    None => format!("{n} failed"),
+                })
+                .collect();
+            progress(&format!("{} {} draw {}: ℓ1 {}", d.name, label, k, l1s.join(", ")));
+            draws.push(rec);
+        }
+    }
+    Ok(DomainStudy {
+        data: d.path.parent().map(|p| p.display().to_string()).unwrap_or_default(),
+        domain: d.name.clone(),
+        n_rows: d.n(),
+        n_classes: c,
+        n_source: split.source_rows.len(),
+        n_source_train: run.report.n_source_train,
+        n_source_holdout: run.report.n_source_holdout,
+        n_pool: split.pool_rows.len(),
+        source_prior,
+        holdout_accuracy,
+        pool_accuracy,
+        train_seconds,
+        draws,
+    })
+}
+
+fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
+    let mut rows = Vec::new();
+    for d in domains {
+        for fam in &cfg.families {
+            let label = fam.label();
+            let draws: Vec<&DrawRecord> = d.draws.iter().filter(|r| r.family == label).collect();
+            let no_corr: Vec<f64> = draws.iter().map(|r| r.source_target_l1).collect();
+            for name in SUITE {
+                let (mut l1, mut failures) = (Vec::new(), 0);
+                let (mut cov, mut n_cov, mut cov_p, mut n_p, mut cov_a, mut n_a, mut joint) = (0, 0, 0, 0, 0, 0, 0);
+                for r in &draws {
+                    match r.estimates.get(name) {
+                        Some(e) => {
+                            l1.push(e.prior_l1_error);
+                            for (k, &ok) in e.covered.iter().enumerate() {
+                                cov += ok as usize;
+                                n_cov += 1;
+                                if r.true_prior[k] > 0.0 {
+                                    cov_p += ok as usize;
+                                    n_p += 1;
+                                } else {
+                                    cov_a += ok as usize;
+                                    n_a += 1;
+                                }
+                            }
+                            joint += e.covered.iter().all(|&b| b) as usize;
+                        }
+                        None => {
+                            failures += 1;
+                            n_cov += r.true_prior.len();
+                            n_p += r.true_prior.iter().filter(|&&p| p > 0.0).count();
+                            n_a += r.true_prior.iter().filter(|&&p| p == 0.0).count();
+                        }
+                    }
+                }
+                let (m, s) = mean_std(&l1);
+                let frac = |a: usize, b: usize| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+                rows.push(SummaryRow {
+                    data: d.data.clone(),
+                    domain: d.domain.clone(),
+                    family: label.clone(),
+                    estimator: name.to_string(),
+                    draws: draws.len(),
+                    failures,
+                    l1_mean: m,
+                    l1_std: s,
+                    no_correction_l1_mean: mean_std(&no_corr).0,
+                    coverage: frac(cov, n_cov),
+                    coverage_present: frac(cov_p, n_p),
+                    coverage_absent: (n_a > 0).then(|| frac(cov_a, n_a)),
+                    joint_coverage: frac(joint, draws.len()),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// `study.md`: one line per (domain, family): ℓ1 mean ± std and per-class coverage of each
+/// estimator, and the ℓ1 of no correction.
+pub fn study_markdown(r: &StudyReport) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Known-truth label shift: {} draws per prior, n_target = {}, source part = {:.0}% of each class, \
+         {} bootstrap resamples, {:.0}% percentile intervals, seed {}.\n\n",
+        r.config.draws,
+        r.config.n_target,
+        100.0 * r.config.source_fraction,
+        r.config.bootstrap,
+        100.0 * r.config.level,
+        r.config.seed
+    ));
+    s.push_str("| domain | n source (hold-out) | hold-out acc. | pool acc. |\n|---|---|---|---|\n");
+    for d in &r.domains {
+        s.push_str(&format!(
+            "| {} | {} ({}) | {:.1}% | {:.1}% |\n",
+            d.domain,
+            d.n_source,
+            d.n_source_holdout,
+            100.0 * d.holdout_accuracy,
+            100.0 * d.pool_accuracy
+        ));
+    }
+    s.push_str("\nℓ1 error ‖p̂ᵗ − pᵗ‖₁, mean ± std over draws (no correction: ‖pˢ − pᵗ‖₁):\n\n");
+    s.push_str("| domain | prior | no correction |");
+    for e in &r.estimators {
+        s.push_str(&format!(" {e} |"));
+    }
+    s.push_str("\n|---|---|---|");
+    s.push_str(&"---|".repeat(r.estimators.len()));
+    s.push('\n');
+    let groups = groups(r);
+    for (dom, fam) in &groups {
+        let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam).collect();
+        s.push_str(&format!("| {dom} | {fam} | {:.3} |", rows.first().map_or(f64::NAN, |x| x.no_correction_l1_mean)));
+        for x in &rows {
+            let fail = if x.failures > 0 { format!(" ({} failed)", x.failures) } else { String::new() };
+            s.push_str(&format!(" {:.3} ± {:.3}{fail} |", x.l1_mean, x.l1_std));
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "\nCoverage of the per-class intervals: all classes / classes present in the target / classes absent \
+         from it (— when none) / joint (every class of a draw at once):\n\n",
+    );
+    s.push_str("| domain | prior |");
+    for e in &r.estimators {
+        s.push_str(&format!(" {e} |"));
+    }
+    s.push_str("\n|---|---|");
+    s.push_str(&"---|".repeat(r.estimators.len()));
+    s.push('\n');
+    for (dom, fam) in &groups {
+        s.push_str(&format!("| {dom} | {fam} |"));
+        for x in r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam) {
+            let absent = x.coverage_absent.map_or("—".to_string(), |v| format!("{:.2}", v));
+            s.push_str(&format!(
+                " {:.2} / {:.2} / {absent} / {:.2} |",
+                x.coverage, x.coverage_present, x.joint_coverage
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn groups(r: &StudyReport) -> Vec<(String, String)> {
+    let mut g: Vec<(String, String)> = Vec::new();
+    for x in &r.summary {
+        let key = (x.domain.clone(), x.family.clone());
+        if !g.contains(&key) {
+            g.push(key);
+        }
+    }
+    g
+}
+
+/// The labelled domains of `dir` with at least `min_rows` rows, in name order (the study's
+/// default choice: a known-truth target of `n_target` rows needs a pool of that order).
+pub fn default_domains(dir: &std::path::Path, min_rows: usize) -> Result<Vec<Domain>> {
+    let mut out = Vec::new();
+    for name in data::list_domains(dir)? {
+        let d = data::load_domain(dir, &name)?;
+        if d.labels.is_some() && d.n() >= min_rows {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{generate, SyntheticConfig};
+
+    fn small_cfg() -> StudyConfig {
+        let mut fit = FitConfig { pretrain_iters: 40, adapt_iters: 5, ..Default::default() };
+        fit.network.hidden = vec![16];
+        StudyConfig {
+            families: vec![PriorSpec::Dirichlet { alpha: 1.0 }, PriorSpec::Pda],
+            draws: 2,
+            n_target: 120,
+            source_fraction: 0.5,
+            bootstrap: 10,
+            level: 0.9,
+            seed: 0,
+            fit,
+        }
+    }
+
+    #[test]
+    fn study_is_deterministic_and_reports_every_estimator_per_family() {
+        let t = generate(&SyntheticConfig { n_classes: 4, n_source: 400, n_target: 10, ..Default::default() }).unwrap();
+        let cfg = small_cfg();
+        let a = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
+        assert_eq!(a.summary.len(), 2 * SUITE.len());
+        assert_eq!(a.domains[0].draws.len(), 4);
+        for d in &a.domains[0].draws {
+            assert!((d.true_prior.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            assert_eq!(d.estimates.len(), 4);
+        }
+        let pda = a.domains[0].draws.iter().find(|d| d.family == "pda").unwrap();
+        assert_eq!(pda.true_prior, vec![0.5, 0.5, 0.0, 0.0]);
+        let b = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
+        let strip = |r: &StudyReport| serde_json::to_string(&(&r.domains.iter().map(|d| &d.draws).collect::<Vec<_>>(), &r.summary)).unwrap();
+        assert_eq!(strip(&a), strip(&b));
+        let md = study_markdown(&a);
+        assert!(md.contains("| dirichlet:1 |") && md.contains("| pda |") && md.contains("mlls"), "{md}");
+    }
+
+    #[test]
+    fn study_rejects_bad_settings_naming_the_parameter() {
+        let t = generate(&SyntheticConfig { n_classes: 3, n_source: 90, n_target: 10, ..Default::default() }).unwrap();
+        let mut cfg = small_cfg();
+        cfg.bootstrap = 1;
+        let e = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("bootstrap"), "{e}");
+        let mut cfg = small_cfg();
+        cfg.draws = 0;
+        assert!(run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap_err().to_string().contains("draws"));
+        let mut unlabelled = t.source.clone();
+        unlabelled.labels = None;
+        let e = run_study(&[unlabelled], &small_cfg(), &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("labelled"), "{e}");
+    }
+}
