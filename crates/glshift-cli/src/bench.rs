@@ -1,5 +1,6 @@
 //! `glshift bench`: a grid of (task, method, seed) runs with resumable per-run records,
-//! `results.json` and a `table.md` laid out like the paper's tables.
+//! `results.json` and a `table.md` laid out like the paper's tables. `glshift ablation` runs the
+//! same grid over MUL variants instead of methods ([`run_grid`]).
 
 use std::path::{Path, PathBuf};
 
@@ -7,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use glshift::data;
 use glshift::eval::mean_std;
-use glshift::methods::MethodKind;
+use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift::protocol::{self, Protocol};
@@ -18,6 +19,17 @@ use crate::fit::resolve_config;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// Methods (rows of the table): source, mul, dan, dann, cdan, cdan-e, jan, iw-dann, iw-cdan,
+    /// pada, mmd-classwise.
+    #[arg(long, value_delimiter = ',', default_value = "source,mul")]
+    pub methods: Vec<String>,
+}
+
+/// The arguments every grid command shares: data, protocol, tasks, seeds, output.
+#[derive(Args, Debug)]
+pub struct GridArgs {
     /// Folder holding the domains.
     #[arg(long)]
     pub data: PathBuf,
@@ -30,8 +42,6 @@ pub struct BenchArgs {
     /// Tasks as SOURCE:TARGET pairs (default: every ordered pair of domains in the folder).
     #[arg(long, value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
-    #[arg(long, value_delimiter = ',', default_value = "source,mul")]
-    pub methods: Vec<String>,
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
     /// TOML settings over the defaults, shared by every run.
@@ -63,7 +73,16 @@ pub struct RunRecord {
     pub config: serde_json::Value,
 }
 
-fn parse_tasks(args: &BenchArgs) -> Result<Vec<(String, String)>> {
+/// One row of the table: a method, or a configuration variant of one (the ablation).
+pub struct Variant {
+    /// File-safe name: the record file names and `results.json`'s `method`.
+    pub id: String,
+    /// The row label in `table.md`.
+    pub label: String,
+    pub cfg: FitConfig,
+}
+
+fn parse_tasks(args: &GridArgs) -> Result<Vec<(String, String)>> {
     if let Some(list) = &args.tasks {
         return list
             .iter()
@@ -89,22 +108,38 @@ fn record_path(out: &Path, setting: &str, method: &str, s: &str, t: &str, seed: 
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let methods: Vec<MethodKind> = args.methods.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
-    let base = resolve_config(args.config.as_ref(), None, None)?;
-    let tasks = parse_tasks(&args)?;
-    let total = (tasks.len() * methods.len() * args.seeds.len()) as u64;
+    let base = resolve_config(args.grid.config.as_ref(), None, None)?;
+    let variants: Vec<Variant> = methods
+        .iter()
+        .map(|&method| Variant { id: method.to_string(), label: method.to_string(), cfg: FitConfig { method, ..base.clone() } })
+        .collect();
+    for v in &variants {
+        v.cfg.validate().with_context(|| format!("method {}", v.id))?;
+    }
+    run_grid(&args.grid, &variants)
+}
+
+/// Runs every (task, variant, seed), resuming from the records under `OUT/runs/`, then writes
+/// `results.json` and `table.md` (with the grid's wall time) and prints the table.
+pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
+    let started = std::time::Instant::now();
+    let tasks = parse_tasks(args)?;
+    let total = (tasks.len() * variants.len() * args.seeds.len()) as u64;
     let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?.progress_chars("=> "));
 
     let mut records = Vec::new();
+    let mut resumed = 0usize;
     for (s, t) in &tasks {
         let (src0, tgt0) = data::load_pair(&args.data, s, t)?;
         let proto = Protocol::parse(&args.setting, src0.n_classes(), args.pda_classes)?;
         let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
-        for &method in &methods {
+        for variant in variants {
+            let method = &variant.id;
             for &seed in &args.seeds {
-                let path = record_path(&args.out, proto.name(), &method.to_string(), s, t, seed);
+                let path = record_path(&args.out, proto.name(), method, s, t, seed);
                 bar.set_message(format!("{method} {s}→{t} seed {seed}"));
-                let cfg = glshift::methods::FitConfig { method, seed, ..base.clone() };
+                let cfg = FitConfig { seed, ..variant.cfg.clone() };
                 let cfg_value = serde_json::to_value(&cfg)?;
                 // Resume: a record is written atomically, so an existing one is complete; it is
                 // reused only if it was made with the same settings (else a changed default or
@@ -113,6 +148,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     if let Ok(r) = serde_json::from_slice::<RunRecord>(&bytes) {
                         if r.config == cfg_value {
                             records.push(r);
+                            resumed += 1;
                             bar.inc(1);
                             continue;
                         }
@@ -125,7 +161,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     .with_context(|| format!("{method} {s}→{t} seed {seed}"))?;
                 let r = &out.report;
                 let rec = RunRecord {
-                    method: method.to_string(),
+                    method: method.clone(),
                     setting: proto.name().to_string(),
                     source: s.clone(),
                     target: t.clone(),
@@ -145,7 +181,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let table = render_table(&records, &tasks, &methods, &args.seeds);
+    let rows: Vec<(&str, &str)> = variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
+    let mut table = render_table(&records, &tasks, &rows, &args.seeds);
+    table.push_str(&format!(
+        "\n{} runs ({resumed} read back from runs/), wall time {:.0} s.\n",
+        records.len(),
+        started.elapsed().as_secs_f64()
+    ));
     write_files_atomically(&[
         (args.out.join("results.json"), serde_json::to_vec_pretty(&records)?),
         (args.out.join("table.md"), table.clone().into_bytes()),
@@ -158,9 +200,10 @@ fn short(name: &str) -> String {
     name.chars().next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default()
 }
 
-/// Tasks as columns, methods as rows, mean ± std over seeds (in %), an Avg column whose std is
-/// over the per-seed averages, the ‖pˢ − pᵗ‖₁ row, and the best mean of each column in bold.
-pub fn render_table(records: &[RunRecord], tasks: &[(String, String)], methods: &[MethodKind], seeds: &[u64]) -> String {
+/// Tasks as columns, methods as rows (`(id, label)`: records are matched on the id, the row
+/// shows the label), mean ± std over seeds (in %), an Avg column whose std is over the per-seed
+/// averages, the ‖pˢ − pᵗ‖₁ row, and the best mean of each column in bold.
+pub fn render_table(records: &[RunRecord], tasks: &[(String, String)], methods: &[(&str, &str)], seeds: &[u64]) -> String {
     let initials: Vec<String> = tasks.iter().map(|(s, t)| format!("{}→{}", short(s), short(t))).collect();
     let unique = initials.iter().collect::<std::collections::BTreeSet<_>>().len() == initials.len();
     let headers: Vec<String> = if unique { initials } else { tasks.iter().map(|(s, t)| format!("{s}→{t}")).collect() };
@@ -172,16 +215,15 @@ pub fn render_table(records: &[RunRecord], tasks: &[(String, String)], methods: 
     };
     // cells[method][task] = (mean, std); last column = average over tasks.
     let mut cells: Vec<Vec<(f64, f64)>> = Vec::new();
-    for m in methods {
-        let m = m.to_string();
+    for &(m, _) in methods {
         let mut row: Vec<(f64, f64)> = tasks
             .iter()
-            .map(|(s, t)| mean_std(&seeds.iter().filter_map(|&sd| acc(&m, s, t, sd)).collect::<Vec<_>>()))
+            .map(|(s, t)| mean_std(&seeds.iter().filter_map(|&sd| acc(m, s, t, sd)).collect::<Vec<_>>()))
             .collect();
         let per_seed_avg: Vec<f64> = seeds
             .iter()
             .filter_map(|&sd| {
-                let v: Vec<f64> = tasks.iter().filter_map(|(s, t)| acc(&m, s, t, sd)).collect();
+                let v: Vec<f64> = tasks.iter().filter_map(|(s, t)| acc(m, s, t, sd)).collect();
                 (v.len() == tasks.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             })
             .collect();
@@ -193,7 +235,7 @@ pub fn render_table(records: &[RunRecord], tasks: &[(String, String)], methods: 
         .map(|j| cells.iter().map(|r| r[j].0).filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max))
         .collect();
     let mut out = format!("| method | {} | Avg |\n|---|{}\n", headers.join(" | "), "---|".repeat(ncol));
-    for (m, row) in methods.iter().zip(&cells) {
+    for ((_, m), row) in methods.iter().zip(&cells) {
         let fmt: Vec<String> = row
             .iter()
             .enumerate()

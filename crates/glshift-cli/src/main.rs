@@ -1,5 +1,6 @@
 //! `glshift`: the command-line front of the glshift library.
 
+mod ablation;
 mod bench;
 mod demo;
 mod fit;
@@ -28,6 +29,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
     Bench(bench::BenchArgs),
+    /// The paper's ablation of MUL (w,y / J_TU / J_DU / class-wise MMD) as a bench grid; resumable.
+    Ablation(ablation::AblationArgs),
     /// Write RUN_DIR/report.html (a fit) or BENCH_DIR/report.html (a bench grid) with the analysis figures.
     Report(report::ReportArgs),
     /// The importance-weighting ablation: decision regions of a 2-D MUL model with and without IW (first 4 classes, 2 shared).
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Ablation(args) => ablation::run(args),
         Command::Shift(args) => shift::run(args),
         Command::Report(args) => report::run(args),
         Command::IwAblation(args) => iw::run(args),

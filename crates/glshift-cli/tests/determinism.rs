@@ -35,9 +35,14 @@ fn write_medium_fixture(dir: &Path) {
 /// Runs `fit` with `threads` GEMM and rayon threads; returns report.json without
 /// `elapsed_seconds` (as bytes) and predictions.csv.
 fn fit_with_threads(dir: &Path, out: &str, threads: &str) -> (Vec<u8>, Vec<u8>) {
+    fit_method_with_threads(dir, out, threads, "mul")
+}
+
+fn fit_method_with_threads(dir: &Path, out: &str, threads: &str, method: &str) -> (Vec<u8>, Vec<u8>) {
     let out = dir.join(out);
     let o = glshift()
         .args(["fit", "--data", dir.to_str().unwrap(), "--source", "src", "--target", "tgt", "--seed", "3"])
+        .args(["--method", method])
         .args(["--config", dir.join("cfg.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
         .env("MATMUL_NUM_THREADS", threads)
         .env("RAYON_NUM_THREADS", threads)
@@ -83,4 +88,17 @@ fn another_seed_changes_the_outputs() {
     assert!(o.status.success(), "{}", stderr(&o));
     let p2 = std::fs::read(dir.path().join("b/predictions.csv")).unwrap();
     assert!(p1 != p2, "seed 3 and seed 4 gave identical predictions");
+}
+
+#[test]
+fn baselines_are_independent_of_the_thread_count() {
+    // The discriminator (with dropout), the multilinear map and the entropy weights (cdan-e),
+    // and the multi-kernel MMD (dan) add GEMMs and reductions of their own.
+    let dir = tempfile::tempdir().unwrap();
+    write_medium_fixture(dir.path());
+    for method in ["cdan-e", "dan"] {
+        let (r1, p1) = fit_method_with_threads(dir.path(), &format!("{method}1"), "1", method);
+        let (r2, p2) = fit_method_with_threads(dir.path(), &format!("{method}2"), "2", method);
+        assert!(r1 == r2 && p1 == p2, "{method}: outputs differ between 1 and 2 threads");
+    }
 }

@@ -202,19 +202,59 @@ pub fn j_du_with<T: Real>(
     let bm = prepare(a, a, p, h)?;
     let act = du_active(&[a.y], bm.nrows(), active)?;
     let w = coefficients(a, &bm, p.eps)?;
+    Ok(j_du_from_coefficients(a, &w, &act, h, est))
+}
+
+/// J_DU and its gradient from the coefficients `w` (c×c) of the class embeddings Φ Y W e_k and
+/// the 0/1 active mask `act`; shared by the CME form above and the class-wise MMD form
+/// (`super::classwise`, W = diag(1/n_k)). Inputs are checked by the callers.
+pub(super) fn j_du_from_coefficients<T: Real>(
+    a: &Labelled<T>,
+    w: &Array2<f64>,
+    act: &[f64],
+    h: f64,
+    est: McmdEstimator,
+) -> TermGrad<T> {
     let mut out = run(
         &Request {
             domains: &[dom(a)],
             s_blocks: Vec::new(),
-            objectives: vec![Objective { terms: vec![(0, 0, du_gamma(&w, &act))] }],
+            objectives: vec![Objective { terms: vec![(0, 0, du_gamma(w, act))] }],
             h,
         },
         est,
     );
-    Ok(TermGrad {
+    TermGrad {
         value: out.values[0],
         grad: out.grads[0].remove(0),
-    })
+    }
+}
+
+/// J_TU = Σ_k prior_k (G^{ss}_kk + G^{tt}_kk − 2G^{st}_kk) and its gradients from each domain's
+/// embedding coefficients `ws`, `wt` (see [`j_du_from_coefficients`]); used by the class-wise
+/// MMD form. Inputs are checked by the callers.
+pub(super) fn j_tu_from_coefficients<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    ws: &Array2<f64>,
+    wt: &Array2<f64>,
+    prior: &[f64],
+    h: f64,
+    est: McmdEstimator,
+) -> TuGrad<T> {
+    let [gss, gtt, gst] = tu_gammas(ws, wt, prior);
+    let mut out = run(
+        &Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives: vec![Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] }],
+            h,
+        },
+        est,
+    );
+    let grad_t = out.grads[0].pop().expect("target gradient");
+    let grad_s = out.grads[0].pop().expect("source gradient");
+    TuGrad { value: out.values[0], grad_s, grad_t }
 }
 
 /// Transfer uncertainty J_TU = Σ_k prior_k (G^{ss}_{kk} + G^{tt}_{kk} − 2G^{st}_{kk})

@@ -16,22 +16,28 @@
 //! approximation ([`rff`](mod@rff)).
 
 mod bandwidth;
+mod classwise;
 mod cme;
 mod gemm;
 mod gram;
+mod joint;
 mod mcmd;
 pub mod reference;
 pub mod rff;
 mod simd;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mmd;
 mod tiled;
 pub mod workload;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
+pub use classwise::{classwise_j_du, classwise_j_tu};
 pub use cme::cme_coefficients;
 pub use gemm::tile_gemm_gflops;
 pub use gram::{kernel_sum, kernel_sum_backward};
+pub use joint::{joint_mmd2, GaussianFamily, JointMmd};
 pub use mcmd::{
     embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix,
     DuRows, MulObjectives, TuDuGrad,

@@ -13,13 +13,13 @@ const GAUSS: LabelKernel = LabelKernel::Gaussian { sigma: 1.5 };
 const KERNELS: [LabelKernel; 2] = [LabelKernel::Linear, GAUSS];
 
 #[derive(Clone)]
-struct Data {
-    z: Array2<f64>,
-    y: Array2<f64>,
+pub(super) struct Data {
+    pub(super) z: Array2<f64>,
+    pub(super) y: Array2<f64>,
 }
 
 impl Data {
-    fn lab(&self) -> Labelled<'_, f64> {
+    pub(super) fn lab(&self) -> Labelled<'_, f64> {
         Labelled::new(self.z.view(), self.y.view())
     }
     fn to_f32(&self) -> (Array2<f32>, Array2<f32>) {
@@ -29,7 +29,7 @@ impl Data {
 
 /// n rows of d-dim features around per-class means (fixed across domains, so that domains
 /// differ only by `shift`), labels i % c (every class present), one-hot or soft.
-fn sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool) -> Data {
+pub(super) fn sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool) -> Data {
     let mut means_rng = ChaCha8Rng::seed_from_u64(7);
     let means = Array2::from_shape_fn((c, d), |_| 1.5 * means_rng.sample::<f64, _>(StandardNormal));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -47,17 +47,17 @@ fn sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool) -> Da
     Data { z, y }
 }
 
-fn params(label_kernel: LabelKernel, eps: f64) -> McmdParams {
+pub(super) fn params(label_kernel: LabelKernel, eps: f64) -> McmdParams {
     McmdParams { eps, label_kernel }
 }
 
-fn h_of(blocks: &[&Data]) -> f64 {
+pub(super) fn h_of(blocks: &[&Data]) -> f64 {
     let views: Vec<_> = blocks.iter().map(|b| b.z.view()).collect();
     bandwidth(&views, 1.0).unwrap()
 }
 
 /// max |a − b| / max |b|.
-fn rel_err(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
+pub(super) fn rel_err(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
     assert_eq!(a.dim(), b.dim());
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!(scale > 0.0, "reference is identically zero");
@@ -67,13 +67,13 @@ fn rel_err(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
         / scale
 }
 
-fn rel(a: f64, b: f64) -> f64 {
+pub(super) fn rel(a: f64, b: f64) -> f64 {
     assert!(b != 0.0);
     (a - b).abs() / b.abs()
 }
 
 /// Central finite differences of f at z.
-fn fd_grad(z: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64> {
+pub(super) fn fd_grad(z: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64> {
     let step = 1e-5;
     let mut zp = z.clone();
     Array2::from_shape_fn(z.dim(), |(i, j)| {

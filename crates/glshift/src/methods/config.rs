@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::ablation::Discrepancy;
+pub use super::baselines::BaselineConfig;
 use crate::data::Preprocess;
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
 use crate::nn::{AdamConfig, NetworkConfig};
@@ -19,25 +21,32 @@ pub enum MethodKind {
     /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU.
     #[default]
     Mul,
+    /// Baselines (`methods::baselines`; one file per family, the reference in each doc comment).
+    Dan,
+    Dann,
+    Cdan,
+    CdanE,
+    Jan,
+    IwDann,
+    IwCdan,
+    Pada,
+    /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
+    MmdClasswise,
 }
 
 impl std::str::FromStr for MethodKind {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "source" => Ok(MethodKind::Source),
-            "mul" => Ok(MethodKind::Mul),
-            other => Err(Error::param("method", other, "unknown method; known: source, mul")),
-        }
+        MethodKind::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = MethodKind::ALL.iter().map(|m| m.name()).collect();
+            Error::param("method", s, format!("unknown method; known: {}", known.join(", ")))
+        })
     }
 }
 
 impl std::fmt::Display for MethodKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            MethodKind::Source => "source",
-            MethodKind::Mul => "mul",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -103,6 +112,11 @@ pub struct MulConfig {
     pub importance_weighting: bool,
     pub use_tu: bool,
     pub use_du: bool,
+    /// Ablation switch "y": weight J_TU by the estimated target prior p̂ᵗ and keep classes
+    /// estimated absent out of the pseudo-labels. Off: J_TU weights classes by pˢ (w ≡ 1).
+    pub prior_weighting: bool,
+    /// The conditional discrepancy in J_TU and J_DU: MCMD, or class-wise MMD (ablation).
+    pub discrepancy: Discrepancy,
 }
 
 impl Default for MulConfig {
@@ -121,6 +135,8 @@ impl Default for MulConfig {
             importance_weighting: true,
             use_tu: true,
             use_du: true,
+            prior_weighting: true,
+            discrepancy: Discrepancy::Mcmd,
         }
     }
 }
@@ -157,6 +173,8 @@ pub struct FitConfig {
     /// Refuse a fit whose estimated memory (see `train::memory_estimate_bytes`) exceeds this
     /// many GiB, instead of being killed by the system mid-run.
     pub max_memory_gib: f64,
+    /// Hyper-parameters of the baselines (ignored by `source` and `mul`).
+    pub baselines: BaselineConfig,
 }
 
 impl Default for FitConfig {
@@ -173,6 +191,7 @@ impl Default for FitConfig {
             mul: MulConfig::default(),
             label_shift: LabelShiftConfig::default(),
             max_memory_gib: 8.0,
+            baselines: BaselineConfig::default(),
         }
     }
 }
@@ -193,8 +212,12 @@ impl FitConfig {
         if self.pretrain_iters + self.adapt_iters == 0 {
             return Err(Error::param("pretrain_iters + adapt_iters", 0, "at least one iteration is needed"));
         }
-        if self.method == MethodKind::Mul && self.adapt_iters == 0 {
-            return Err(Error::param("adapt_iters", 0, "MUL adapts in the adaptation stage: set adapt_iters >= 1"));
+        if self.method != MethodKind::Source && self.adapt_iters == 0 {
+            return Err(Error::param(
+                "adapt_iters",
+                0,
+                format!("{} adapts in the adaptation stage: set adapt_iters >= 1", self.method),
+            ));
         }
         let m = &self.mul;
         check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
@@ -221,6 +244,7 @@ impl FitConfig {
             return Err(Error::param("mul.du_window", 0, "must be >= 1"));
         }
         check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
+        self.baselines.validate()?;
         let ls = &self.label_shift;
         if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9) && ls.confusion == ConfusionRows::Holdout {
             return Err(Error::param(

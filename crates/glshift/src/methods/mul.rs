@@ -6,6 +6,7 @@
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
+use super::ablation::Discrepancy;
 use crate::kernel::{self, Labelled, McmdEstimator, McmdParams};
 use crate::Result;
 
@@ -31,6 +32,8 @@ pub struct MulInputs<'a> {
     pub du_balance: bool,
     /// Whether the confident target rows join J_DU.
     pub du_pooled: bool,
+    /// MCMD (the method) or class-wise MMD (the ablation) in both terms.
+    pub discrepancy: Discrepancy,
 }
 
 /// Values and gradients (already scaled by ±λ) of the MUL terms.
@@ -89,7 +92,10 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         let total: f64 = prior.iter().sum();
         if total > 0.0 {
             prior.iter_mut().for_each(|p| *p /= total);
-            let tu = kernel::j_tu_with(&source, &target, &prior, &inp.params, h, inp.mcmd)?;
+            let tu = match inp.discrepancy {
+                Discrepancy::Mcmd => kernel::j_tu_with(&source, &target, &prior, &inp.params, h, inp.mcmd)?,
+                Discrepancy::ClasswiseMmd => kernel::classwise_j_tu(&source, &target, &prior, h)?,
+            };
             j_tu = tu.value;
             grad_zs.scaled_add(inp.lambda_tu as f32, &tu.grad_s);
             grad_zt.scaled_add(inp.lambda_tu as f32, &tu.grad_t);
@@ -111,7 +117,11 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         let m = active.iter().filter(|&&a| a).count();
         if m >= 2 {
             let pairs = (m * (m - 1)) as f64;
-            let du = kernel::j_du_with(&Labelled { z: z.view(), y: y.view() }, &inp.params, h, Some(&active), inp.mcmd)?;
+            let pooled_rows = Labelled { z: z.view(), y: y.view() };
+            let du = match inp.discrepancy {
+                Discrepancy::Mcmd => kernel::j_du_with(&pooled_rows, &inp.params, h, Some(&active), inp.mcmd)?,
+                Discrepancy::ClasswiseMmd => kernel::classwise_j_du(&pooled_rows, h, Some(&active))?,
+            };
             j_du = du.value / pairs;
             let du_norm = du.grad.iter().map(|&g| (g as f64).powi(2)).sum::<f64>().sqrt() / pairs;
             lambda_du_effective = if inp.du_balance && tu_norm > 0.0 && du_norm > 0.0 {
@@ -169,6 +179,7 @@ mod tests {
             use_du: true,
             du_balance: balance,
             du_pooled: false,
+            discrepancy: Discrepancy::Mcmd,
         }
     }
 

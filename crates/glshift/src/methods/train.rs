@@ -12,7 +12,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::config::{ConfusionRows, FitConfig, MethodKind};
+use super::baselines::{self, AdaptInputs, AdaptOutput};
+use super::config::{ConfusionRows, FitConfig};
 use super::mul::{mul_terms, MulInputs, MulTerms};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network};
@@ -48,6 +49,16 @@ pub struct IterRecord {
     /// BBSE-QP target prior estimate used at this iteration (adaptation with label shift).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_prior: Option<Vec<f64>>,
+    /// A baseline's transfer term at this iteration (its `total` includes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<TransferRecord>,
+}
+
+/// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct TransferRecord {
+    pub value: f64,
+    pub lambda: f64,
 }
 
 /// Progress callback payload.
@@ -131,6 +142,12 @@ fn all_finite(a: &Array2<f32>) -> bool {
     a.iter().all(|v| v.is_finite())
 }
 
+/// `dst[offset + i] += src[i]` for every row i of `src`.
+fn add_rows(dst: &mut Array2<f32>, offset: usize, src: &Array2<f32>) {
+    let mut block = dst.slice_mut(s![offset..offset + src.nrows(), ..]);
+    block += src;
+}
+
 /// Estimated peak memory in bytes of training on `n_rows` rows (source + target) of dimension
 /// `d` with `c` classes: the feature matrix and its copies (loaded, preprocessed, row-stacked:
 /// 5 × n·d), the parameters of G and F with their gradient, two Adam moments and the best
@@ -190,9 +207,9 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     }
     check_memory(ns_all + data.target_x.nrows(), d, c, cfg)?;
     let source_prior = label_shift::class_prior(data.source_y, c)?;
-    let is_mul = cfg.method == MethodKind::Mul;
+    let is_mul = cfg.method.is_mul_family();
     let use_iw = is_mul && cfg.mul.importance_weighting;
-    let needs_estimate = is_mul && (cfg.mul.importance_weighting || cfg.mul.use_tu);
+    let needs_estimate = cfg.needs_shift_estimate();
 
     // Source split, the same for every method: a stratified hold-out that the network never
     // trains on. It decides when pre-training stops (source validation) and, for MUL, measures
@@ -261,6 +278,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             du_pooled: false,
             temperature: 1.0,
             target_prior: None,
+            transfer: None,
         });
         progress(Progress { done: it + 1, total: total_estimate, stage: Stage::Pretrain, loss: ce });
     }
@@ -278,10 +296,11 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let mut du_pooled = false;
     let mut du_trace: Vec<f64> = Vec::new();
     let total_iters = pretrain_done + cfg.adapt_iters;
+    let mut baseline = baselines::build(cfg, net.z_dim(), c)?;
 
     // Adaptation: the same loop for every method; `source` adds no term and no weights.
     for it in 0..cfg.adapt_iters {
-        let x_adapt = if is_mul { x_all.view() } else { x_source.view() };
+        let x_adapt = if cfg.method.adapts() { x_all.view() } else { x_source.view() };
         let pass = net.forward(x_adapt, &train_fw, &mut rng);
         // Pseudo-labels and BBSE come from eval-mode outputs (dropout off; pitfall 4).
         let eval_logits = if needs_eval_pass {
@@ -290,7 +309,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             pass.logits.clone()
         };
         // Calibrated on labelled source rows the network does not train on.
-        let temperature = if is_mul && cfg.label_shift.calibrate && n_hold > 0 {
+        let temperature = if cfg.calibrates() && n_hold > 0 {
             label_shift::fit_temperature(eval_logits.slice(s![n_train..n_train + n_hold, ..]), &y_hold)?
         } else {
             1.0
@@ -319,7 +338,10 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         } else {
             None
         };
-        let prior: Vec<f64> = estimate.as_ref().map(|e| e.target_prior.clone()).unwrap_or_else(|| source_prior.clone());
+        let prior: Vec<f64> = match &estimate {
+            Some(e) if cfg.mul.prior_weighting => e.target_prior.clone(),
+            _ => source_prior.clone(),
+        };
 
         // Confident pseudo-labels, excluding classes estimated absent from the target.
         let mut conf_idx = Vec::new();
@@ -354,6 +376,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             use_du: cfg.mul.use_du,
             du_balance: cfg.mul.du_balance,
             du_pooled,
+            discrepancy: cfg.effective_discrepancy(),
         })?
         };
         let was_pooled = du_pooled;
@@ -368,19 +391,47 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             }
         }
 
+        // A baseline's transfer term (`methods::baselines`): gradients on Z and the logits.
+        let transfer: Option<AdaptOutput> = match baseline.as_mut() {
+            Some(b) => Some(b.step(&AdaptInputs {
+                zs: z_train,
+                logits_s: pass.logits.slice(s![..n_train, ..]),
+                ys: &y_train,
+                zt: z_target,
+                logits_t: pass.logits.slice(s![n_train + n_hold.., ..]),
+                target_probs,
+                progress: it as f64 / cfg.adapt_iters as f64,
+                estimate: estimate.as_ref(),
+            })?),
+            None => None,
+        };
+        let baseline_weights = transfer.as_ref().and_then(|t| t.class_weights.as_deref());
+
         // Importance-weighted CE on the source training rows only.
-        let weights: Vec<f32> = match (&estimate, use_iw) {
-            (Some(e), true) => y_train.iter().map(|&k| e.weights[k] as f32).collect(),
+        let weights: Vec<f32> = match (&estimate, use_iw, baseline_weights) {
+            (_, _, Some(cw)) => baselines::row_weights(Some(cw), &y_train),
+            (Some(e), true, _) => y_train.iter().map(|&k| e.weights[k] as f32).collect(),
             _ => uniform.clone(),
         };
         let train_logits = pass.logits.slice(s![..n_train, ..]);
-        let (ce, d_train_logits, _) = if weights.iter().any(|&w| w > 0.0) {
+        let (mut ce, mut d_train_logits, _) = if weights.iter().any(|&w| w > 0.0) {
             weighted_cross_entropy(train_logits, &y_train, &weights)
         } else {
             weighted_cross_entropy(train_logits, &y_train, &uniform)
         };
-        let total = if is_mul { ce + cfg.mul.lambda_tu * terms.j_tu - terms.lambda_du_effective * terms.j_du } else { ce };
-        for (what, v) in [("cross-entropy", ce), ("J_TU", terms.j_tu), ("J_DU", terms.j_du)] {
+        if baseline_weights.is_some() {
+            // The baselines' papers weight the CE as (1/n_s)·Σ wᵢ·CEᵢ, not as a weighted mean.
+            let scale = weights.iter().map(|&w| w as f64).sum::<f64>() / n_train as f64;
+            ce *= scale;
+            d_train_logits.mapv_inplace(|g| g * scale as f32);
+        }
+        let total = match &transfer {
+            _ if is_mul => ce + cfg.mul.lambda_tu * terms.j_tu - terms.lambda_du_effective * terms.j_du,
+            Some(t) => ce + t.objective,
+            None => ce,
+        };
+        let transfer_value = transfer.as_ref().map_or(0.0, |t| t.value);
+        for (what, v) in [("cross-entropy", ce), ("J_TU", terms.j_tu), ("J_DU", terms.j_du), ("the transfer term", transfer_value)] {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
 
@@ -393,9 +444,19 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
         for (r, &i) in conf_idx.iter().enumerate() {
             d_z.row_mut(off + i).assign(&terms.grad_zt.row(r));
         }
+        if let Some(t) = &transfer {
+            add_rows(&mut d_z, 0, &t.grad_zs);
+            add_rows(&mut d_z, off, &t.grad_zt);
+            if let (Some(gs), Some(gt)) = (&t.grad_logits_s, &t.grad_logits_t) {
+                add_rows(&mut d_logits, 0, gs);
+                add_rows(&mut d_logits, off, gt);
+            }
+        }
         let grads = net.backward(&pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
-            let term = if !(all_finite(&terms.grad_zs) && all_finite(&terms.grad_zt)) {
+            let term = if transfer.as_ref().is_some_and(|t| !(all_finite(&t.grad_zs) && all_finite(&t.grad_zt))) {
+                "the gradient of the baseline's transfer term with respect to Z"
+            } else if !(all_finite(&terms.grad_zs) && all_finite(&terms.grad_zt)) {
                 "the gradient of the kernel terms (λ_TU·J_TU − λ_DU·J_DU) with respect to Z"
             } else if !all_finite(&d_train_logits) {
                 "the gradient of the cross-entropy"
@@ -420,6 +481,7 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
             du_pooled: was_pooled,
             temperature,
             target_prior: estimate.as_ref().map(|e| e.target_prior.clone()),
+            transfer: transfer.as_ref().map(|t| TransferRecord { value: t.value, lambda: t.lambda }),
         });
         if estimate.is_some() {
             shift = estimate;

@@ -184,6 +184,18 @@ impl<T: Real> Mlp<T> {
         z: ArrayView2<T>,
         dz: Array2<T>,
     ) -> Vec<BlockGrad<T>> {
+        self.backward_with_input(cache, z, dz, false).0
+    }
+
+    /// [`Mlp::backward`], plus ∂ℓ/∂x (`n × in`) when `need_dx` (a network whose input is another
+    /// network's output, e.g. a domain discriminator on Z).
+    pub(crate) fn backward_with_input(
+        &self,
+        cache: &MlpCache<T>,
+        z: ArrayView2<T>,
+        dz: Array2<T>,
+        need_dx: bool,
+    ) -> (Vec<BlockGrad<T>>, Option<Array2<T>>) {
         let nb = self.blocks.len();
         let mut grads = Vec::with_capacity(nb);
         let mut d = dz;
@@ -193,16 +205,23 @@ impl<T: Real> Mlp<T> {
             } else {
                 cache.inputs[l + 1].view()
             };
-            let (g, dx) =
-                self.blocks[l].backward(cache.inputs[l].view(), out, &cache.blocks[l], d, l > 0);
+            let (g, dx) = self.blocks[l].backward(
+                cache.inputs[l].view(),
+                out,
+                &cache.blocks[l],
+                d,
+                l > 0 || need_dx,
+            );
             grads.push(g);
             match dx {
-                Some(dx) => d = dx,
-                None => break,
+                Some(dx) if l > 0 => d = dx,
+                dx => {
+                    grads.reverse();
+                    return (grads, dx);
+                }
             }
         }
-        grads.reverse();
-        grads
+        unreachable!("G has at least one block")
     }
 
     /// Evaluation-mode forward (no dropout, no cache): `x` (`n × in`) → `z`. Each BatchNorm

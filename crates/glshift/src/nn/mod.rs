@@ -19,7 +19,7 @@ mod loss;
 mod mlp;
 mod network;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 pub use activation::{Activation, LEAKY_RELU_SLOPE};
 pub use adam::{Adam, AdamConfig};

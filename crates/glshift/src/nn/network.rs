@@ -294,6 +294,18 @@ impl<T: Real> Network<T> {
         Grads { g, f }
     }
 
+    /// [`Network::backward`] without extra ∂ℓ/∂Z, also returning ∂ℓ/∂x (`n × input_dim`): for a
+    /// network fed by another one (the domain discriminators of `methods::baselines`).
+    ///
+    /// # Panics
+    /// If a shape does not match the pass.
+    pub fn backward_with_input(&self, pass: &Pass<T>, d_logits: ArrayView2<T>) -> (Grads<T>, Array2<T>) {
+        assert_eq!(d_logits.dim(), pass.logits.dim(), "Network::backward_with_input: d_logits shape");
+        let (f, dz) = self.f.backward(pass.z.view(), d_logits, true);
+        let (g, dx) = self.g.backward_with_input(&pass.cache, pass.z.view(), dz.expect("dz requested"), true);
+        (Grads { g, f }, dx.expect("dx requested"))
+    }
+
     /// Evaluation-mode `(z, logits)` for `x` (`n × input_dim`): no dropout; every BatchNorm uses
     /// the statistics of `stats_x` (`m × input_dim`, e.g. the full source) propagated through the
     /// same layers, or of `x` itself when `None`. Outputs: `n × z_dim`, `n × c`.

@@ -159,6 +159,27 @@ fn d_z_extra_is_added_to_the_gradient_through_f() {
 }
 
 #[test]
+fn input_gradient_matches_finite_differences_and_parameter_gradients_are_unchanged() {
+    for (hidden, dropout) in [(vec![6, 5], 0.0), (vec![5], 0.4)] {
+        let cfg = NetworkConfig { hidden, dropout, activation: Activation::Tanh, ..Default::default() };
+        let net = net_f64(&cfg, 30);
+        let p = Problem::new(5, N, 31);
+        let ce_at = |x: &Array2<f64>| {
+            let mut rng = ChaCha8Rng::seed_from_u64(1234);
+            let pass = net.forward(x.view(), &p.fw, &mut rng);
+            weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights).0
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1234);
+        let pass = net.forward(p.x.view(), &p.fw, &mut rng);
+        let (_, dl, _) = weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights);
+        let (grads, dx) = net.backward_with_input(&pass, dl.view());
+        assert_eq!(grads, net.backward(&pass, dl.view(), None));
+        let num = fd_grad(p.x.as_slice().unwrap(), |v| ce_at(&Array2::from_shape_vec((N, D_IN), v.to_vec()).unwrap()));
+        assert_grad_close(dx.as_slice().unwrap(), &num, "dx");
+    }
+}
+
+#[test]
 fn same_seed_gives_identical_init_and_forward_different_seeds_differ() {
     let cfg = NetworkConfig {
         hidden: vec![16, 8],

@@ -1,0 +1,200 @@
+//! The conditional adversarial baselines: CDAN, CDAN-E and IW-CDAN.
+//!
+//! Long, Cao, Wang & Jordan, "Conditional Adversarial Domain Adaptation", NeurIPS 2018: the
+//! discriminator sees T(h) for h = (f, g), f = Z and g = softmax(F(Z)):
+//! - the multilinear map T⊗(f, g) = f ⊗ g (d_Z·c columns) when d_Z·c ≤ 4096, otherwise the
+//!   randomized map T⊙(f, g) = (R_f f) ⊙ (R_g g)/√d with fixed Gaussian R_f, R_g and d = 1024
+//!   (the paper's rule and dimension, `cdan_max_multilinear_dim`, `cdan_random_dim`);
+//! - CDAN-E weights every row's discriminator loss by w(H(g)) = 1 + e^{−H(g)}, H the entropy.
+//!
+//! As in the paper's minimax (its G is the whole network), the reversed gradient reaches Z
+//! through f, and the logits through g and through the entropy weights. (The authors' released
+//! code instead treats g in the map as a constant; the paper does not.) Discriminator, schedule
+//! λ_p = 2/(1 + exp(−10p)) − 1 and defaults as DANN ([`super::dann::Dann`]).
+//!
+//! `iw-cdan` (Combes et al. 2020, IWCDAN): CDAN with the source terms of the discriminator loss
+//! and the source CE weighted by BBSE-QP's w_{yᵢ} (the loop's per-iteration estimate).
+
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis, Zip};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+use super::{grl_coefficient, reverse_gradient, row_weights, softmax_backward, source_class_weights};
+use super::{AdaptInputs, AdaptOutput, Baseline, Discriminator};
+use crate::methods::{FitConfig, MethodKind};
+use crate::nn::softmax;
+use crate::{Real, Result};
+
+const DISCRIMINATOR_SEED: u64 = 0xcda0_0000;
+
+/// The conditioning map T(f, g) and its backward.
+#[derive(Clone, Debug)]
+pub enum ConditioningMap<T> {
+    /// f ⊗ g, row i flattened as column a·c + k = f_a g_k.
+    Multilinear,
+    /// (f R_f) ⊙ (g R_g)/√d with R_f (d_Z × d), R_g (c × d).
+    Randomized { rf: Array2<T>, rg: Array2<T> },
+}
+
+impl<T: Real> ConditioningMap<T> {
+    /// The paper's rule: explicit when d_Z·c ≤ `max_dim`, randomized with `random_dim` columns
+    /// otherwise (R_f, R_g drawn from N(0, 1) with `seed`).
+    pub fn for_dims(z_dim: usize, c: usize, max_dim: usize, random_dim: usize, seed: u64) -> Self {
+        if z_dim * c <= max_dim {
+            return ConditioningMap::Multilinear;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut draw = |r, k| Array2::from_shape_simple_fn((r, k), || T::from_f64_(StandardNormal.sample(&mut rng)));
+        let rf = draw(z_dim, random_dim);
+        let rg = draw(c, random_dim);
+        ConditioningMap::Randomized { rf, rg }
+    }
+
+    pub fn forward(&self, f: ArrayView2<T>, g: ArrayView2<T>) -> Array2<T> {
+        let (n, d, c) = (f.nrows(), f.ncols(), g.ncols());
+        match self {
+            ConditioningMap::Multilinear => {
+                let mut h = Array2::<T>::zeros((n, d * c));
+                Zip::from(h.rows_mut()).and(f.rows()).and(g.rows()).for_each(|mut hr, fr, gr| {
+                    for (a, &fa) in fr.iter().enumerate() {
+                        for (k, &gk) in gr.iter().enumerate() {
+                            hr[a * c + k] = fa * gk;
+                        }
+                    }
+                });
+                h
+            }
+            ConditioningMap::Randomized { rf, rg } => {
+                let scale = T::from_f64_(1.0 / (rf.ncols() as f64).sqrt());
+                let mut h = f.dot(rf);
+                h.zip_mut_with(&g.dot(rg), |a, &b| *a = *a * b * scale);
+                h
+            }
+        }
+    }
+
+    /// (∂ℓ/∂f, ∂ℓ/∂g) from ∂ℓ/∂T.
+    pub fn backward(&self, f: ArrayView2<T>, g: ArrayView2<T>, dh: ArrayView2<T>) -> (Array2<T>, Array2<T>) {
+        let c = g.ncols();
+        match self {
+            ConditioningMap::Multilinear => {
+                let (mut df, mut dg) = (Array2::<T>::zeros(f.raw_dim()), Array2::<T>::zeros(g.raw_dim()));
+                Zip::from(df.rows_mut()).and(dg.rows_mut()).and(f.rows()).and(g.rows()).and(dh.rows()).for_each(
+                    |mut dfr, mut dgr, fr, gr, dhr| {
+                        for (a, &fa) in fr.iter().enumerate() {
+                            let mut acc = T::zero();
+                            for (k, &gk) in gr.iter().enumerate() {
+                                let v = dhr[a * c + k];
+                                acc = acc + v * gk;
+                                dgr[k] = dgr[k] + v * fa;
+                            }
+                            dfr[a] = acc;
+                        }
+                    },
+                );
+                (df, dg)
+            }
+            ConditioningMap::Randomized { rf, rg } => {
+                let scale = T::from_f64_(1.0 / (rf.ncols() as f64).sqrt());
+                let (pf, pg) = (f.dot(rf), g.dot(rg));
+                let mut dpf = dh.to_owned();
+                dpf.zip_mut_with(&pg, |a, &b| *a = *a * b * scale);
+                let mut dpg = dh.to_owned();
+                dpg.zip_mut_with(&pf, |a, &b| *a = *a * b * scale);
+                (dpf.dot(&rf.t()), dpg.dot(&rg.t()))
+            }
+        }
+    }
+}
+
+/// Row entropies H(softmax(l)) and ∂H/∂l = −g ⊙ (log g + H), from the logits (stable for
+/// saturated rows, where g log g → 0).
+pub fn entropy_and_grad<T: Real>(logits: ArrayView2<T>) -> (Vec<f64>, Array2<T>) {
+    let mut grad = Array2::<T>::zeros(logits.raw_dim());
+    let mut ent = Vec::with_capacity(logits.nrows());
+    for (row, mut gr) in logits.rows().into_iter().zip(grad.rows_mut()) {
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, v| a.max(v.to_f64_()));
+        let lse = m + row.iter().map(|v| (v.to_f64_() - m).exp()).sum::<f64>().ln();
+        let logp: Vec<f64> = row.iter().map(|v| v.to_f64_() - lse).collect();
+        let h: f64 = -logp.iter().map(|lp| lp.exp() * lp).sum::<f64>();
+        for (g, lp) in gr.iter_mut().zip(&logp) {
+            *g = T::from_f64_(-lp.exp() * (lp + h));
+        }
+        ent.push(h);
+    }
+    (ent, grad)
+}
+
+/// `cdan`, `cdan-e` and `iw-cdan` (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct Cdan<T: Real = f32> {
+    kind: MethodKind,
+    map: ConditioningMap<T>,
+    disc: Discriminator<T>,
+    trade_off: f64,
+    gamma: f64,
+}
+
+impl<T: Real> Cdan<T> {
+    pub fn new(kind: MethodKind, z_dim: usize, c: usize, cfg: &FitConfig) -> Result<Self> {
+        let b = &cfg.baselines;
+        let seed = cfg.seed ^ DISCRIMINATOR_SEED;
+        let map = ConditioningMap::for_dims(z_dim, c, b.cdan_max_multilinear_dim, b.cdan_random_dim, seed.wrapping_add(1));
+        let input_dim = match &map {
+            ConditioningMap::Multilinear => z_dim * c,
+            ConditioningMap::Randomized { rf, .. } => rf.ncols(),
+        };
+        let disc = Discriminator::new(input_dim, b, &cfg.optimizer, seed)?;
+        Ok(Cdan { kind, map, disc, trade_off: b.trade_off, gamma: b.grl_gamma })
+    }
+
+    pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
+        let lambda = grl_coefficient(inp.progress, self.trade_off, self.gamma);
+        let ns = inp.zs.nrows();
+        let f = concatenate![Axis(0), inp.zs, inp.zt];
+        let logits = concatenate![Axis(0), inp.logits_s, inp.logits_t];
+        let g = softmax(logits.view());
+        let h = self.map.forward(f.view(), g.view());
+
+        let class_weights = source_class_weights(self.kind, inp)?;
+        let mut ws: Vec<T> = row_weights(class_weights.as_deref(), inp.ys);
+        let mut wt = vec![T::one(); inp.zt.nrows()];
+        let entropy = (self.kind == MethodKind::CdanE).then(|| entropy_and_grad(logits.view()));
+        if let Some((ent, _)) = &entropy {
+            for (w, e) in ws.iter_mut().chain(wt.iter_mut()).zip(ent) {
+                *w = T::from_f64_(1.0 + (-e).exp());
+            }
+        }
+        let loss = self.disc.loss(h.view(), &ws, &wt);
+        self.disc.update(&loss);
+
+        // Objective −λ_p·L_D: through T(f, g) into Z and g, and (CDAN-E) through ω = 1 + e^{−H}.
+        let dh = reverse_gradient(&loss.grad_input, lambda);
+        let (df, dg) = self.map.backward(f.view(), g.view(), dh.view());
+        let mut dl = softmax_backward(g.view(), dg.view());
+        if let Some((ent, dent)) = &entropy {
+            for (i, (mut row, drow)) in dl.rows_mut().into_iter().zip(dent.rows()).enumerate() {
+                // ∂(−λ L_D)/∂Hᵢ = −λ·(∂L_D/∂ωᵢ)·(−e^{−Hᵢ}).
+                let c = T::from_f64_(lambda * loss.grad_weights[i] * (-ent[i]).exp());
+                row.zip_mut_with(&drow, |a, &b| *a = *a + c * b);
+            }
+        }
+        Ok(AdaptOutput {
+            value: loss.value,
+            objective: -lambda * loss.value,
+            lambda,
+            grad_zs: df.slice(s![..ns, ..]).to_owned(),
+            grad_zt: df.slice(s![ns.., ..]).to_owned(),
+            grad_logits_s: Some(dl.slice(s![..ns, ..]).to_owned()),
+            grad_logits_t: Some(dl.slice(s![ns.., ..]).to_owned()),
+            class_weights,
+        })
+    }
+}
+
+impl Baseline for Cdan<f32> {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput> {
+        self.compute(inp)
+    }
+}
