@@ -629,8 +629,42 @@ fn office_caltech_sets(dir: &Path) -> Result<Vec<(String, RffInput)>> {
                 h,
             },
         ));
+        out.push(network_z_set(&src, &tgt, s_name, t_name)?);
     }
     Ok(out)
+}
+
+/// The representation MUL's kernel actually sees: Z = G(x) of a network pre-trained on the
+/// source (`source` method, default settings, seed 0), source labels, target pseudo-labels =
+/// that network's predictions (target labels are not read), prior = their proportions, the
+/// bandwidth rule of `mul` (multiplier 1) and ε = 0.01/c.
+fn network_z_set(
+    src: &glshift::data::Domain,
+    tgt: &glshift::data::Domain,
+    s_name: &str,
+    t_name: &str,
+) -> Result<(String, RffInput)> {
+    let cfg = glshift::methods::FitConfig { method: glshift::methods::MethodKind::Source, ..Default::default() };
+    let run = glshift::pipeline::run(src, tgt, &cfg, &mut |_| {})?;
+    let c = src.n_classes();
+    let pseudo = run.predictions();
+    let mut prior = vec![0f64; c];
+    for &k in &pseudo {
+        prior[k] += 1.0 / pseudo.len() as f64;
+    }
+    let h = kernel::bandwidth(&[run.source_z.view(), run.target_z.view()], 1.0)?;
+    Ok((
+        format!("Office-Caltech10 {s_name}→{t_name}, network Z (d = {})", run.source_z.ncols()),
+        RffInput {
+            ys: one_hot(&run.source_labels, c),
+            yt: one_hot(&pseudo, c),
+            zs: run.source_z,
+            zt: run.target_z,
+            prior,
+            params: McmdParams { eps: 0.01 / c as f64, label_kernel: kernel::LabelKernel::Linear },
+            h,
+        },
+    ))
 }
 
 /// Median time of one MUL adaptation iteration (forward, BBSE-QP, MUL terms, backward, AdamW)
