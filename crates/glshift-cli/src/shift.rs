@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::eval::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
-use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
+use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, IntervalMethod, ShiftInputs};
 use glshift::output::write_files_atomically;
 use glshift::simulate::{simulate, simulation_files, PriorSpec, SimulateConfig};
 use glshift::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
@@ -79,12 +79,16 @@ pub struct EstimateArgs {
     /// bbse-hard, bbse-soft, bbse-qp-hard, bbse-qp-soft, rlls-hard, rlls-soft, mlls-bcts.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub estimator: Vec<String>,
-    /// Bootstrap resamples for percentile intervals (0 = none).
+    /// Bootstrap resamples for the intervals (0 = none).
     #[arg(long, default_value_t = 0)]
     pub bootstrap: usize,
     /// Nominal coverage of the bootstrap intervals.
     #[arg(long, default_value_t = 0.9)]
     pub level: f64,
+    /// Interval from the bootstrap replicates: basic ([2θ̂ − q_hi, 2θ̂ − q_lo] ∩ [0, 1]) or
+    /// percentile ([q_lo, q_hi]).
+    #[arg(long, default_value = "basic")]
+    pub interval: String,
     /// Seed of the bootstrap (and, with --data, of the network and the hold-out split).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -190,6 +194,7 @@ fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
 }
 
 fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
+    let method = IntervalMethod::parse(&a.interval)?;
     match a.bootstrap {
         0 => Ok(None),
         1 => bail!("--bootstrap 1: need at least 2 resamples (or 0 for no intervals)"),
@@ -197,7 +202,7 @@ fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
             if !(a.level > 0.0 && a.level < 1.0) {
                 bail!("--level {}: must lie in (0, 1)", a.level);
             }
-            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed }))
+            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed, method }))
         }
     }
 }

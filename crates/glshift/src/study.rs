@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::data::{self, Domain};
 use crate::eval::{l1_distance, mean_std};
 use crate::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
-use crate::label_shift::{class_prior, ShiftInputs};
+use crate::label_shift::{class_prior, IntervalMethod, ShiftInputs};
 use crate::methods::{FitConfig, MethodKind};
 use crate::pipeline;
 use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
@@ -254,7 +254,7 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
                 target_probs: tp.view(),
                 source_prior: Some(&source_prior),
             };
-            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed };
+            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: IntervalMethod::Percentile };
             let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
             for name in SUITE {
                 let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));

@@ -44,7 +44,7 @@ mod tests;
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
 pub use bcts::{fit_bcts, Bcts};
-pub use bootstrap::{bootstrap, Interval};
+pub use bootstrap::{bootstrap, Interval, IntervalMethod};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{EstimateOutput, ShiftEstimator, ShiftInputs};
 pub use mlls::{em_prior, EmFit, Mlls};
