@@ -153,6 +153,15 @@ pub struct StudyArgs {
     /// Nominal coverage of the intervals.
     #[arg(long, default_value_t = 0.9)]
     pub level: f64,
+    /// Folds of the cross-fitted source classifier (every source row's out-of-fold
+    /// probabilities reach the estimators); 1 = one classifier whose stratified hold-out
+    /// (`label_shift.holdout_fraction`) alone reaches them.
+    #[arg(long, default_value_t = 5)]
+    pub cross_fit: usize,
+    /// Interval whose coverage the tables report first: basic or percentile (both are
+    /// computed from the same replicates and both are in study.json and study.md).
+    #[arg(long, default_value = "basic")]
+    pub interval: String,
     /// Seed of the splits, the classifiers and the draws.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -428,6 +437,8 @@ fn study_cmd(a: StudyArgs) -> Result<()> {
         source_fraction: a.source_fraction,
         bootstrap: a.bootstrap,
         level: a.level,
+        interval: IntervalMethod::parse(&a.interval)?,
+        cross_fit: a.cross_fit,
         seed: a.seed,
         fit,
     };

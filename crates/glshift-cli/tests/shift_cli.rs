@@ -290,11 +290,17 @@ fn shift_study_writes_json_and_markdown_and_refuses_bad_settings() {
     assert_eq!(r["domains"][0]["draws"].as_array().unwrap().len(), 4);
     let md = std::fs::read_to_string(out.join("study.md")).unwrap();
     assert!(md.contains("| src | pda |") && md.contains("| src | dirichlet:1 |"), "{md}");
+    assert!(md.contains("5-fold cross-fitted") && md.contains("basic intervals") && md.contains("percentile intervals"), "{md}");
+    assert!(md.contains("Averages over the 2 (domain, prior) cells"), "{md}");
+    let d0 = &r["domains"][0];
+    assert_eq!(d0["n_source_holdout"], d0["n_source"], "cross-fitting shows every source row to the estimators");
     let bad: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--domains", "src", "--bootstrap", "1"], "bootstrap"),
         (vec!["--domains", "src", "--prior", "dirichlet:0"], "dirichlet"),
         (vec!["--domains", "nope"], "nope"),
         (vec!["--domains", "src", "--draws", "0"], "draws"),
+        (vec!["--domains", "src", "--interval", "bca"], "interval"),
+        (vec!["--domains", "src", "--cross-fit", "0"], "cross-fit"),
     ];
     let out = dir.path().join("bad");
     for (extra, want) in bad {
