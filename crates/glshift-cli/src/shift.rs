@@ -9,10 +9,11 @@ use clap::{Args, Subcommand};
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::eval::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
-use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
+use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, IntervalMethod, ShiftInputs};
 use glshift::output::write_files_atomically;
 use glshift::simulate::{simulate, simulation_files, PriorSpec, SimulateConfig};
 use glshift::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
+use glshift::crossfit::cross_fit;
 use glshift::pipeline;
 use ndarray::{Array1, Array2};
 use ndarray_npy::WriteNpyExt;
@@ -71,6 +72,11 @@ pub struct EstimateArgs {
     /// TOML settings of the classifier (with --data; `method` is forced to `source`).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// With --data: folds of a cross-fitted source classifier (every source row's
+    /// out-of-fold probabilities reach the estimators; target rows are dealt to the fold
+    /// models); 1 = one classifier whose stratified hold-out alone reaches them.
+    #[arg(long, default_value_t = 1)]
+    pub cross_fit: usize,
     /// Also write holdout_probs.npy, holdout_labels.npy and target_probs.npy to this folder
     /// (with --data), for re-running the probabilities form or other tools.
     #[arg(long)]
@@ -79,12 +85,16 @@ pub struct EstimateArgs {
     /// bbse-hard, bbse-soft, bbse-qp-hard, bbse-qp-soft, rlls-hard, rlls-soft, mlls-bcts.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     pub estimator: Vec<String>,
-    /// Bootstrap resamples for percentile intervals (0 = none).
+    /// Bootstrap resamples for the intervals (0 = none).
     #[arg(long, default_value_t = 0)]
     pub bootstrap: usize,
     /// Nominal coverage of the bootstrap intervals.
     #[arg(long, default_value_t = 0.9)]
     pub level: f64,
+    /// Interval from the bootstrap replicates: basic ([2θ̂ − q_hi, 2θ̂ − q_lo] ∩ [0, 1]) or
+    /// percentile ([q_lo, q_hi]).
+    #[arg(long, default_value = "basic")]
+    pub interval: String,
     /// Seed of the bootstrap (and, with --data, of the network and the hold-out split).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -149,6 +159,15 @@ pub struct StudyArgs {
     /// Nominal coverage of the intervals.
     #[arg(long, default_value_t = 0.9)]
     pub level: f64,
+    /// Folds of the cross-fitted source classifier (every source row's out-of-fold
+    /// probabilities reach the estimators); 1 = one classifier whose stratified hold-out
+    /// (`label_shift.holdout_fraction`) alone reaches them.
+    #[arg(long, default_value_t = 5)]
+    pub cross_fit: usize,
+    /// Interval whose coverage the tables report first: basic or percentile (both are
+    /// computed from the same replicates and both are in study.json and study.md).
+    #[arg(long, default_value = "basic")]
+    pub interval: String,
     /// Seed of the splits, the classifiers and the draws.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -190,6 +209,7 @@ fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
 }
 
 fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
+    let method = IntervalMethod::parse(&a.interval)?;
     match a.bootstrap {
         0 => Ok(None),
         1 => bail!("--bootstrap 1: need at least 2 resamples (or 0 for no intervals)"),
@@ -197,7 +217,7 @@ fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
             if !(a.level > 0.0 && a.level < 1.0) {
                 bail!("--level {}: must lie in (0, 1)", a.level);
             }
-            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed }))
+            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed, method }))
         }
     }
 }
@@ -249,7 +269,7 @@ fn estimate(a: EstimateArgs) -> Result<()> {
              or --data, --source and --target (train the source classifier)"
         );
     }
-    for (flag, set) in [("--source", a.source.is_some()), ("--target", a.target.is_some()), ("--config", a.config.is_some()), ("--save-probs", a.save_probs.is_some())] {
+    for (flag, set) in [("--source", a.source.is_some()), ("--target", a.target.is_some()), ("--config", a.config.is_some()), ("--save-probs", a.save_probs.is_some()), ("--cross-fit", a.cross_fit != 1)] {
         if set {
             bail!("{flag} belongs to the --data form; with saved probabilities it is not used");
         }
@@ -323,64 +343,72 @@ fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec
     let (src, tgt) = (a.source.as_deref().expect("checked"), a.target.as_deref().expect("checked"));
     let cfg = resolve_config(a.config.as_ref(), Some("source"), Some(a.seed))?;
     let (source, target) = data::load_pair(dir, src, tgt)?;
-    let run = pipeline::run(&source, &target, &cfg, &mut |_| {}).with_context(|| format!("training the source classifier on '{src}' failed"))?;
-    if run.holdout_labels.is_empty() {
-        bail!("the config trains on every source row (label_shift.confusion = \"all-source\"); the estimators need the stratified hold-out");
-    }
     let c = source.n_classes();
-    let ps = run.report.source_prior.clone();
-    // Evaluation only: the target labels give the true prior after the estimates are fixed.
-    let truth = run.report.true_target_prior.clone();
-    let inp = ShiftInputs {
-        source_probs: run.holdout_probs.view(),
-        source_labels: &run.holdout_labels,
-        target_probs: run.target_probs.view(),
-        source_prior: Some(&ps),
+    let source_y = source.labels.clone().unwrap_or_default();
+    // (probabilities + labels the estimators see, target probabilities, rows each model trained on)
+    let (hp, hl, tp, n_train) = match a.cross_fit {
+        0 => bail!("--cross-fit 0: must be ≥ 1 (1 = one classifier with a hold-out)"),
+        1 => {
+            let run = pipeline::run(&source, &target, &cfg, &mut |_| {})
+                .with_context(|| format!("training the source classifier on '{src}' failed"))?;
+            if run.holdout_labels.is_empty() {
+                bail!("the config trains on every source row (label_shift.confusion = \"all-source\"); the estimators need the stratified hold-out");
+            }
+            (run.holdout_probs, run.holdout_labels, run.target_probs, vec![run.report.n_source_train])
+        }
+        k => {
+            let cf = cross_fit(&source, &target, &cfg, k)
+                .with_context(|| format!("cross-fitting the source classifier on '{src}' failed"))?;
+            (cf.source_probs, cf.source_labels, cf.target_probs, cf.n_train)
+        }
     };
+    let ps = class_prior(&source_y, c)?;
+    // Evaluation only: the target labels give the true prior after the estimates are fixed.
+    let truth = match &target.labels {
+        Some(y) => Some(class_prior(y, c)?),
+        None => None,
+    };
+    let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hl, target_probs: tp.view(), source_prior: Some(&ps) };
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_json(&results);
     print_estimates(&estimators);
-    let hold_acc = {
-        let ok = run
-            .holdout_probs
-            .rows()
-            .into_iter()
-            .zip(&run.holdout_labels)
-            .filter(|(r, y)| glshift::nn::argmax_row(*r).0 == **y)
-            .count();
-        ok as f64 / run.holdout_labels.len() as f64
+    let accuracy = |p: &Array2<f32>, y: &[usize]| {
+        let ok = p.rows().into_iter().zip(y).filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t).count();
+        ok as f64 / y.len() as f64
     };
-    let r = &run.report;
+    let hold_acc = accuracy(&hp, &hl);
+    let n_source_train = if n_train.len() == 1 { json!(n_train[0]) } else { json!(n_train) };
     let mut report = json!({
         "glshift_version": env!("CARGO_PKG_VERSION"),
         "data": dir,
         "source": src,
         "target": tgt,
-        "source_path": r.source_path,
-        "target_path": r.target_path,
-        "n_source": r.n_source,
-        "n_source_train": r.n_source_train,
-        "n_source_holdout": r.n_source_holdout,
-        "n_target": r.n_target,
+        "source_path": source.path.display().to_string(),
+        "target_path": target.path.display().to_string(),
+        "n_source": source.n(),
+        "n_source_train": n_source_train,
+        "n_source_holdout": hl.len(),
+        "cross_fit": a.cross_fit,
+        "n_target": target.n(),
         "n_classes": c,
-        "classes": r.classes,
+        "classes": source.class_names,
         "source_prior": ps,
         "classifier": { "method": "source", "seed": cfg.seed, "holdout_accuracy": hold_acc, "config": cfg },
         "bootstrap": boot,
-        "diagnostics": diagnostics(&run.holdout_probs, &run.holdout_labels, &ps)?,
+        "diagnostics": diagnostics(&hp, &hl, &ps)?,
         "estimators": estimators,
     });
-    if let Some(t) = &truth {
+    if let (Some(t), Some(y)) = (&truth, &target.labels) {
         report["true_target_prior"] = json!(t);
         report["source_target_prior_l1"] = json!(l1_distance(&ps, t));
-        report["classifier"]["target_accuracy"] = json!(r.target_accuracy);
+        report["classifier"]["target_accuracy"] = json!(accuracy(&tp, y));
     }
     let mut files = vec![(a.out.clone(), serde_json::to_vec_pretty(&report)?)];
     if let Some(dir) = &a.save_probs {
-        let hl: Array1<i64> = run.holdout_labels.iter().map(|&y| y as i64).collect();
-        files.push((dir.join("holdout_probs.npy"), npy(&run.holdout_probs)?));
+        let hl: Array1<i64> = hl.iter().map(|&y| y as i64).collect();
+        files.push((dir.join("holdout_probs.npy"), npy(&hp)?));
         files.push((dir.join("holdout_labels.npy"), npy(&hl)?));
-        files.push((dir.join("target_probs.npy"), npy(&run.target_probs)?));
+        files.push((dir.join("target_probs.npy"), npy(&tp)?));
     }
     write_files_atomically(&files)?;
     println!("wrote {}", a.out.display());
@@ -423,6 +451,8 @@ fn study_cmd(a: StudyArgs) -> Result<()> {
         source_fraction: a.source_fraction,
         bootstrap: a.bootstrap,
         level: a.level,
+        interval: IntervalMethod::parse(&a.interval)?,
+        cross_fit: a.cross_fit,
         seed: a.seed,
         fit,
     };

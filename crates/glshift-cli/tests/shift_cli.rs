@@ -175,6 +175,34 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
 }
 
 #[test]
+fn shift_estimate_data_form_with_cross_fit_shows_every_source_row_to_the_estimators() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let d = dir.path().to_str().unwrap();
+    let out = dir.path().join("report.json");
+    let probs = dir.path().join("probs");
+    let a = [
+        "shift", "estimate", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(),
+        "--cross-fit", "3", "--bootstrap", "10", "--save-probs", probs.to_str().unwrap(), "--out", out.to_str().unwrap(),
+    ];
+    let o = run(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!((r["n_source_holdout"].as_u64(), r["cross_fit"].as_u64()), (Some(60), Some(3)));
+    let trained: Vec<u64> = serde_json::from_value(r["n_source_train"].clone()).unwrap();
+    assert_eq!(trained.iter().sum::<u64>(), 2 * 60, "each row trains 2 of the 3 models: {trained:?}");
+    assert_eq!(r["estimators"]["mlls"]["interval"], "basic");
+    let hp: Array2<f32> = ndarray_npy::read_npy(probs.join("holdout_probs.npy")).unwrap();
+    assert_eq!(hp.nrows(), 60);
+    // Deterministic under the seed.
+    let o = run(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r2: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(r["estimators"], r2["estimators"]);
+}
+
+#[test]
 fn shift_estimate_data_form_bad_inputs_name_the_problem_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
@@ -193,6 +221,8 @@ fn shift_estimate_data_form_bad_inputs_name_the_problem_and_write_nothing() {
         (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--estimator", "em"], "em"),
         (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--bootstrap", "5", "--level", "1.5"], "--level"),
         (vec!["--source-probs", &sp], "give either"),
+        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--cross-fit", "0"], "--cross-fit 0"),
+        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--bootstrap", "5", "--interval", "bca"], "bca"),
         (vec!["--data", "/nonexistent/folder", "--source", "a", "--target", "b"], "/nonexistent/folder"),
     ];
     for (extra, want) in cases {
@@ -290,11 +320,17 @@ fn shift_study_writes_json_and_markdown_and_refuses_bad_settings() {
     assert_eq!(r["domains"][0]["draws"].as_array().unwrap().len(), 4);
     let md = std::fs::read_to_string(out.join("study.md")).unwrap();
     assert!(md.contains("| src | pda |") && md.contains("| src | dirichlet:1 |"), "{md}");
+    assert!(md.contains("5-fold cross-fitted") && md.contains("basic intervals") && md.contains("percentile intervals"), "{md}");
+    assert!(md.contains("Averages over the 2 (domain, prior) cells"), "{md}");
+    let d0 = &r["domains"][0];
+    assert_eq!(d0["n_source_holdout"], d0["n_source"], "cross-fitting shows every source row to the estimators");
     let bad: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--domains", "src", "--bootstrap", "1"], "bootstrap"),
         (vec!["--domains", "src", "--prior", "dirichlet:0"], "dirichlet"),
         (vec!["--domains", "nope"], "nope"),
         (vec!["--domains", "src", "--draws", "0"], "draws"),
+        (vec!["--domains", "src", "--interval", "bca"], "interval"),
+        (vec!["--domains", "src", "--cross-fit", "0"], "cross-fit"),
     ];
     let out = dir.path().join("bad");
     for (extra, want) in bad {

@@ -13,8 +13,10 @@
 //! - [`protocol`]: UDA, partial-DA and GLS task construction.
 //! - [`output`]: atomic writing of result files.
 //! - [`simulate`]: known-truth label-shift targets resampled from a labelled domain.
+//! - [`crossfit`]: k-fold cross-fitted source classifiers (out-of-fold probabilities).
 //! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
 
+pub mod crossfit;
 pub mod data;
 pub mod error;
 pub mod eval;

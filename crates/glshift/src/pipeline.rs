@@ -83,6 +83,8 @@ pub struct RunOutput {
     pub holdout_probs: Array2<f32>,
     /// Labels of those hold-out rows.
     pub holdout_labels: Vec<usize>,
+    /// Source row (index into `source`) of each hold-out row, increasing.
+    pub holdout_rows: Vec<usize>,
     /// Eval-mode Z of every source row and every target row (input order).
     pub source_z: Array2<f32>,
     pub target_z: Array2<f32>,
@@ -222,6 +224,18 @@ pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
 
 /// Preprocesses, trains and scores. `target` labels, if any, are read only after training.
 pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+    run_with_holdout(source, target, cfg, None, progress)
+}
+
+/// [`run`] with the source hold-out given as row indices (one fold of a cross-fit) instead of
+/// the stratified split of `cfg.label_shift`; `None` is [`run`].
+pub fn run_with_holdout(
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+    holdout: Option<&[usize]>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
     cfg.validate()?;
     check_pair(source, target)?;
     // Before the copies below: refuse early what would not fit in memory.
@@ -233,7 +247,7 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
     let c = source.n_classes();
     let source_y = source.labels.as_deref().unwrap_or_default();
     let fitted = fit(
-        &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c },
+        &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c, holdout },
         cfg,
         progress,
     )?;
@@ -306,6 +320,7 @@ pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn
         target_probs: fitted.target_probs,
         holdout_probs: fitted.holdout_probs,
         holdout_labels,
+        holdout_rows: fitted.holdout_rows.clone(),
         source_z: fitted.source_z,
         target_z: fitted.target_z,
         source_labels: source_y.to_vec(),

@@ -1,9 +1,11 @@
-//! The label-shift estimation study (`glshift shift study`): for each labelled domain, one
+//! The label-shift estimation study (`glshift shift study`): for each labelled domain, the
 //! source classifier (method `source`, trained once on the domain's source part, see
-//! [`crate::simulate`]), then `draws` simulated targets per prior family drawn from the
-//! disjoint target pool, and every estimator of [`crate::label_shift::suite`] with percentile
-//! bootstrap intervals on each. The bootstrap re-runs only the estimators on resampled
-//! probabilities; the network is never retrained. Target labels are read only to score.
+//! [`crate::simulate`]; cross-fitted over `cross_fit` folds by default, [`crate::crossfit`]),
+//! then `draws` simulated targets per prior family drawn from the disjoint target pool, and
+//! every estimator of [`crate::label_shift::suite`] with bootstrap intervals on each (basic and
+//! percentile from the same replicates). The bootstrap re-runs only the estimators on
+//! resampled probabilities; the network is never retrained. Target labels are read only to
+//! score.
 //!
 //! Scores per (domain, family, estimator):
 //! - ℓ1 error `‖p̂ᵗ − pᵗ‖₁`, mean ± sample std over draws (`pᵗ` the target's exact class
@@ -24,8 +26,9 @@ use serde::Serialize;
 use crate::data::{self, Domain};
 use crate::eval::{l1_distance, mean_std};
 use crate::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
-use crate::label_shift::{class_prior, ShiftInputs};
+use crate::label_shift::{class_prior, IntervalMethod, ShiftInputs};
 use crate::methods::{FitConfig, MethodKind};
+use crate::crossfit::cross_fit;
 use crate::pipeline;
 use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
 use crate::{Error, Result};
@@ -44,6 +47,13 @@ pub struct StudyConfig {
     /// Bootstrap resamples and level of the intervals.
     pub bootstrap: usize,
     pub level: f64,
+    /// Interval method of the headline coverage (every method is computed from the same
+    /// replicates and reported).
+    pub interval: IntervalMethod,
+    /// Folds of the cross-fitted classifier (see [`crate::crossfit`]); `1` = one classifier
+    /// with the stratified hold-out of `fit.label_shift` (only hold-out rows reach the
+    /// estimators).
+    pub cross_fit: usize,
     /// Seed of the splits, the classifiers and (hashed with the domain, family and draw) of
     /// every draw and its bootstrap.
     pub seed: u64,
@@ -65,11 +75,23 @@ pub fn default_families() -> Vec<PriorSpec> {
 #[derive(Clone, Debug, Serialize)]
 pub struct DrawEstimate {
     pub prior: Vec<f64>,
+    /// Interval of the study's `interval` method.
     pub prior_ci_low: Vec<f64>,
     pub prior_ci_high: Vec<f64>,
     pub prior_l1_error: f64,
     pub covered: Vec<bool>,
+    /// Per interval method (all of [`IntervalMethod::ALL`], same replicates): the interval and
+    /// its per-class coverage.
+    pub intervals: BTreeMap<String, MethodInterval>,
     pub warnings: Vec<String>,
+}
+
+/// One interval method's interval on one draw.
+#[derive(Clone, Debug, Serialize)]
+pub struct MethodInterval {
+    pub low: Vec<f64>,
+    pub high: Vec<f64>,
+    pub covered: Vec<bool>,
 }
 
 /// One simulated target.
@@ -100,11 +122,15 @@ pub struct DomainStudy {
     pub n_rows: usize,
     pub n_classes: usize,
     pub n_source: usize,
-    pub n_source_train: usize,
+    /// Source rows each classifier trained on (one entry per fold model when cross-fitted).
+    pub n_source_train: Vec<usize>,
+    /// Source rows whose probabilities and labels the estimators see (the hold-out, or every
+    /// source row when cross-fitted).
     pub n_source_holdout: usize,
     pub n_pool: usize,
     pub source_prior: Vec<f64>,
-    /// Accuracy of the source classifier on its own hold-out (labels the estimators see).
+    /// Accuracy of the source classifier on the rows the estimators see (hold-out or out of
+    /// fold).
     pub holdout_accuracy: f64,
     /// Accuracy on the whole target pool (evaluation only).
     pub pool_accuracy: f64,
@@ -126,6 +152,18 @@ pub struct SummaryRow {
     pub l1_std: f64,
     /// Mean `‖pˢ − pᵗ‖₁` over the draws (no correction).
     pub no_correction_l1_mean: f64,
+    pub coverage: f64,
+    pub coverage_present: f64,
+    pub coverage_absent: Option<f64>,
+    pub joint_coverage: f64,
+    /// The same four coverages for every interval method (the fields above repeat the
+    /// study's `interval` method).
+    pub coverage_by_interval: BTreeMap<String, Coverage>,
+}
+
+/// Per-class coverage (all / present / absent classes) and joint coverage of one method.
+#[derive(Clone, Debug, Serialize)]
+pub struct Coverage {
     pub coverage: f64,
     pub coverage_present: f64,
     pub coverage_absent: Option<f64>,
@@ -171,6 +209,9 @@ impl StudyConfig {
         if !(self.level > 0.0 && self.level < 1.0) {
             return Err(Error::param("level", self.level, "must lie in (0, 1)"));
         }
+        if self.cross_fit == 0 {
+            return Err(Error::param("cross-fit", self.cross_fit, "must be ≥ 1 (1 = one classifier with a hold-out)"));
+        }
         if !(self.source_fraction > 0.0 && self.source_fraction < 1.0) {
             return Err(Error::param("source-fraction", self.source_fraction, "must lie in (0, 1)"));
         }
@@ -214,25 +255,37 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
     let source = subset(d, &split.source_rows, &format!("{}-source", d.name));
     let pool = subset(d, &split.pool_rows, &format!("{}-pool", d.name));
     let t0 = Instant::now();
-    let run = pipeline::run(&source, &pool, fit_cfg, &mut |_| {})?;
-    let train_seconds = t0.elapsed().as_secs_f64();
-    if run.holdout_labels.is_empty() {
-        return Err(Error::param(
-            "label_shift.confusion",
-            "all-source",
-            "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
-        ));
-    }
-    let hold_pred = run.holdout_probs.rows().into_iter().map(|r| crate::nn::argmax_row(r).0);
-    let holdout_accuracy =
-        hold_pred.zip(&run.holdout_labels).filter(|(p, y)| p == *y).count() as f64 / run.holdout_labels.len() as f64;
-    let pool_accuracy = run.report.target_accuracy.unwrap_or(f64::NAN);
+    let pool_labels = pool.labels.as_deref().unwrap_or_default();
     let source_prior = class_prior(source.labels.as_deref().unwrap_or_default(), c)?;
+    // The probabilities the estimators see: (source rows, their labels, target pool).
+    let (sp, sl, pool_probs, n_source_train) = if cfg.cross_fit >= 2 {
+        let cf = cross_fit(&source, &pool, fit_cfg, cfg.cross_fit)?;
+        (cf.source_probs, cf.source_labels, cf.target_probs, cf.n_train)
+    } else {
+        let run = pipeline::run(&source, &pool, fit_cfg, &mut |_| {})?;
+        if run.holdout_labels.is_empty() {
+            return Err(Error::param(
+                "label_shift.confusion",
+                "all-source",
+                "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
+            ));
+        }
+        (run.holdout_probs, run.holdout_labels, run.target_probs, vec![run.report.n_source_train])
+    };
+    let train_seconds = t0.elapsed().as_secs_f64();
+    let accuracy = |p: &ndarray::Array2<f32>, y: &[usize]| {
+        let ok = p.rows().into_iter().zip(y).filter(|(r, &t)| crate::nn::argmax_row(*r).0 == t).count();
+        ok as f64 / y.len() as f64
+    };
+    let holdout_accuracy = accuracy(&sp, &sl);
+    // Evaluation only: the pool's labels score the classifier after training.
+    let pool_accuracy = accuracy(&pool_probs, pool_labels);
     progress(&format!(
-        "{}: source classifier trained on {} rows ({} held out, hold-out accuracy {:.1}%) in {:.1} s",
+        "{}: {} source classifier(s) trained on {:?} rows, {} rows seen by the estimators (accuracy {:.1}%) in {:.1} s",
         d.name,
-        run.report.n_source_train,
-        run.report.n_source_holdout,
+        n_source_train.len(),
+        n_source_train,
+        sl.len(),
         100.0 * holdout_accuracy,
         train_seconds
     ));
@@ -244,23 +297,29 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let requested = fam.draw(c, &mut rng)?;
             // Pool-relative indices: `resample_to_prior` works on the pool's own labels.
-            let pool_labels = pool.labels.as_deref().unwrap_or_default();
             let all: Vec<usize> = (0..pool.n()).collect();
             let t = resample_to_prior(pool_labels, &all, c, &requested, cfg.n_target, &mut rng)?;
-            let tp = run.target_probs.select(ndarray::Axis(0), &t.rows);
+            let tp = pool_probs.select(ndarray::Axis(0), &t.rows);
             let inp = ShiftInputs {
-                source_probs: run.holdout_probs.view(),
-                source_labels: &run.holdout_labels,
+                source_probs: sp.view(),
+                source_labels: &sl,
                 target_probs: tp.view(),
                 source_prior: Some(&source_prior),
             };
-            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed };
+            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: cfg.interval };
             let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
             for name in SUITE {
                 let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));
                 let r = match r {
                     Ok(e) => match (e.covers(&t.true_prior), e.prior_ci_low.clone(), e.prior_ci_high.clone()) {
                         (Some(covered), Some(lo), Some(hi)) => Ok(DrawEstimate {
+                            intervals: IntervalMethod::ALL
+                                .iter()
+                                .filter_map(|&m| {
+                                    let (low, high, covered) = e.interval_by(m, &t.true_prior)?;
+                                    Some((m.name().to_string(), MethodInterval { low, high, covered }))
+                                })
+                                .collect(),
                             prior_l1_error: e.prior_l1_error.unwrap_or(f64::NAN),
                             prior: e.prior,
                             prior_ci_low: lo,
@@ -309,8 +368,8 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
         n_rows: d.n(),
         n_classes: c,
         n_source: split.source_rows.len(),
-        n_source_train: run.report.n_source_train,
-        n_source_holdout: run.report.n_source_holdout,
+        n_source_train,
+        n_source_holdout: sl.len(),
         n_pool: split.pool_rows.len(),
         source_prior,
         holdout_accuracy,
@@ -328,35 +387,19 @@ fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
             let draws: Vec<&DrawRecord> = d.draws.iter().filter(|r| r.family == label).collect();
             let no_corr: Vec<f64> = draws.iter().map(|r| r.source_target_l1).collect();
             for name in SUITE {
-                let (mut l1, mut failures) = (Vec::new(), 0);
-                let (mut cov, mut n_cov, mut cov_p, mut n_p, mut cov_a, mut n_a, mut joint) = (0, 0, 0, 0, 0, 0, 0);
-                for r in &draws {
-                    match r.estimates.get(name) {
-                        Some(e) => {
-                            l1.push(e.prior_l1_error);
-                            for (k, &ok) in e.covered.iter().enumerate() {
-                                cov += ok as usize;
-                                n_cov += 1;
-                                if r.true_prior[k] > 0.0 {
-                                    cov_p += ok as usize;
-                                    n_p += 1;
-                                } else {
-                                    cov_a += ok as usize;
-                                    n_a += 1;
-                                }
-                            }
-                            joint += e.covered.iter().all(|&b| b) as usize;
-                        }
-                        None => {
-                            failures += 1;
-                            n_cov += r.true_prior.len();
-                            n_p += r.true_prior.iter().filter(|&&p| p > 0.0).count();
-                            n_a += r.true_prior.iter().filter(|&&p| p == 0.0).count();
-                        }
-                    }
-                }
+                let l1: Vec<f64> = draws.iter().filter_map(|r| r.estimates.get(name)).map(|e| e.prior_l1_error).collect();
+                let failures = draws.len() - l1.len();
                 let (m, s) = mean_std(&l1);
-                let frac = |a: usize, b: usize| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+                let by: BTreeMap<String, Coverage> = IntervalMethod::ALL
+                    .iter()
+                    .map(|&im| {
+                        let cov = coverage(&draws, |r| {
+                            r.estimates.get(name).and_then(|e| e.intervals.get(im.name())).map(|i| &i.covered[..])
+                        });
+                        (im.name().to_string(), cov)
+                    })
+                    .collect();
+                let main = coverage(&draws, |r| r.estimates.get(name).map(|e| &e.covered[..]));
                 rows.push(SummaryRow {
                     data: d.data.clone(),
                     domain: d.domain.clone(),
@@ -367,10 +410,11 @@ fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
                     l1_mean: m,
                     l1_std: s,
                     no_correction_l1_mean: mean_std(&no_corr).0,
-                    coverage: frac(cov, n_cov),
-                    coverage_present: frac(cov_p, n_p),
-                    coverage_absent: (n_a > 0).then(|| frac(cov_a, n_a)),
-                    joint_coverage: frac(joint, draws.len()),
+                    coverage: main.coverage,
+                    coverage_present: main.coverage_present,
+                    coverage_absent: main.coverage_absent,
+                    joint_coverage: main.joint_coverage,
+                    coverage_by_interval: by,
                 });
             }
         }
@@ -378,24 +422,59 @@ fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
     rows
 }
 
+/// Coverage over `draws` of the per-class flags that `covered` picks; a draw without them
+/// (failed estimate) counts as uncovered.
+fn coverage<'a>(draws: &[&'a DrawRecord], covered: impl Fn(&'a DrawRecord) -> Option<&'a [bool]>) -> Coverage {
+    let (mut cov, mut n_cov, mut cov_p, mut n_p, mut cov_a, mut n_a, mut joint) = (0, 0, 0, 0, 0, 0, 0);
+    for r in draws {
+        let flags = covered(r);
+        for (k, &t) in r.true_prior.iter().enumerate() {
+            let ok = flags.is_some_and(|f| f[k]) as usize;
+            cov += ok;
+            n_cov += 1;
+            if t > 0.0 {
+                cov_p += ok;
+                n_p += 1;
+            } else {
+                cov_a += ok;
+                n_a += 1;
+            }
+        }
+        joint += flags.is_some_and(|f| f.iter().all(|&b| b)) as usize;
+    }
+    let frac = |a: usize, b: usize| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+    Coverage {
+        coverage: frac(cov, n_cov),
+        coverage_present: frac(cov_p, n_p),
+        coverage_absent: (n_a > 0).then(|| frac(cov_a, n_a)),
+        joint_coverage: frac(joint, draws.len()),
+    }
+}
+
 /// `study.md`: one line per (domain, family): ℓ1 mean ± std and per-class coverage of each
 /// estimator, and the ℓ1 of no correction.
 pub fn study_markdown(r: &StudyReport) -> String {
     let mut s = String::new();
+    let probs = if r.config.cross_fit >= 2 {
+        format!("{}-fold cross-fitted classifier (out-of-fold source probabilities)", r.config.cross_fit)
+    } else {
+        "one classifier with a stratified source hold-out".to_string()
+    };
     s.push_str(&format!(
-        "Known-truth label shift: {} draws per prior, n_target = {}, source part = {:.0}% of each class, \
-         {} bootstrap resamples, {:.0}% percentile intervals, seed {}.\n\n",
+        "Known-truth label shift: {} draws per prior, n_target = {}, source part = {:.0}% of each class, {probs}, \
+         {} bootstrap resamples, {:.0}% intervals ({} first), seed {}.\n\n",
         r.config.draws,
         r.config.n_target,
         100.0 * r.config.source_fraction,
         r.config.bootstrap,
         100.0 * r.config.level,
+        r.config.interval,
         r.config.seed
     ));
-    s.push_str("| domain | n source (hold-out) | hold-out acc. | pool acc. |\n|---|---|---|---|\n");
+    s.push_str("| domain | n source | rows seen by the estimators | their accuracy | pool acc. |\n|---|---|---|---|---|\n");
     for d in &r.domains {
         s.push_str(&format!(
-            "| {} | {} ({}) | {:.1}% | {:.1}% |\n",
+            "| {} | {} | {} | {:.1}% | {:.1}% |\n",
             d.domain,
             d.n_source,
             d.n_source_holdout,
@@ -421,24 +500,52 @@ pub fn study_markdown(r: &StudyReport) -> String {
         }
         s.push('\n');
     }
-    s.push_str(
-        "\nCoverage of the per-class intervals: all classes / classes present in the target / classes absent \
-         from it (— when none) / joint (every class of a draw at once):\n\n",
-    );
-    s.push_str("| domain | prior |");
-    for e in &r.estimators {
-        s.push_str(&format!(" {e} |"));
+    let mut methods = vec![r.config.interval];
+    methods.extend(IntervalMethod::ALL.iter().filter(|&&m| m != r.config.interval));
+    for m in &methods {
+        s.push_str(&format!(
+            "\nCoverage of the per-class {m} intervals: all classes / classes present in the target / classes absent \
+             from it (— when none) / joint (every class of a draw at once):\n\n"
+        ));
+        s.push_str("| domain | prior |");
+        for e in &r.estimators {
+            s.push_str(&format!(" {e} |"));
+        }
+        s.push_str("\n|---|---|");
+        s.push_str(&"---|".repeat(r.estimators.len()));
+        s.push('\n');
+        for (dom, fam) in &groups {
+            s.push_str(&format!("| {dom} | {fam} |"));
+            for x in r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam) {
+                let c = &x.coverage_by_interval[m.name()];
+                let absent = c.coverage_absent.map_or("—".to_string(), |v| format!("{:.2}", v));
+                s.push_str(&format!(" {:.2} / {:.2} / {absent} / {:.2} |", c.coverage, c.coverage_present, c.joint_coverage));
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str(&format!(
+        "\nAverages over the {} (domain, prior) cells above (absent: over the cells that have absent classes):\n\n",
+        groups.len()
+    ));
+    s.push_str("| estimator | ℓ1 |");
+    for m in &methods {
+        s.push_str(&format!(" {m} coverage all / present / absent |"));
     }
     s.push_str("\n|---|---|");
-    s.push_str(&"---|".repeat(r.estimators.len()));
+    s.push_str(&"---|".repeat(methods.len()));
     s.push('\n');
-    for (dom, fam) in &groups {
-        s.push_str(&format!("| {dom} | {fam} |"));
-        for x in r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam) {
-            let absent = x.coverage_absent.map_or("—".to_string(), |v| format!("{:.2}", v));
+    let avg = |v: Vec<f64>| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+    for e in &r.estimators {
+        let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.estimator == e).collect();
+        s.push_str(&format!("| {e} | {:.3} |", avg(rows.iter().map(|x| x.l1_mean).collect())));
+        for m in &methods {
+            let cs: Vec<&Coverage> = rows.iter().map(|x| &x.coverage_by_interval[m.name()]).collect();
             s.push_str(&format!(
-                " {:.2} / {:.2} / {absent} / {:.2} |",
-                x.coverage, x.coverage_present, x.joint_coverage
+                " {:.2} / {:.2} / {:.2} |",
+                avg(cs.iter().map(|c| c.coverage).collect()),
+                avg(cs.iter().map(|c| c.coverage_present).collect()),
+                avg(cs.iter().filter_map(|c| c.coverage_absent).collect())
             ));
         }
         s.push('\n');
@@ -485,6 +592,8 @@ mod tests {
             source_fraction: 0.5,
             bootstrap: 10,
             level: 0.9,
+            interval: IntervalMethod::Basic,
+            cross_fit: 1,
             seed: 0,
             fit,
         }
@@ -508,6 +617,30 @@ mod tests {
         assert_eq!(strip(&a), strip(&b));
         let md = study_markdown(&a);
         assert!(md.contains("| dirichlet:1 |") && md.contains("| pda |") && md.contains("mlls"), "{md}");
+    }
+
+    #[test]
+    fn cross_fitted_study_shows_every_source_row_and_both_interval_methods() {
+        let t = generate(&SyntheticConfig { n_classes: 3, n_source: 240, n_target: 10, ..Default::default() }).unwrap();
+        let mut cfg = small_cfg();
+        cfg.cross_fit = 2;
+        cfg.families = vec![PriorSpec::Pda];
+        let a = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
+        let d = &a.domains[0];
+        assert_eq!(d.n_source_holdout, d.n_source);
+        assert_eq!(d.n_source_train.len(), 2);
+        assert_eq!(d.n_source_train.iter().sum::<usize>(), d.n_source, "each row trains exactly one of the 2 models");
+        for r in &d.draws {
+            for e in r.estimates.values() {
+                assert_eq!(e.intervals["basic"].covered, e.covered, "basic is the headline method");
+                assert_eq!(e.intervals.len(), 2);
+            }
+        }
+        for row in &a.summary {
+            assert_eq!(row.coverage, row.coverage_by_interval["basic"].coverage);
+        }
+        let b = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
+        assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
     }
 
     #[test]

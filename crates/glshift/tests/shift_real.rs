@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use glshift::data::load_domain;
+use glshift::label_shift::IntervalMethod;
 use glshift::methods::FitConfig;
 use glshift::simulate::PriorSpec;
 use glshift::study::{run_study, StudyConfig};
@@ -30,6 +31,9 @@ fn on_usps_every_estimator_but_rlls_beats_no_correction_and_rlls_keeps_the_sourc
         source_fraction: 0.5,
         bootstrap: 20,
         level: 0.9,
+        interval: IntervalMethod::Basic,
+        // One classifier with its 20% hold-out (one fit instead of five keeps the test short).
+        cross_fit: 1,
         seed: 0,
         fit: FitConfig::default(),
     };

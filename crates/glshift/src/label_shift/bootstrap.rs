@@ -1,4 +1,4 @@
-//! Percentile bootstrap intervals for any [`ShiftEstimator`].
+//! Bootstrap intervals (basic or percentile) for any [`ShiftEstimator`].
 
 use ndarray::Axis;
 use rand::{Rng, SeedableRng};
@@ -8,7 +8,69 @@ use rayon::prelude::*;
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use crate::{Error, Result};
 
-/// Per-class percentile interval of the target prior.
+/// How the bootstrap replicates become an interval.
+///
+/// With `θ̂` the point estimate of `pᵗ_k` and `q_lo`, `q_hi` the `(1 − level)/2` and
+/// `(1 + level)/2` quantiles of the replicates `θ*`:
+/// - [`IntervalMethod::Percentile`]: `[q_lo, q_hi]`;
+/// - [`IntervalMethod::Basic`] (reverse percentile, Davison & Hinkley 1997, eq. 5.6):
+///   `[2θ̂ − q_hi, 2θ̂ − q_lo]`, intersected with `[0, 1]`.
+///
+/// The basic interval estimates the law of `θ̂ − θ` by that of `θ* − θ̂`, so a bias that the
+/// replicates repeat is subtracted instead of added. This matters at the boundary of the
+/// simplex: for a class absent from the target (`θ = 0`), an estimator that cannot go below 0
+/// (EM's fixed point, clipped BBSE) has `θ̂ > 0` and replicates mostly above `θ̂`, so the
+/// percentile interval lies entirely above the truth, while the basic interval reaches 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntervalMethod {
+    /// `[2θ̂ − q_hi, 2θ̂ − q_lo] ∩ [0, 1]` (the default).
+    #[default]
+    Basic,
+    /// `[q_lo, q_hi]`.
+    Percentile,
+}
+
+impl IntervalMethod {
+    /// Every method, default first.
+    pub const ALL: [IntervalMethod; 2] = [IntervalMethod::Basic, IntervalMethod::Percentile];
+
+    /// Stable name (`basic`, `percentile`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalMethod::Basic => "basic",
+            IntervalMethod::Percentile => "percentile",
+        }
+    }
+
+    /// Parses a name of [`IntervalMethod::name`]; anything else is an [`Error::Param`].
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| Error::param("interval", s, "unknown interval method (known: basic, percentile)"))
+    }
+
+    /// Per-class bounds from the point estimate and the replicate quantiles.
+    pub fn bounds(self, point: &[f64], q_low: &[f64], q_high: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        match self {
+            IntervalMethod::Percentile => (q_low.to_vec(), q_high.to_vec()),
+            IntervalMethod::Basic => point
+                .iter()
+                .zip(q_low.iter().zip(q_high))
+                .map(|(&t, (&lo, &hi))| ((2.0 * t - hi).clamp(0.0, 1.0), (2.0 * t - lo).clamp(0.0, 1.0)))
+                .unzip(),
+        }
+    }
+}
+
+impl std::fmt::Display for IntervalMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Per-class bootstrap interval of the target prior.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Interval {
     /// Estimator name.
@@ -21,9 +83,15 @@ pub struct Interval {
     pub failed: usize,
     /// Point estimate of the target prior on the full data.
     pub point: Vec<f64>,
-    /// Lower `(1 − level)/2` percentile per class.
+    /// `(1 − level)/2` quantile of the replicates per class.
+    pub q_low: Vec<f64>,
+    /// `(1 + level)/2` quantile of the replicates per class.
+    pub q_high: Vec<f64>,
+    /// The method of [`Interval::low`] and [`Interval::high`].
+    pub method: IntervalMethod,
+    /// Lower end per class ([`IntervalMethod::bounds`] of `method`).
     pub low: Vec<f64>,
-    /// Upper `(1 + level)/2` percentile per class.
+    /// Upper end per class.
     pub high: Vec<f64>,
     /// Warnings of the point estimate, plus one about failed resamples if any.
     pub warnings: Vec<String>,
@@ -36,7 +104,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (pos - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Percentile bootstrap of the target prior: `b` replicates, each resampling the source
+/// Bootstrap interval of the target prior (`method`, see [`IntervalMethod`]): `b` replicates, each resampling the source
 /// hold-out rows (probabilities with their labels) and the target rows independently with
 /// replacement, re-running `est`. Replicate `r` draws from a ChaCha8 stream seeded from
 /// `seed`, so the result does not depend on the number of threads. A given
@@ -51,6 +119,7 @@ pub fn bootstrap(
     b: usize,
     seed: u64,
     level: f64,
+    method: IntervalMethod,
 ) -> Result<Interval> {
     if b < 2 {
         return Err(Error::param("b", b, "need at least 2 bootstrap resamples"));
@@ -89,13 +158,14 @@ pub fn bootstrap(
         ));
     }
     let c = point.target_prior.len();
-    let (mut low, mut high) = (vec![0.0; c], vec![0.0; c]);
+    let (mut q_low, mut q_high) = (vec![0.0; c], vec![0.0; c]);
     for k in 0..c {
         let mut v: Vec<f64> = ok.iter().map(|p| p[k]).collect();
         v.sort_by(f64::total_cmp);
-        low[k] = quantile(&v, (1.0 - level) / 2.0);
-        high[k] = quantile(&v, (1.0 + level) / 2.0);
+        q_low[k] = quantile(&v, (1.0 - level) / 2.0);
+        q_high[k] = quantile(&v, (1.0 + level) / 2.0);
     }
+    let (low, high) = method.bounds(&point.target_prior, &q_low, &q_high);
     let mut warnings = point.warnings;
     if failed > 0 {
         warnings.push(format!("{failed} of {b} bootstrap resamples failed and were dropped"));
@@ -106,8 +176,47 @@ pub fn bootstrap(
         resamples: b,
         failed,
         point: point.target_prior,
+        q_low,
+        q_high,
+        method,
         low,
         high,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_interval_reaches_zero_when_replicates_sit_just_above_a_small_estimate() {
+        // An absent class: point 0.004, replicates between 0.003 and 0.012 (biased upward).
+        let (lo, hi) = IntervalMethod::Basic.bounds(&[0.004, 0.5], &[0.003, 0.45], &[0.012, 0.56]);
+        assert_eq!(lo[0], 0.0, "2·0.004 − 0.012 < 0 is truncated at 0");
+        assert!((hi[0] - 0.005).abs() < 1e-15);
+        assert!(lo[0] <= 0.0 && 0.0 <= hi[0], "covers a true prior of 0");
+        // The percentile interval of the same replicates does not.
+        let (plo, _) = IntervalMethod::Percentile.bounds(&[0.004, 0.5], &[0.003, 0.45], &[0.012, 0.56]);
+        assert!(plo[0] > 0.0);
+        // Interior class: reflected around the point estimate.
+        assert!((lo[1] - 0.44).abs() < 1e-12 && (hi[1] - 0.55).abs() < 1e-12, "{lo:?} {hi:?}");
+    }
+
+    #[test]
+    fn basic_interval_stays_inside_the_unit_interval_and_ordered() {
+        let (lo, hi) = IntervalMethod::Basic.bounds(&[0.0, 0.98], &[0.0, 0.9], &[0.3, 0.99]);
+        assert_eq!((lo[0], hi[0]), (0.0, 0.0));
+        assert!(hi[1] <= 1.0 && lo[1] <= hi[1], "{lo:?} {hi:?}");
+    }
+
+    #[test]
+    fn interval_method_names_round_trip_and_unknown_names_are_errors() {
+        for m in IntervalMethod::ALL {
+            assert_eq!(IntervalMethod::parse(m.name()).unwrap(), m);
+        }
+        assert_eq!(IntervalMethod::default(), IntervalMethod::Basic);
+        let e = IntervalMethod::parse("bca").unwrap_err().to_string();
+        assert!(e.contains("bca") && e.contains("percentile"), "{e}");
+    }
 }

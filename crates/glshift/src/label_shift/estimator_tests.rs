@@ -184,14 +184,16 @@ fn bootstrap_interval_contains_point_estimate_and_shrinks_with_n() {
     let mut widths = Vec::new();
     for n in [2_000, 20_000] {
         let case = Case::new(5, n, n, &INTERIOR, ALPHA, &BETA);
-        let iv = bootstrap(&est, &case.inputs(), 100, 42, 0.9).unwrap();
+        let iv = bootstrap(&est, &case.inputs(), 100, 42, 0.9, IntervalMethod::Percentile).unwrap();
         assert_eq!(iv.failed, 0);
+        let (blo, bhi) = IntervalMethod::Basic.bounds(&iv.point, &iv.q_low, &iv.q_high);
         for k in 0..C {
             assert!(iv.low[k] <= iv.point[k] && iv.point[k] <= iv.high[k], "n={n} k={k}: {iv:?}");
+            assert!(blo[k] <= iv.point[k] && iv.point[k] <= bhi[k], "basic, n={n} k={k}: {blo:?} {bhi:?}");
         }
         widths.push((0..C).map(|k| iv.high[k] - iv.low[k]).sum::<f64>() / C as f64);
         // Same seed, same result.
-        let again = bootstrap(&est, &case.inputs(), 100, 42, 0.9).unwrap();
+        let again = bootstrap(&est, &case.inputs(), 100, 42, 0.9, IntervalMethod::Percentile).unwrap();
         assert_eq!(iv.low, again.low);
     }
     // Width ∝ 1/sqrt(n): expect ratio ≈ 0.32 for 10× more rows.
@@ -201,19 +203,21 @@ fn bootstrap_interval_contains_point_estimate_and_shrinks_with_n() {
 #[test]
 fn bootstrap_90_percent_intervals_cover_the_truth_in_most_of_30_draws() {
     let est = Bbse { soft: false };
-    let mut covered = [0usize; C];
-    for draw in 0..30 {
-        let case = Case::new(1000 + draw, 3_000, 3_000, &TARGET, ALPHA, &BETA);
-        let iv = bootstrap(&est, &case.inputs(), 200, draw, 0.9).unwrap();
-        for k in 0..C {
-            if iv.low[k] <= TARGET[k] && TARGET[k] <= iv.high[k] {
-                covered[k] += 1;
+    for method in IntervalMethod::ALL {
+        let mut covered = [0usize; C];
+        for draw in 0..30 {
+            let case = Case::new(1000 + draw, 3_000, 3_000, &TARGET, ALPHA, &BETA);
+            let iv = bootstrap(&est, &case.inputs(), 200, draw, 0.9, method).unwrap();
+            for k in 0..C {
+                if iv.low[k] <= TARGET[k] && TARGET[k] <= iv.high[k] {
+                    covered[k] += 1;
+                }
             }
         }
-    }
-    println!("coverage of 30 draws per class: {covered:?}");
-    for (k, &n) in covered.iter().enumerate() {
-        assert!(n >= 24, "class {k}: truth covered in {n} of 30 draws ({covered:?})");
+        println!("{method}: coverage of 30 draws per class: {covered:?}");
+        for (k, &n) in covered.iter().enumerate() {
+            assert!(n >= 24, "{method}, class {k}: truth covered in {n} of 30 draws ({covered:?})");
+        }
     }
 }
 

@@ -55,9 +55,60 @@ pub fn stratified_holdout(
     Ok((train, hold))
 }
 
+/// Stratified assignment of rows to `k` folds for cross-fitting: returns the fold (`< k`) of
+/// every row. Each class's rows are shuffled (classes in order, one `ChaCha8Rng` seeded by
+/// `seed`) and dealt to folds round-robin, starting where the previous class stopped, so fold
+/// sizes differ by at most one and every class with at least `k` rows appears in every fold.
+///
+/// Errors: `k < 2`, `c == 0`, empty `labels`, a label `>= c`.
+pub fn stratified_folds(labels: &[usize], c: usize, k: usize, seed: u64) -> Result<Vec<usize>> {
+    if k < 2 {
+        return Err(Error::param("folds", k, "cross-fitting needs at least 2 folds"));
+    }
+    if c == 0 {
+        return Err(Error::param("c", c, "need at least one class"));
+    }
+    if labels.is_empty() {
+        return Err(Error::bad_data("labels", "no rows to split"));
+    }
+    check_labels(labels, c, "labels")?;
+    let mut by_class = vec![Vec::new(); c];
+    for (i, &y) in labels.iter().enumerate() {
+        by_class[y].push(i);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut fold = vec![0usize; labels.len()];
+    let mut next = 0usize;
+    for mut rows in by_class {
+        rows.shuffle(&mut rng);
+        for i in rows {
+            fold[i] = next % k;
+            next += 1;
+        }
+    }
+    Ok(fold)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stratified_folds_are_balanced_per_class_and_deterministic_under_a_seed() {
+        let y: Vec<usize> = (0..103).map(|i| (i * 7) % 4).collect();
+        let f = stratified_folds(&y, 4, 5, 3).unwrap();
+        assert_eq!(f, stratified_folds(&y, 4, 5, 3).unwrap());
+        assert_ne!(f, stratified_folds(&y, 4, 5, 4).unwrap());
+        let sizes: Vec<usize> = (0..5).map(|m| f.iter().filter(|&&g| g == m).count()).collect();
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+        for k in 0..4 {
+            for m in 0..5 {
+                let n = (0..y.len()).filter(|&i| y[i] == k && f[i] == m).count();
+                assert!((5..=6).contains(&n), "class {k} fold {m}: {n} rows");
+            }
+        }
+        assert!(stratified_folds(&y, 4, 1, 0).unwrap_err().to_string().contains("folds"));
+    }
     use rand::Rng;
 
     fn labels(seed: u64) -> Vec<usize> {

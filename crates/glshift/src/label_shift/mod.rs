@@ -44,7 +44,7 @@ mod tests;
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
 pub use bcts::{fit_bcts, Bcts};
-pub use bootstrap::{bootstrap, Interval};
+pub use bootstrap::{bootstrap, Interval, IntervalMethod};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{EstimateOutput, ShiftEstimator, ShiftInputs};
 pub use mlls::{em_prior, EmFit, Mlls};
@@ -52,7 +52,7 @@ pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use floor::{apply_prior_floor, restrict_to_support};
-pub use holdout::stratified_holdout;
+pub use holdout::{stratified_folds, stratified_holdout};
 pub use prior::{class_prior, predicted_distribution};
 
 /// Result of [`bbse_qp`].

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{bootstrap, Bbse, BbseQp, Mlls, Rlls, ShiftEstimator, ShiftInputs};
+use super::{bootstrap, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator, ShiftInputs};
 use crate::eval::l1_distance;
 use crate::{Error, Result};
 
@@ -61,7 +61,7 @@ pub fn resolve_names(names: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Percentile bootstrap settings (see [`bootstrap`]).
+/// Bootstrap settings (see [`bootstrap`]).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct BootstrapSpec {
     /// Resamples (≥ 2).
@@ -70,6 +70,8 @@ pub struct BootstrapSpec {
     pub level: f64,
     /// Seed of the resampling (the same for every estimator: paired resamples).
     pub seed: u64,
+    /// Interval from the replicates (basic by default, see [`IntervalMethod`]).
+    pub method: IntervalMethod,
 }
 
 /// One estimator's entry of the report.
@@ -81,12 +83,19 @@ pub struct SuiteEntry {
     pub weights: Vec<f64>,
     /// Estimated target prior `p̂ᵗ`.
     pub prior: Vec<f64>,
-    /// Lower end of the percentile bootstrap interval per class (when bootstrapped).
+    /// Lower end of the bootstrap interval per class (when bootstrapped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prior_ci_low: Option<Vec<f64>>,
-    /// Upper end of the percentile bootstrap interval per class (when bootstrapped).
+    /// Upper end of the bootstrap interval per class (when bootstrapped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prior_ci_high: Option<Vec<f64>>,
+    /// How the interval was formed (`basic` or `percentile`; when bootstrapped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<IntervalMethod>,
+    /// The whole bootstrap result (replicate quantiles too), for callers that compare
+    /// interval methods on the same replicates; not written to reports.
+    #[serde(skip)]
+    pub bootstrap: Option<Interval>,
     /// Bootstrap resamples whose estimate failed and were dropped (when bootstrapped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bootstrap_failed: Option<usize>,
@@ -110,6 +119,15 @@ impl SuiteEntry {
         let (lo, hi) = (self.prior_ci_low.as_ref()?, self.prior_ci_high.as_ref()?);
         Some(truth.iter().enumerate().map(|(k, &t)| lo[k] <= t && t <= hi[k]).collect())
     }
+
+    /// The interval that `method` gives from the same replicates, with its per-class
+    /// coverage of `truth`. `None` without an interval.
+    pub fn interval_by(&self, method: IntervalMethod, truth: &[f64]) -> Option<(Vec<f64>, Vec<f64>, Vec<bool>)> {
+        let iv = self.bootstrap.as_ref()?;
+        let (lo, hi) = method.bounds(&iv.point, &iv.q_low, &iv.q_high);
+        let cov = truth.iter().enumerate().map(|(k, &t)| lo[k] <= t && t <= hi[k]).collect();
+        Some((lo, hi, cov))
+    }
 }
 
 /// Runs `name` ([`estimator_for`]) on `inp`, with a bootstrap interval if `boot` is given and
@@ -130,20 +148,24 @@ pub fn run_estimator(
         prior: out.target_prior,
         prior_ci_low: None,
         prior_ci_high: None,
+        interval: None,
+        bootstrap: None,
         bootstrap_failed: None,
         bootstrap_error: None,
         warnings: out.warnings,
         iterations: out.iterations,
     };
     if let Some(b) = boot {
-        match bootstrap(est.as_ref(), inp, b.resamples, b.seed, b.level) {
+        match bootstrap(est.as_ref(), inp, b.resamples, b.seed, b.level, b.method) {
             Ok(iv) => {
                 if iv.failed > 0 {
                     entry.warnings.push(format!("{} of {} bootstrap resamples failed and were dropped", iv.failed, iv.resamples));
                 }
-                entry.prior_ci_low = Some(iv.low);
-                entry.prior_ci_high = Some(iv.high);
+                entry.prior_ci_low = Some(iv.low.clone());
+                entry.prior_ci_high = Some(iv.high.clone());
+                entry.interval = Some(iv.method);
                 entry.bootstrap_failed = Some(iv.failed);
+                entry.bootstrap = Some(iv);
             }
             Err(e @ Error::Param { .. }) => return Err(e),
             Err(e) => entry.bootstrap_error = Some(e.to_string()),
@@ -216,7 +238,7 @@ mod tests {
         let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
         let names = resolve_names(&[]).unwrap();
         assert_eq!(names, SUITE);
-        let boot = BootstrapSpec { resamples: 20, level: 0.9, seed: 1 };
+        let boot = BootstrapSpec { resamples: 20, level: 0.9, seed: 1, method: IntervalMethod::Basic };
         let truth = [0.5, 0.5, 0.0];
         let r = run_suite(&names, &inp, Some(&boot), Some(&truth)).unwrap();
         let json = suite_json(&r);
@@ -227,6 +249,8 @@ mod tests {
             assert!(e["prior_l1_error"].as_f64().unwrap() >= 0.0, "{key}: {e}");
         }
         assert_eq!(json["bbse"]["variant"], "bbse-hard");
+        assert_eq!(json["mlls"]["interval"], "basic");
+        assert!(json["mlls"].get("bootstrap").is_none(), "replicate details stay out of reports");
         assert_eq!(json["bbse-qp"]["variant"], "bbse-qp-soft");
         let r = run_suite(&names, &inp, None, None).unwrap();
         let json = suite_json(&r);
@@ -246,7 +270,7 @@ mod tests {
     fn identical_seeds_give_identical_intervals() {
         let (sp, sl, tp) = inputs();
         let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
-        let boot = BootstrapSpec { resamples: 30, level: 0.9, seed: 7 };
+        let boot = BootstrapSpec { resamples: 30, level: 0.9, seed: 7, method: IntervalMethod::Basic };
         let a = run_estimator("mlls", &inp, Some(&boot), None).unwrap();
         let b = run_estimator("mlls", &inp, Some(&boot), None).unwrap();
         assert_eq!(a.prior_ci_low, b.prior_ci_low);

@@ -107,6 +107,9 @@ pub struct FitData<'a> {
     pub source_y: &'a [usize],
     pub target_x: ArrayView2<'a, f32>,
     pub n_classes: usize,
+    /// Source rows to hold out instead of the stratified split of `label_shift`
+    /// (cross-fitting passes one fold); `None` = that split.
+    pub holdout: Option<&'a [usize]>,
 }
 
 fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
@@ -214,7 +217,21 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     // Source split, the same for every method: a stratified hold-out that the network never
     // trains on. It decides when pre-training stops (source validation) and, for MUL, measures
     // the BBSE confusion matrix and the calibration temperature.
-    let (train_idx, hold_idx) = if cfg.label_shift.confusion == ConfusionRows::Holdout {
+    let (train_idx, hold_idx) = if let Some(h) = data.holdout {
+        let mut is_hold = vec![false; ns_all];
+        for &i in h {
+            if i >= ns_all || is_hold[i] {
+                return Err(Error::param("holdout", i, format!("hold-out rows must be distinct and < {ns_all}")));
+            }
+            is_hold[i] = true;
+        }
+        if h.is_empty() || h.len() == ns_all {
+            return Err(Error::param("holdout", h.len(), "the hold-out must leave rows on both sides"));
+        }
+        let mut hold = h.to_vec();
+        hold.sort_unstable();
+        ((0..ns_all).filter(|&i| !is_hold[i]).collect(), hold)
+    } else if cfg.label_shift.confusion == ConfusionRows::Holdout {
         label_shift::stratified_holdout(data.source_y, c, cfg.label_shift.holdout_fraction, cfg.seed)?
     } else {
         ((0..ns_all).collect(), Vec::new())
