@@ -183,10 +183,13 @@ pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
     bar.finish_and_clear();
     let rows: Vec<(&str, &str)> = variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
     let mut table = render_table(&records, &tasks, &rows, &args.seeds);
+    // A resumed grid's wall time covers only this call, so the runs' own times are summed too.
+    let run_seconds: f64 = records.iter().map(|r| r.elapsed_seconds).sum();
     table.push_str(&format!(
-        "\n{} runs ({resumed} read back from runs/), wall time {:.0} s.\n",
+        "\n{} runs ({resumed} read back from runs/), wall time {:.0} s for this call; the runs' own times sum to {:.0} s.\n",
         records.len(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        run_seconds
     ));
     write_files_atomically(&[
         (args.out.join("results.json"), serde_json::to_vec_pretty(&records)?),

@@ -60,6 +60,13 @@ fn killed_bench_keeps_finished_records_and_resumes() {
     }
     let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results.len(), 12);
+    // The resuming call's wall time misses the records it read back; the table also gives the
+    // runs' own times, summed over every record.
+    let total: f64 = results.iter().map(|r| r["elapsed_seconds"].as_f64().unwrap()).sum();
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    let expected = format!("({} read back from runs/)", before.len());
+    assert!(table.contains(&expected), "{table}");
+    assert!(table.contains(&format!("the runs' own times sum to {total:.0} s")), "{table}");
 }
 
 #[test]
