@@ -130,6 +130,8 @@ pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
 
     let mut records = Vec::new();
     let mut resumed = 0usize;
+    // Each data warning once per task, not once per method and seed.
+    let mut warned = std::collections::HashSet::new();
     for (s, t) in &tasks {
         let (src0, tgt0) = data::load_pair(&args.data, s, t)?;
         let proto = Protocol::parse(&args.setting, src0.n_classes(), args.pda_classes)?;
@@ -160,6 +162,11 @@ pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
                 let out = pipeline::run(&src, &tgt, &cfg, &mut |_| {})
                     .with_context(|| format!("{method} {s}→{t} seed {seed}"))?;
                 let r = &out.report;
+                for w in &r.warnings {
+                    if warned.insert(format!("{s}→{t}: {w}")) {
+                        bar.suspend(|| eprintln!("warning: {s}→{t}: {w}"));
+                    }
+                }
                 let rec = RunRecord {
                     method: method.clone(),
                     setting: proto.name().to_string(),

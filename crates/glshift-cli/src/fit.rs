@@ -94,6 +94,9 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (args.out.join(name), bytes)));
     write_files_atomically(&files)?;
     let r = &out.report;
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
     eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
     if let Some(p) = &r.estimated_target_prior {
         eprintln!("estimated target prior: {}", fmt_vec(p));

@@ -72,6 +72,10 @@ pub struct FitReport {
     /// labels, after training).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding_metrics: Option<EmbeddingMetrics>,
+    /// Problems found without labels that did not stop the run (e.g. badly scaled target
+    /// features after z-score); the CLI prints them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A finished run: report plus per-row target probabilities and the representations Z.
@@ -244,6 +248,7 @@ pub fn run_with_holdout(
     let mut xs = source.features.clone();
     let mut xt = target.features.clone();
     data::preprocess(&mut xs, &mut xt, cfg.preprocess)?;
+    let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
     let c = source.n_classes();
     let source_y = source.labels.as_deref().unwrap_or_default();
     let fitted = fit(
@@ -314,6 +319,7 @@ pub fn run_with_holdout(
         prior_l1_error: evaluation.as_ref().and_then(|e| e.prior_l1_error),
         source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
         embedding_metrics,
+        warnings,
     };
     Ok(RunOutput {
         report,

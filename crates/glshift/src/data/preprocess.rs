@@ -162,3 +162,44 @@ fn zscore(source: &mut Array2<f32>, target: &mut Array2<f32>) -> Result<()> {
     }
     Ok(())
 }
+
+/// Target root-mean-square above which a z-scored column counts as badly scaled: the source's
+/// is 1 by construction, so 10 means the target varies ten times more than the source there.
+pub const ZSCORE_TARGET_RMS_LIMIT: f64 = 10.0;
+
+/// A warning when z-scoring with source statistics left the target's geometry dominated by
+/// badly scaled columns — columns (nearly) constant in the source that vary in the target, e.g.
+/// the border pixels of MNIST against USPS — or `None`. It fires when the columns whose target
+/// RMS exceeds [`ZSCORE_TARGET_RMS_LIMIT`] hold more than half of the target's squared norm, so
+/// they, not the features, set the kernel distances. (A few such columns are common with deep
+/// features: on Office-Caltech10 they hold at most a third, and z-score works well there.)
+/// Reads the *preprocessed* target features only, no labels. Other preprocessings: `None`.
+pub fn preprocess_warning(target: &Array2<f32>, how: Preprocess) -> Option<String> {
+    if !matches!(how, Preprocess::ZScore | Preprocess::L1ZScore) || target.nrows() == 0 {
+        return None;
+    }
+    let n = target.nrows() as f64;
+    let mean_sq: Vec<f64> = target
+        .axis_iter(Axis(1))
+        .map(|col| col.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n)
+        .collect();
+    let limit_sq = ZSCORE_TARGET_RMS_LIMIT * ZSCORE_TARGET_RMS_LIMIT;
+    let total: f64 = mean_sq.iter().sum();
+    let bad: Vec<f64> = mean_sq.iter().copied().filter(|&m| m > limit_sq).collect();
+    let share = bad.iter().sum::<f64>() / total;
+    if bad.is_empty() || !(share > 0.5) {
+        return None;
+    }
+    let worst = bad.iter().copied().fold(0.0, f64::max).sqrt();
+    Some(format!(
+        "{how}: {} of {} feature columns vary far more in the target than in the source (target \
+         RMS after scaling up to {worst:.0}, the source's is 1) and hold {:.0}% of the target's \
+         squared norm: the source is nearly constant there, so those columns, not the features, \
+         set the distances. For features already on a common scale (pixels, probabilities) use \
+         preprocess = \"none\" or \"l2\".",
+        bad.len(),
+        mean_sq.len(),
+        100.0 * share,
+        how = how.as_str(),
+    ))
+}

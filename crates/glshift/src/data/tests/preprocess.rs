@@ -1,8 +1,8 @@
 //! Preprocessing with source statistics only.
 
-use ndarray::{arr2, Axis};
+use ndarray::{arr2, array, Axis};
 
-use crate::data::{preprocess, Preprocess};
+use crate::data::{preprocess, preprocess_warning, Preprocess};
 
 fn close(a: &ndarray::Array2<f32>, b: &ndarray::Array2<f32>) -> bool {
     a.shape() == b.shape() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5)
@@ -90,4 +90,40 @@ fn preprocess_names_parse_and_serialize() {
     ] {
         assert_eq!(p.to_string().parse::<Preprocess>().unwrap(), p);
     }
+}
+
+#[test]
+fn zscore_warns_when_a_source_constant_column_varies_in_the_target() {
+    // Column 1 is almost constant in the source (like MNIST's border pixels) but not in the
+    // target (USPS): after z-score the target's values there are ~1000 source standard deviations.
+    let mut src = array![[0.0f32, 0.0], [1.0, 0.001], [2.0, 0.0], [3.0, 0.001]];
+    let mut tgt = array![[0.5f32, 0.9], [1.5, 0.0], [2.5, 0.7], [3.5, 0.2]];
+    preprocess(&mut src, &mut tgt, Preprocess::ZScore).unwrap();
+    let w = preprocess_warning(&tgt, Preprocess::ZScore).expect("a warning");
+    assert!(w.contains("1 of 2 feature columns"), "{w}");
+    assert!(w.contains("preprocess = \"none\""), "{w}");
+}
+
+#[test]
+fn zscore_gives_no_warning_when_the_target_is_on_the_source_scale() {
+    let mut src = array![[0.0f32, 1.0], [1.0, 2.0], [2.0, 0.0], [3.0, 1.5]];
+    let mut tgt = array![[0.5f32, 1.2], [1.5, 0.3], [4.0, 2.5], [3.5, 0.9]];
+    preprocess(&mut src, &mut tgt, Preprocess::ZScore).unwrap();
+    assert_eq!(preprocess_warning(&tgt, Preprocess::ZScore), None);
+    // Other preprocessings never warn, whatever the values.
+    let wild = array![[1e6f32, -1e6]];
+    assert_eq!(preprocess_warning(&wild, Preprocess::None), None);
+    assert_eq!(preprocess_warning(&wild, Preprocess::L2), None);
+    assert!(preprocess_warning(&wild, Preprocess::ZScore).is_some());
+}
+
+#[test]
+fn zscore_does_not_warn_for_a_few_stray_columns_among_many() {
+    // 500 columns on the source scale (RMS 1) and one at RMS 15: it holds 225 / 725 = 31% of
+    // the squared norm, as the few stray columns of deep features do; no warning.
+    let tgt = ndarray::Array2::from_shape_fn((4, 501), |(i, j)| {
+        let sign = if i % 2 == 0 { 1.0f32 } else { -1.0 };
+        if j == 500 { 15.0 * sign } else { sign }
+    });
+    assert_eq!(preprocess_warning(&tgt, Preprocess::ZScore), None);
 }
