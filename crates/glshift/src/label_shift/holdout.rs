@@ -26,17 +26,7 @@ pub fn stratified_holdout(
     if !(0.0..1.0).contains(&fraction) {
         return Err(Error::param("fraction", fraction, "must lie in [0, 1)"));
     }
-    if c == 0 {
-        return Err(Error::param("c", c, "need at least one class"));
-    }
-    if labels.is_empty() {
-        return Err(Error::bad_data("labels", "no rows to split"));
-    }
-    check_labels(labels, c, "labels")?;
-    let mut by_class = vec![Vec::new(); c];
-    for (i, &y) in labels.iter().enumerate() {
-        by_class[y].push(i);
-    }
+    let by_class = rows_by_class(labels, c)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut train, mut hold) = (Vec::new(), Vec::new());
     for mut rows in by_class {
@@ -65,17 +55,7 @@ pub fn stratified_folds(labels: &[usize], c: usize, k: usize, seed: u64) -> Resu
     if k < 2 {
         return Err(Error::param("folds", k, "cross-fitting needs at least 2 folds"));
     }
-    if c == 0 {
-        return Err(Error::param("c", c, "need at least one class"));
-    }
-    if labels.is_empty() {
-        return Err(Error::bad_data("labels", "no rows to split"));
-    }
-    check_labels(labels, c, "labels")?;
-    let mut by_class = vec![Vec::new(); c];
-    for (i, &y) in labels.iter().enumerate() {
-        by_class[y].push(i);
-    }
+    let by_class = rows_by_class(labels, c)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut fold = vec![0usize; labels.len()];
     let mut next = 0usize;
@@ -170,4 +150,21 @@ mod tests {
         assert!(stratified_holdout(&y, 1, 0.2, 0).is_err());
         assert!(stratified_holdout(&[], 2, 0.2, 0).is_err());
     }
+}
+
+/// Row indices of each class, in row order, after checking that there are rows, at least one
+/// class and no label `>= c`.
+fn rows_by_class(labels: &[usize], c: usize) -> Result<Vec<Vec<usize>>> {
+    if c == 0 {
+        return Err(Error::param("c", c, "need at least one class"));
+    }
+    if labels.is_empty() {
+        return Err(Error::bad_data("labels", "no rows to split"));
+    }
+    check_labels(labels, c, "labels")?;
+    let mut by_class = vec![Vec::new(); c];
+    for (i, &y) in labels.iter().enumerate() {
+        by_class[y].push(i);
+    }
+    Ok(by_class)
 }
