@@ -612,10 +612,7 @@ fn office_caltech_sets(dir: &Path) -> Result<Vec<(String, RffInput)>> {
                     .expect("c >= 1")
             })
             .collect();
-        let mut prior = vec![0f64; c];
-        for &k in &pseudo {
-            prior[k] += 1.0 / pseudo.len() as f64;
-        }
+        let prior = glshift::label_shift::class_prior(&pseudo, c)?;
         let h = kernel::bandwidth(&[xs.view(), xt.view()], 1.0)?;
         out.push((
             format!("Office-Caltech10 {s_name}→{t_name} (d = {})", xs.ncols()),
@@ -648,10 +645,7 @@ fn network_z_set(
     let run = glshift::pipeline::run(src, tgt, &cfg, &mut |_| {})?;
     let c = src.n_classes();
     let pseudo = run.predictions();
-    let mut prior = vec![0f64; c];
-    for &k in &pseudo {
-        prior[k] += 1.0 / pseudo.len() as f64;
-    }
+    let prior = glshift::label_shift::class_prior(&pseudo, c)?;
     let h = kernel::bandwidth(&[run.source_z.view(), run.target_z.view()], 1.0)?;
     Ok((
         format!("Office-Caltech10 {s_name}→{t_name}, network Z (d = {})", run.source_z.ncols()),

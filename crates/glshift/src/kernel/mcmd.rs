@@ -252,9 +252,15 @@ pub(super) fn j_tu_from_coefficients<T: Real>(
         },
         est,
     );
-    let grad_t = out.grads[0].pop().expect("target gradient");
-    let grad_s = out.grads[0].pop().expect("source gradient");
-    TuGrad { value: out.values[0], grad_s, grad_t }
+    two_domain_grad(&mut out, 0)
+}
+
+/// Value of objective `o` of a two-domain (source, target) request and its gradients, taken
+/// out of `out`.
+fn two_domain_grad<T: Real>(out: &mut tiled::Output<T>, o: usize) -> TuGrad<T> {
+    let grad_t = out.grads[o].pop().expect("target gradient");
+    let grad_s = out.grads[o].pop().expect("source gradient");
+    TuGrad { value: out.values[o], grad_s, grad_t }
 }
 
 /// Transfer uncertainty J_TU = Σ_k prior_k (G^{ss}_{kk} + G^{tt}_{kk} − 2G^{st}_{kk})
@@ -401,19 +407,8 @@ pub fn j_tu_du<T: Real>(
         },
         spec.estimator,
     );
-    let mut take = |idx: Option<usize>| {
-        idx.map(|o| {
-            let grad_t = out.grads[o].pop().expect("target gradient");
-            let grad_s = out.grads[o].pop().expect("source gradient");
-            TuGrad {
-                value: out.values[o],
-                grad_s,
-                grad_t,
-            }
-        })
-    };
-    let tu = take(tu_idx);
-    let du = take(du_idx);
+    let tu = tu_idx.map(|o| two_domain_grad(&mut out, o));
+    let du = du_idx.map(|o| two_domain_grad(&mut out, o));
     Ok(TuDuGrad { tu, du })
 }
 
