@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::data::{self, Domain, LabelRule};
 use crate::eval::{self, EmbeddingMetrics};
 use crate::nn::argmax_row;
-use crate::methods::{fit, FitConfig, IterRecord, Progress};
+use crate::methods::{fit_with_cache, FitConfig, IterRecord, PretrainCache, Progress};
 use crate::methods::train::FitData;
 use crate::protocol::Protocol;
 use crate::{Error, Result};
@@ -58,6 +58,10 @@ pub struct FitReport {
     pub history: Vec<IterRecord>,
     /// The only timing field (kept apart so reports can be compared byte for byte without it).
     pub elapsed_seconds: f64,
+    /// Pre-training came from an earlier run of the same grid (`pipeline::run_cached`), so
+    /// `elapsed_seconds` covers adaptation and scoring only. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pretraining_reused: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_accuracy: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -228,7 +232,20 @@ pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
 
 /// Preprocesses, trains and scores. `target` labels, if any, are read only after training.
 pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
-    run_with_holdout(source, target, cfg, None, progress)
+    run_inner(source, target, cfg, None, None, progress)
+}
+
+/// [`run`] sharing pre-training through `cache` with earlier runs on the same source rows and
+/// pre-training settings (a grid's methods on one task and seed). Same results as [`run`];
+/// `elapsed_seconds` then excludes the shared pre-training, and `pretraining_reused` says so.
+pub fn run_cached(
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+    cache: &mut PretrainCache,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
+    run_inner(source, target, cfg, None, Some(cache), progress)
 }
 
 /// [`run`] with the source hold-out given as row indices (one fold of a cross-fit) instead of
@@ -238,6 +255,17 @@ pub fn run_with_holdout(
     target: &Domain,
     cfg: &FitConfig,
     holdout: Option<&[usize]>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
+    run_inner(source, target, cfg, holdout, None, progress)
+}
+
+fn run_inner(
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+    holdout: Option<&[usize]>,
+    cache: Option<&mut PretrainCache>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
     cfg.validate()?;
@@ -251,11 +279,15 @@ pub fn run_with_holdout(
     let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
     let c = source.n_classes();
     let source_y = source.labels.as_deref().unwrap_or_default();
-    let fitted = fit(
+    let hits_before = cache.as_ref().map_or(0, |c| c.hits());
+    let mut cache = cache;
+    let fitted = fit_with_cache(
         &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c, holdout },
         cfg,
+        cache.as_deref_mut(),
         progress,
     )?;
+    let pretraining_reused = cache.is_some_and(|c| c.hits() > hits_before);
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
@@ -313,6 +345,7 @@ pub fn run_with_holdout(
         predicted_class_counts,
         history: fitted.history.clone(),
         elapsed_seconds,
+        pretraining_reused,
         target_accuracy: evaluation.as_ref().map(|e| e.target_accuracy),
         per_class_accuracy: evaluation.as_ref().map(|e| e.per_class_accuracy.clone()),
         true_target_prior: evaluation.as_ref().map(|e| e.true_target_prior.clone()),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use glshift::data;
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::{FitConfig, MethodKind, PretrainCache};
 use glshift::pipeline;
 use glshift::synthetic::{generate, SyntheticConfig};
 
@@ -43,6 +43,39 @@ fn training_never_reads_target_labels() {
     assert_eq!(a.target_probs, b.target_probs);
     assert_eq!(a.report.estimated_target_prior, b.report.estimated_target_prior);
     assert_ne!(a.report.true_target_prior, None);
+}
+
+#[test]
+fn shared_pretraining_changes_no_result_and_is_keyed_on_its_settings() {
+    // A grid's methods on one task and seed share pre-training; every output must equal the
+    // output of a run that pre-trains on its own, and other pre-training settings must miss.
+    let task = generate(&SyntheticConfig { n_source: 300, n_target: 300, ..Default::default() }).unwrap();
+    let base = FitConfig { pretrain_iters: 40, adapt_iters: 20, ..Default::default() };
+    let mut cache = PretrainCache::new();
+    for (i, method) in [MethodKind::Source, MethodKind::Mul, MethodKind::Dann].into_iter().enumerate() {
+        let cfg = FitConfig { method, ..base.clone() };
+        let alone = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
+        let shared = pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {}).unwrap();
+        assert_eq!(shared.report.pretraining_reused, i > 0, "{method}");
+        assert!(!alone.report.pretraining_reused);
+        assert_eq!(alone.target_probs, shared.target_probs, "{method}");
+        assert_eq!(alone.report.estimated_target_prior, shared.report.estimated_target_prior, "{method}");
+        let history = |r: &pipeline::FitReport| serde_json::to_string(&r.history).unwrap();
+        assert_eq!(history(&alone.report), history(&shared.report), "{method}");
+    }
+    assert_eq!((cache.len(), cache.hits()), (1, 2));
+    // Another seed, another pre-training length, another source: each a new state.
+    let other_seed = FitConfig { seed: 1, ..base.clone() };
+    let other_len = FitConfig { pretrain_iters: 41, ..base.clone() };
+    for cfg in [other_seed, other_len] {
+        let r = pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {}).unwrap();
+        assert!(!r.report.pretraining_reused);
+    }
+    let mut source = task.source.clone();
+    source.features[[0, 0]] += 1.0;
+    let r = pipeline::run_cached(&source, &task.target, &base, &mut cache, &mut |_| {}).unwrap();
+    assert!(!r.report.pretraining_reused);
+    assert_eq!((cache.len(), cache.hits()), (4, 2));
 }
 
 fn shared_data(folder: &str) -> Option<PathBuf> {

@@ -10,4 +10,4 @@ pub mod train;
 pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use baselines::BaselineConfig;
 pub use config::{ConfusionRows, FitConfig, LabelShiftConfig, MethodKind, MulConfig};
-pub use train::{fit, Fitted, IterRecord, Progress, Stage, TransferRecord};
+pub use train::{fit, fit_with_cache, Fitted, IterRecord, PretrainCache, Progress, Stage, TransferRecord};

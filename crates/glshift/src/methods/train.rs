@@ -189,8 +189,170 @@ pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Resul
     Ok(())
 }
 
+/// Network, optimiser and random-stream state at the end of pre-training, with its records.
+#[derive(Clone)]
+pub struct PretrainState {
+    net: Network,
+    adam: Adam,
+    rng: ChaCha8Rng,
+    history: Vec<IterRecord>,
+}
+
+/// Everything pre-training reads: the settings below and the source rows in training order
+/// (`[train; hold-out]`, so the split is part of it) with their labels. Not the method, the
+/// adaptation settings or the target. A setting added to pre-training must be added here.
+#[derive(Clone, Debug, PartialEq)]
+struct PretrainKey {
+    settings: String,
+    shape: (usize, usize, usize),
+    fingerprint: u64,
+}
+
+impl PretrainKey {
+    fn new(cfg: &FitConfig, x_source: ArrayView2<f32>, y_train: &[usize], y_hold: &[usize]) -> Self {
+        use std::hash::{Hash, Hasher};
+        let settings = serde_json::json!({
+            "seed": cfg.seed,
+            "network": cfg.network,
+            "optimizer": cfg.optimizer,
+            "pretrain_iters": cfg.pretrain_iters,
+            "pretrain_patience": cfg.pretrain_patience,
+        })
+        .to_string();
+        // Exact bits, not values: equal keys must mean identical inputs.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        x_source.iter().for_each(|v| v.to_bits().hash(&mut h));
+        y_train.hash(&mut h);
+        y_hold.hash(&mut h);
+        PretrainKey { settings, shape: (x_source.nrows(), x_source.ncols(), y_train.len()), fingerprint: h.finish() }
+    }
+}
+
+/// Pre-trained states shared by the fits of a grid (`glshift bench`: every method of one task
+/// and seed pre-trains the same network on the same rows). A fit whose key matches reuses the
+/// state; results are unchanged.
+#[derive(Default)]
+pub struct PretrainCache {
+    entries: Vec<(PretrainKey, PretrainState)>,
+    hits: usize,
+}
+
+impl PretrainCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many fits reused a stored state.
+    pub fn hits(&self) -> usize {
+        self.hits
+    }
+
+    /// How many states are stored.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn get(&mut self, key: &PretrainKey) -> Option<PretrainState> {
+        let state = self.entries.iter().find(|(k, _)| k == key).map(|(_, s)| s.clone());
+        self.hits += usize::from(state.is_some());
+        state
+    }
+
+    fn insert(&mut self, key: PretrainKey, state: PretrainState) {
+        self.entries.push((key, state));
+    }
+}
+
+/// Pre-training (Algorithm 1, first stage): cross-entropy on the source training rows
+/// (`x_source = [train; hold-out]`, `n_train = y_train.len()`), stopped by the hold-out NLL with
+/// `cfg.pretrain_patience`, and the best network by that NLL (with its optimiser state)
+/// restored. Without a hold-out it runs `cfg.pretrain_iters` iterations.
+fn pretrain(
+    x_source: ArrayView2<f32>,
+    y_train: &[usize],
+    y_hold: &[usize],
+    d: usize,
+    c: usize,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PretrainState> {
+    let (n_train, n_hold) = (y_train.len(), y_hold.len());
+    let mut net = Network::new(d, c, &cfg.network, cfg.seed)?;
+    let mut adam = Adam::new(&cfg.optimizer, &net);
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
+    let uniform = vec![1.0f32; n_train];
+    let train_fw = Forward { train: true, stats_rows: n_train };
+    let eval_fw = Forward { train: false, stats_rows: n_train };
+    let needs_eval_pass = cfg.network.dropout > 0.0;
+    let mut best: Option<(f64, Network, Adam, usize)> = None;
+    for it in 0..cfg.pretrain_iters {
+        let pass = net.forward(x_source, &train_fw, &mut rng);
+        let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), y_train, &uniform);
+        check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
+        if n_hold > 0 {
+            let logits = if needs_eval_pass { net.forward(x_source, &eval_fw, &mut rng).logits } else { pass.logits.clone() };
+            let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), y_hold, 1.0);
+            match &best {
+                Some((b, _, _, at)) if nll >= *b => {
+                    if it - at >= cfg.pretrain_patience {
+                        break;
+                    }
+                }
+                _ => best = Some((nll, net.clone(), adam.clone(), it)),
+            }
+        }
+        let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
+        d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
+        let grads = net.backward(&pass, d_logits.view(), None);
+        if !grads.is_finite() {
+            return Err(Error::numerical(
+                format!("Pretrain iteration {it}"),
+                format!("the gradient of the cross-entropy is not finite: {}", divergence_advice(cfg)),
+            ));
+        }
+        adam.step(&mut net, &grads);
+        history.push(IterRecord {
+            stage: Stage::Pretrain,
+            iter: it,
+            ce,
+            j_tu: 0.0,
+            j_du: 0.0,
+            total: ce,
+            lambda_du: 0.0,
+            n_confident: 0,
+            du_pooled: false,
+            temperature: 1.0,
+            target_prior: None,
+            transfer: None,
+        });
+        progress(Progress { done: it + 1, total: cfg.pretrain_iters, stage: Stage::Pretrain, loss: ce });
+    }
+    if let Some((_, best_net, best_adam, _)) = best {
+        net = best_net;
+        adam = best_adam;
+    }
+    Ok(PretrainState { net, adam, rng, history })
+}
+
 /// Trains `cfg.method` on the data. Deterministic for a given seed.
 pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    fit_with_cache(data, cfg, None, progress)
+}
+
+/// [`fit`], taking the pre-trained state from `cache` when a fit with the same source rows and
+/// pre-training settings stored it there (and storing it otherwise). The result is identical,
+/// bit for bit, to [`fit`]'s; only the work is shared.
+pub fn fit_with_cache(
+    data: &FitData,
+    cfg: &FitConfig,
+    cache: Option<&mut PretrainCache>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
     cfg.validate()?;
     let c = data.n_classes;
     let (ns_all, d) = data.source_x.dim();
@@ -244,66 +406,35 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
     let x_all = concatenate![Axis(0), x_source.view(), data.target_x];
     let ys_onehot = one_hot(&y_train, c);
 
-    let mut net = Network::new(d, c, &cfg.network, cfg.seed)?;
-    let mut adam = Adam::new(&cfg.optimizer, &net);
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
-    let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
-    let uniform = vec![1.0f32; n_train];
-    let train_fw = Forward { train: true, stats_rows: n_train };
     let eval_fw = Forward { train: false, stats_rows: n_train };
+    let train_fw = Forward { train: true, stats_rows: n_train };
     let needs_eval_pass = cfg.network.dropout > 0.0;
+    let uniform = vec![1.0f32; n_train];
     let total_estimate = cfg.pretrain_iters + cfg.adapt_iters;
 
-    // Pre-training: CE on the source training rows, stopped by the hold-out NLL (patience),
-    // and the best network by that NLL restored.
-    let mut best: Option<(f64, Network, Adam, usize)> = None;
-    for it in 0..cfg.pretrain_iters {
-        let pass = net.forward(x_source.view(), &train_fw, &mut rng);
-        let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), &y_train, &uniform);
-        check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
-        if n_hold > 0 {
-            let logits = if needs_eval_pass { net.forward(x_source.view(), &eval_fw, &mut rng).logits } else { pass.logits.clone() };
-            let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), &y_hold, 1.0);
-            match &best {
-                Some((b, _, _, at)) if nll >= *b => {
-                    if it - at >= cfg.pretrain_patience {
-                        break;
-                    }
-                }
-                _ => best = Some((nll, net.clone(), adam.clone(), it)),
+    // Pre-training reads only the source rows and the settings of `PretrainKey`, so a grid that
+    // runs several methods on one task and seed passes a cache and computes it once.
+    let mut cache = cache;
+    let key = cache.as_ref().map(|_| PretrainKey::new(cfg, x_source.view(), &y_train, &y_hold));
+    let cached = match (cache.as_deref_mut(), &key) {
+        (Some(c), Some(k)) => c.get(k),
+        _ => None,
+    };
+    let state = match cached {
+        Some(state) => state,
+        None => {
+            let state = pretrain(x_source.view(), &y_train, &y_hold, d, c, cfg, &mut |p| {
+                progress(Progress { total: total_estimate, ..p })
+            })?;
+            if let (Some(cache), Some(key)) = (cache, key) {
+                cache.insert(key, state.clone());
             }
+            state
         }
-        let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
-        d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
-        let grads = net.backward(&pass, d_logits.view(), None);
-        if !grads.is_finite() {
-            return Err(Error::numerical(
-                format!("Pretrain iteration {it}"),
-                format!("the gradient of the cross-entropy is not finite: {}", divergence_advice(cfg)),
-            ));
-        }
-        adam.step(&mut net, &grads);
-        history.push(IterRecord {
-            stage: Stage::Pretrain,
-            iter: it,
-            ce,
-            j_tu: 0.0,
-            j_du: 0.0,
-            total: ce,
-            lambda_du: 0.0,
-            n_confident: 0,
-            du_pooled: false,
-            temperature: 1.0,
-            target_prior: None,
-            transfer: None,
-        });
-        progress(Progress { done: it + 1, total: total_estimate, stage: Stage::Pretrain, loss: ce });
-    }
+    };
+    let PretrainState { mut net, mut adam, mut rng, mut history } = state;
+    history.reserve(cfg.adapt_iters);
     let pretrain_done = history.len();
-    if let Some((_, best_net, best_adam, _)) = best {
-        net = best_net;
-        adam = best_adam;
-    }
 
     let floor = cfg.prior_floor_for(c);
     let mut shift: Option<ShiftEstimate> = None;
