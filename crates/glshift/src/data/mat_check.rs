@@ -157,11 +157,7 @@ pub(super) fn numeric_arrays(bytes: &[u8], path: &Path) -> Result<Vec<u8>> {
             ));
         };
         match tag.data_type {
-            MI_MATRIX => {
-                if is_numeric_array(data, e, path, at)? {
-                    push_element(&mut out, &rest[..tag.tag_len], data);
-                }
-            }
+            MI_MATRIX if is_numeric_array(data, e, path, at)? => push_element(&mut out, &rest[..tag.tag_len], data),
             MI_COMPRESSED => {
                 let (inner, element) = inflate(data, e, path, at)?;
                 let end = (inner.tag_len + inner.size).min(element.len());

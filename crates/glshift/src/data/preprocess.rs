@@ -187,7 +187,8 @@ pub fn preprocess_warning(target: &Array2<f32>, how: Preprocess) -> Option<Strin
     let total: f64 = mean_sq.iter().sum();
     let bad: Vec<f64> = mean_sq.iter().copied().filter(|&m| m > limit_sq).collect();
     let share = bad.iter().sum::<f64>() / total;
-    if bad.is_empty() || !(share > 0.5) {
+    // `share` is NaN when the target is all zeros: no warning then either.
+    if bad.is_empty() || share.is_nan() || share <= 0.5 {
         return None;
     }
     let worst = bad.iter().copied().fold(0.0, f64::max).sqrt();

@@ -69,6 +69,23 @@ pub fn stratified_folds(labels: &[usize], c: usize, k: usize, seed: u64) -> Resu
     Ok(fold)
 }
 
+/// Row indices of each class, in row order, after checking that there are rows, at least one
+/// class and no label `>= c`.
+fn rows_by_class(labels: &[usize], c: usize) -> Result<Vec<Vec<usize>>> {
+    if c == 0 {
+        return Err(Error::param("c", c, "need at least one class"));
+    }
+    if labels.is_empty() {
+        return Err(Error::bad_data("labels", "no rows to split"));
+    }
+    check_labels(labels, c, "labels")?;
+    let mut by_class = vec![Vec::new(); c];
+    for (i, &y) in labels.iter().enumerate() {
+        by_class[y].push(i);
+    }
+    Ok(by_class)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,21 +167,4 @@ mod tests {
         assert!(stratified_holdout(&y, 1, 0.2, 0).is_err());
         assert!(stratified_holdout(&[], 2, 0.2, 0).is_err());
     }
-}
-
-/// Row indices of each class, in row order, after checking that there are rows, at least one
-/// class and no label `>= c`.
-fn rows_by_class(labels: &[usize], c: usize) -> Result<Vec<Vec<usize>>> {
-    if c == 0 {
-        return Err(Error::param("c", c, "need at least one class"));
-    }
-    if labels.is_empty() {
-        return Err(Error::bad_data("labels", "no rows to split"));
-    }
-    check_labels(labels, c, "labels")?;
-    let mut by_class = vec![Vec::new(); c];
-    for (i, &y) in labels.iter().enumerate() {
-        by_class[y].push(i);
-    }
-    Ok(by_class)
 }
