@@ -279,15 +279,12 @@ fn run_inner(
     let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
     let c = source.n_classes();
     let source_y = source.labels.as_deref().unwrap_or_default();
-    let hits_before = cache.as_ref().map_or(0, |c| c.hits());
-    let mut cache = cache;
     let fitted = fit_with_cache(
         &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c, holdout },
         cfg,
-        cache.as_deref_mut(),
+        cache,
         progress,
     )?;
-    let pretraining_reused = cache.is_some_and(|c| c.hits() > hits_before);
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
@@ -345,7 +342,7 @@ fn run_inner(
         predicted_class_counts,
         history: fitted.history.clone(),
         elapsed_seconds,
-        pretraining_reused,
+        pretraining_reused: fitted.pretraining_reused,
         target_accuracy: evaluation.as_ref().map(|e| e.target_accuracy),
         per_class_accuracy: evaluation.as_ref().map(|e| e.per_class_accuracy.clone()),
         true_target_prior: evaluation.as_ref().map(|e| e.true_target_prior.clone()),

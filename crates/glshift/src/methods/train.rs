@@ -99,6 +99,8 @@ pub struct Fitted {
     /// softmax without temperature), n_hold × c: rows it never trained on, for label-shift
     /// estimators (`glshift shift estimate --data`).
     pub holdout_probs: Array2<f32>,
+    /// Pre-training was taken from the [`PretrainCache`] passed to [`fit_with_cache`].
+    pub pretraining_reused: bool,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.
@@ -420,6 +422,7 @@ pub fn fit_with_cache(
         (Some(c), Some(k)) => c.get(k),
         _ => None,
     };
+    let pretraining_reused = cached.is_some();
     let state = match cached {
         Some(state) => state,
         None => {
@@ -656,5 +659,6 @@ pub fn fit_with_cache(
         floored_classes: floored,
         holdout_rows: hold_idx,
         holdout_probs,
+        pretraining_reused,
     })
 }
