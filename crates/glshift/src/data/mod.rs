@@ -74,7 +74,7 @@ impl RawDomain {
 
 pub use discover::list_domains;
 pub use load::{load_domain, load_pair};
-pub use preprocess::{preprocess, preprocess_warning, Preprocess, ZSCORE_TARGET_RMS_LIMIT};
+pub use preprocess::{preprocess, preprocess_warning, Preprocess, PreprocessStats, ZSCORE_TARGET_RMS_LIMIT};
 pub use validate::check_features;
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ndarray::{Array2, Axis};
+use ndarray::{Array2, ArrayView2, Axis};
 
 use crate::{Error, Result};
 
@@ -61,7 +61,8 @@ impl FromStr for Preprocess {
     }
 }
 
-/// Applies `how` in place to both matrices, with statistics of `source` only.
+/// Applies `how` in place to both matrices, with statistics of `source` only:
+/// [`PreprocessStats::fit`] on `source`, then [`PreprocessStats::apply`] to each.
 ///
 /// - z-score: per column, `(x - mean_s) / std_s`. A column that is constant in the source
 ///   (std zero, or below 1e-10·|mean| which is rounding noise) uses std = 1, so it becomes 0
@@ -84,24 +85,79 @@ pub fn preprocess(
             found: target.ncols().to_string(),
         });
     }
-    match how {
-        Preprocess::None => Ok(()),
-        Preprocess::ZScore => zscore(source, target),
-        Preprocess::L2 => {
-            scale_rows(source, |r| {
-                r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt()
-            });
-            scale_rows(target, |r| {
-                r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt()
-            });
-            Ok(())
-        }
-        Preprocess::L1ZScore => {
-            scale_rows(source, |r| r.iter().map(|&v| f64::from(v).abs()).sum());
-            scale_rows(target, |r| r.iter().map(|&v| f64::from(v).abs()).sum());
-            zscore(source, target)
-        }
+    let stats = PreprocessStats::fit(source.view(), how)?;
+    stats.apply(source)?;
+    stats.apply(target)
+}
+
+/// A fitted preprocessing: the kind and, for the z-score kinds, the source column means and
+/// scales (length d each, f64; empty for `none` and `l2`). Kept in a saved model so that new
+/// rows are transformed exactly as the training rows were.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PreprocessStats {
+    pub how: Preprocess,
+    /// Number of feature columns the statistics were fitted on.
+    pub dim: usize,
+    /// Source column means (after L1 scaling for `l1-z-score`), length `dim` or 0.
+    pub mean: Vec<f64>,
+    /// Source column standard deviations, 1 for constant columns, length `dim` or 0.
+    pub scale: Vec<f64>,
+}
+
+impl PreprocessStats {
+    /// Fits `how` on the source rows (`n × d`). Errors: an empty source for the z-score kinds.
+    pub fn fit(source: ArrayView2<f32>, how: Preprocess) -> Result<Self> {
+        let dim = source.ncols();
+        let (mean, scale) = match how {
+            Preprocess::None | Preprocess::L2 => (Vec::new(), Vec::new()),
+            Preprocess::ZScore => zscore_stats(source)?,
+            Preprocess::L1ZScore => {
+                let mut scaled = source.to_owned();
+                scale_rows(&mut scaled, l1_norm);
+                zscore_stats(scaled.view())?
+            }
+        };
+        Ok(PreprocessStats { how, dim, mean, scale })
     }
+
+    /// Transforms `x` (`n × dim`) in place. Errors: another column count, or statistics whose
+    /// lengths do not match `dim` (a damaged model file).
+    pub fn apply(&self, x: &mut Array2<f32>) -> Result<()> {
+        if x.ncols() != self.dim {
+            return Err(Error::Shape {
+                what: "preprocess: feature dimension".into(),
+                expected: self.dim.to_string(),
+                found: x.ncols().to_string(),
+            });
+        }
+        let needs_stats = matches!(self.how, Preprocess::ZScore | Preprocess::L1ZScore);
+        let expected = if needs_stats { self.dim } else { 0 };
+        if self.mean.len() != expected || self.scale.len() != expected {
+            return Err(Error::Shape {
+                what: format!("{} statistics (mean, scale)", self.how),
+                expected: expected.to_string(),
+                found: format!("{}, {}", self.mean.len(), self.scale.len()),
+            });
+        }
+        match self.how {
+            Preprocess::None => {}
+            Preprocess::ZScore => zscore_apply(x, &self.mean, &self.scale),
+            Preprocess::L2 => scale_rows(x, l2_norm),
+            Preprocess::L1ZScore => {
+                scale_rows(x, l1_norm);
+                zscore_apply(x, &self.mean, &self.scale);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn l2_norm(r: &[f32]) -> f64 {
+    r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt()
+}
+
+fn l1_norm(r: &[f32]) -> f64 {
+    r.iter().map(|&v| f64::from(v).abs()).sum()
 }
 
 /// Divides each row by `norm(row)`, leaving rows with norm 0 untouched.
@@ -117,7 +173,8 @@ fn scale_rows(x: &mut Array2<f32>, norm: impl Fn(&[f32]) -> f64) {
     }
 }
 
-fn zscore(source: &mut Array2<f32>, target: &mut Array2<f32>) -> Result<()> {
+/// Column means and standard deviations of `source` (std 1 for a constant column).
+fn zscore_stats(source: ArrayView2<f32>) -> Result<(Vec<f64>, Vec<f64>)> {
     let n = source.nrows();
     if n == 0 {
         return Err(Error::bad_data(
@@ -153,14 +210,15 @@ fn zscore(source: &mut Array2<f32>, target: &mut Array2<f32>) -> Result<()> {
             }
         })
         .collect();
-    for x in [source, target] {
-        for mut row in x.axis_iter_mut(Axis(0)) {
-            for ((v, &m), &s) in row.iter_mut().zip(&mean).zip(&scale) {
-                *v = ((f64::from(*v) - m) / s) as f32;
-            }
+    Ok((mean, scale))
+}
+
+fn zscore_apply(x: &mut Array2<f32>, mean: &[f64], scale: &[f64]) {
+    for mut row in x.axis_iter_mut(Axis(0)) {
+        for ((v, &m), &s) in row.iter_mut().zip(mean).zip(scale) {
+            *v = ((f64::from(*v) - m) / s) as f32;
         }
     }
-    Ok(())
 }
 
 /// Target root-mean-square above which a z-scored column counts as badly scaled: the source's

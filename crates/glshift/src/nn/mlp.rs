@@ -228,41 +228,68 @@ impl<T: Real> Mlp<T> {
     /// uses the statistics of `stats_x` (`m × in`, propagated through the same layers) or, when
     /// `None`, of `x` itself.
     pub(crate) fn eval(&self, x: ArrayView2<T>, stats_x: Option<ArrayView2<T>>) -> Array2<T> {
+        let stats = self.batch_norm_stats(stats_x.unwrap_or(x));
+        self.eval_frozen(x, &stats)
+    }
+
+    /// Per block, the BatchNorm statistics `(mean, rstd)` (length = the block's width) of the
+    /// rows `stats_x` (`m × in`, m ≥ 1) propagated through the layers in evaluation mode; `None`
+    /// for a block without BatchNorm. Freezing these makes a prediction independent of the
+    /// training rows ([`Mlp::eval_frozen`]).
+    pub(crate) fn batch_norm_stats(&self, stats_x: ArrayView2<T>) -> Vec<Option<BnStats<T>>> {
         let last_bn = self.blocks.iter().rposition(|b| b.bn.is_some());
-        let mut h = x.to_owned();
-        // The statistics rows are only carried as far as the last BatchNorm block.
-        let mut s = match (stats_x, last_bn) {
-            (Some(s), Some(_)) => Some(s.to_owned()),
-            _ => None,
-        };
+        let mut out = Vec::with_capacity(self.blocks.len());
+        let mut s = stats_x.to_owned();
         for (l, block) in self.blocks.iter().enumerate() {
+            // The statistics rows are only carried as far as the last BatchNorm block.
+            if last_bn.is_none_or(|last| l > last) {
+                out.push(None);
+                continue;
+            }
+            let mut hs = block.linear.forward(s.view());
+            match &block.bn {
+                Some(bn) => {
+                    let (mean, rstd) = column_stats(hs.view());
+                    bn.apply_inplace(&mut hs, &mean, &rstd);
+                    out.push(Some(BnStats { mean, rstd }));
+                }
+                None => out.push(None),
+            }
+            if Some(l) != last_bn {
+                block.activation.forward_inplace(&mut hs);
+            }
+            s = hs;
+        }
+        out
+    }
+
+    /// Evaluation-mode forward with given BatchNorm statistics (one entry per block, as
+    /// [`Mlp::batch_norm_stats`] returns): `x` (`n × in`) → `z` (`n × z_dim`).
+    ///
+    /// # Panics
+    /// If `stats` has another length than the blocks, or lacks statistics for a BatchNorm block
+    /// (callers validate a loaded model first).
+    pub(crate) fn eval_frozen(&self, x: ArrayView2<T>, stats: &[Option<BnStats<T>>]) -> Array2<T> {
+        assert_eq!(stats.len(), self.blocks.len(), "Mlp::eval_frozen: one statistics entry per block");
+        let mut h = x.to_owned();
+        for (block, st) in self.blocks.iter().zip(stats) {
             h = block.linear.forward(h.view());
             if let Some(bn) = &block.bn {
-                match s.as_mut() {
-                    Some(sv) => {
-                        let mut hs = block.linear.forward(sv.view());
-                        let (mean, rstd) = column_stats(hs.view());
-                        bn.apply_inplace(&mut h, &mean, &rstd);
-                        bn.apply_inplace(&mut hs, &mean, &rstd);
-                        *sv = hs;
-                    }
-                    None => {
-                        let (mean, rstd) = column_stats(h.view());
-                        bn.apply_inplace(&mut h, &mean, &rstd);
-                    }
-                }
-            } else if let Some(sv) = s.as_mut() {
-                *sv = block.linear.forward(sv.view());
+                let st = st.as_ref().expect("BatchNorm block without statistics");
+                bn.apply_inplace(&mut h, &st.mean, &st.rstd);
             }
             block.activation.forward_inplace(&mut h);
-            if Some(l) == last_bn {
-                s = None;
-            } else if let Some(sv) = s.as_mut() {
-                block.activation.forward_inplace(sv);
-            }
         }
         h
     }
+}
+
+/// Frozen BatchNorm statistics of one block: column mean and r = (σ² + ε)^(−1/2), each of the
+/// block's width.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BnStats<T> {
+    pub mean: ndarray::Array1<T>,
+    pub rstd: ndarray::Array1<T>,
 }
 
 #[cfg(test)]

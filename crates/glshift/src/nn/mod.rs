@@ -26,5 +26,5 @@ pub use adam::{Adam, AdamConfig};
 pub use batchnorm::{column_stats, BatchNorm, BnCache, BnGrad, BN_EPS};
 pub use linear::{Linear, LinearGrad};
 pub use loss::{argmax_row, softmax, weighted_cross_entropy};
-pub use mlp::{dropout_mask, Block, BlockGrad, Mlp};
+pub use mlp::{dropout_mask, Block, BlockGrad, BnStats, Mlp};
 pub use network::{stack_rows, Forward, Grads, Network, NetworkConfig, ParamKind, Pass};

@@ -9,7 +9,7 @@ use super::activation::Activation;
 use super::batchnorm::BatchNorm;
 use super::linear::{Linear, LinearGrad};
 use super::loss::softmax;
-use super::mlp::{Block, BlockGrad, Mlp, MlpCache};
+use super::mlp::{Block, BlockGrad, BnStats, Mlp, MlpCache};
 use crate::{Error, Real, Result};
 
 /// Architecture of the network.
@@ -331,6 +331,21 @@ impl<T: Real> Network<T> {
             );
         }
         let z = self.g.eval(x, stats_x);
+        let logits = self.f.forward(z.view());
+        (z, logits)
+    }
+
+    /// Per block of G, the BatchNorm statistics of the rows `stats_x` (`m × input_dim`), to be
+    /// frozen into a model ([`Network::eval_frozen`]); `None` for blocks without BatchNorm.
+    pub fn batch_norm_stats(&self, stats_x: ArrayView2<T>) -> Vec<Option<BnStats<T>>> {
+        self.g.batch_norm_stats(stats_x)
+    }
+
+    /// Evaluation-mode `(z, logits)` (`n × z_dim`, `n × c`) for `x` (`n × input_dim`) with frozen
+    /// BatchNorm statistics; identical, bit for bit, to [`Network::eval_outputs`] with the rows
+    /// the statistics came from.
+    pub fn eval_frozen(&self, x: ArrayView2<T>, stats: &[Option<BnStats<T>>]) -> (Array2<T>, Array2<T>) {
+        let z = self.g.eval_frozen(x, stats);
         let logits = self.f.forward(z.view());
         (z, logits)
     }
