@@ -7,6 +7,7 @@
 //! - [`label_shift`]: BBSE in its QP form (importance weights and target prior).
 //! - [`nn`]: layers, Adam, losses (gradients by hand).
 //! - [`methods`]: `source` and `mul` as losses plugged into one training loop.
+//! - [`model`]: the estimator API: fit on arrays, predict, save and load a model.
 //! - [`synthetic`]: a seeded generalized-label-shift generator (the demo task).
 //! - [`eval`]: scores computed from target labels (evaluation only).
 //! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
@@ -23,6 +24,7 @@ pub mod eval;
 pub mod kernel;
 pub mod label_shift;
 pub mod methods;
+pub mod model;
 pub mod nn;
 pub mod output;
 pub mod pipeline;

@@ -6,11 +6,12 @@ use std::time::Instant;
 use ndarray::Array2;
 use serde::Serialize;
 
-use crate::data::{self, Domain, LabelRule};
+use crate::data::{Domain, LabelRule};
+use crate::model::dataset::check_domains;
 use crate::eval::{self, EmbeddingMetrics};
 use crate::nn::argmax_row;
-use crate::methods::{fit_with_cache, FitConfig, IterRecord, PretrainCache, Progress};
-use crate::methods::train::FitData;
+use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
+use crate::model::{Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::protocol::Protocol;
 use crate::{Error, Result};
 
@@ -101,6 +102,8 @@ pub struct RunOutput {
     pub network: crate::nn::Network,
     /// True target labels when the target file has them (for evaluation and figures only).
     pub target_labels: Option<Vec<usize>>,
+    /// The model to keep: predicts new rows, saved by `glshift fit` as `model.glshift`.
+    pub model: FittedModel,
 }
 
 /// File names of the representations a run saves beside `report.json`.
@@ -115,23 +118,9 @@ impl RunOutput {
         argmax_rows(&self.target_probs)
     }
 
-    /// `predictions.csv`: row, predicted class (index and name), confidence, probabilities.
+    /// `predictions.csv` of the target rows ([`predictions_csv`]).
     pub fn predictions_csv(&self) -> String {
-        let classes = &self.report.classes;
-        let mut out = String::from("row,predicted,predicted_name,confidence");
-        for name in classes {
-            out.push_str(&format!(",p_{}", csv_field(name)));
-        }
-        out.push('\n');
-        for (i, row) in self.target_probs.rows().into_iter().enumerate() {
-            let k = argmax_row(row).0;
-            out.push_str(&format!("{i},{k},{},{:.6}", csv_field(&classes[k]), row[k]));
-            for p in row {
-                out.push_str(&format!(",{p:.6}"));
-            }
-            out.push('\n');
-        }
-        out
+        predictions_csv(&self.target_probs, &self.report.classes)
     }
 
     /// `(file name, .npy bytes)` of Z (f32, n × d) for both domains and of the labels (i64):
@@ -145,6 +134,25 @@ impl RunOutput {
         }
         Ok(files)
     }
+}
+
+/// `predictions.csv`: one line per row of `probs` (`n × c`): row, predicted class (index and
+/// name), confidence, and the probability of each of the `c` `classes` (6 decimals).
+pub fn predictions_csv(probs: &Array2<f32>, classes: &[String]) -> String {
+    let mut out = String::from("row,predicted,predicted_name,confidence");
+    for name in classes {
+        out.push_str(&format!(",p_{}", csv_field(name)));
+    }
+    out.push('\n');
+    for (i, row) in probs.rows().into_iter().enumerate() {
+        let k = argmax_row(row).0;
+        out.push_str(&format!("{i},{k},{},{:.6}", csv_field(&classes[k]), row[k]));
+        for p in row {
+            out.push_str(&format!(",{p:.6}"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn labels_array(y: &[usize]) -> ndarray::Array1<i64> {
@@ -170,45 +178,12 @@ fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
     p.rows().into_iter().map(|r| argmax_row(r).0).collect()
 }
 
-/// Checks that a source/target pair can be trained on (independent of how it was loaded).
+/// Checks that a source/target pair can be trained on (independent of how it was loaded):
+/// the array checks of [`crate::model::Dataset`], naming the domains' files, and target classes
+/// ⊆ source classes.
 pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
-    data::check_features(&source.path.display().to_string(), source.features.view())?;
-    data::check_features(&target.path.display().to_string(), target.features.view())?;
-    if source.dim() != target.dim() {
-        return Err(Error::Shape {
-            what: format!("feature dimension of target {} vs source {}", target.path.display(), source.path.display()),
-            expected: source.dim().to_string(),
-            found: target.dim().to_string(),
-        });
-    }
-    let labels = source
-        .labels
-        .as_ref()
-        .ok_or_else(|| Error::bad_data(source.path.display().to_string(), "the source domain has no labels"))?;
+    let labels = check_domains(source, target)?;
     let c = source.n_classes();
-    if let Some(&bad) = labels.iter().find(|&&y| y >= c) {
-        return Err(Error::bad_data(source.path.display().to_string(), format!("label {bad} out of range 0..{c}")));
-    }
-    let present = (0..c).filter(|k| labels.contains(k)).count();
-    if present < 2 {
-        return Err(Error::bad_data(
-            source.path.display().to_string(),
-            format!("the source holds {present} class(es); at least 2 are needed to train a classifier"),
-        ));
-    }
-    // Every column constant = all source rows identical: z-score maps them to 0, the kernel
-    // bandwidth is 0 and there is nothing to learn. (Some constant columns are fine.)
-    let x = &source.features;
-    if x.nrows() > 1 && x.rows().into_iter().all(|r| r == x.row(0)) {
-        return Err(Error::bad_data(
-            format!("source '{}' ({})", source.name, source.path.display()),
-            format!(
-                "all {} rows are identical (every feature column is constant): nothing to learn \
-                 and the kernel bandwidth would be 0; check that the right features were exported",
-                x.nrows()
-            ),
-        ));
-    }
     // Partial DA assumes target classes ⊆ source classes; a target class without source rows
     // can never be predicted. Target labels are read here only to refuse such a task.
     if let Some(tl) = &target.labels {
@@ -268,23 +243,16 @@ fn run_inner(
     cache: Option<&mut PretrainCache>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
-    cfg.validate()?;
+    let params = FitParams::from_config(cfg.clone()).check()?;
     check_pair(source, target)?;
     // Before the copies below: refuse early what would not fit in memory.
     crate::methods::train::check_memory(source.n() + target.n(), source.dim(), source.n_classes(), cfg)?;
+    let data = Dataset::from_domains(source, target)?;
     let started = Instant::now();
-    let mut xs = source.features.clone();
-    let mut xt = target.features.clone();
-    data::preprocess(&mut xs, &mut xt, cfg.preprocess)?;
-    let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
     let c = source.n_classes();
-    let source_y = source.labels.as_deref().unwrap_or_default();
-    let fitted = fit_with_cache(
-        &FitData { source_x: xs.view(), source_y, target_x: xt.view(), n_classes: c, holdout },
-        cfg,
-        cache,
-        progress,
-    )?;
+    let source_y = data.source_y();
+    let FitOutcome { model, fitted, warnings } =
+        params.fit_detailed(&data, FitOptions { holdout, cache, progress: Some(progress) })?;
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
@@ -362,5 +330,6 @@ fn run_inner(
         source_labels: source_y.to_vec(),
         network: fitted.network,
         target_labels: target.labels.clone(),
+        model,
     })
 }

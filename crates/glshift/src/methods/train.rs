@@ -10,7 +10,7 @@
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::baselines::{self, AdaptInputs, AdaptOutput};
 use super::config::{ConfusionRows, FitConfig};
@@ -20,7 +20,7 @@ use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network};
 use crate::{Error, Result};
 
 /// Training stage of an iteration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {
     Pretrain,
@@ -28,7 +28,7 @@ pub enum Stage {
 }
 
 /// What one iteration measured (all values before the parameter update).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IterRecord {
     pub stage: Stage,
     pub iter: usize,
@@ -55,7 +55,7 @@ pub struct IterRecord {
 }
 
 /// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransferRecord {
     pub value: f64,
     pub lambda: f64,

@@ -1,0 +1,257 @@
+//! The model file (`model.glshift`): a [safetensors] file, so any safetensors reader (Python's
+//! `safetensors`, candle, …) can open it, with glshift's header in its string metadata.
+//!
+//! Metadata: `__metadata__` holds one key, `glshift`, whose value is a JSON object ([`Header`];
+//! one key, so the file's bytes do not depend on a map's iteration order):
+//! - `format` = `"glshift-model"`, `format_version` = 1 (this reader accepts exactly 1);
+//! - `info`: [`ModelInfo`] as a JSON text (glshift version, configuration, class names, input
+//!   dimension, priors, importance weights, iteration history);
+//! - `preprocess`: the preprocessing kind (`none`, `z-score`, `l2`, `l1-z-score`);
+//! - `checksum`: CRC-32 (IEEE) in hex over the `info` text's bytes followed by every tensor's
+//!   name and little-endian bytes, tensors in name order, so a damaged byte anywhere is detected.
+//!
+//! Tensors (little-endian; f32 unless noted), for G's blocks `l = 0, 1, …` and F:
+//! `g.{l}.weight` `[in, out]`, `g.{l}.bias` `[out]`, with BatchNorm also `g.{l}.bn.gamma`,
+//! `g.{l}.bn.beta`, `g.{l}.bn.mean`, `g.{l}.bn.rstd` `[out]` (the frozen statistics: column mean
+//! and (σ² + ε)^(−1/2) of the source training rows); `f.weight` `[z_dim, c]`, `f.bias` `[c]`;
+//! with a z-score preprocessing `preprocess.mean`, `preprocess.scale` `[d]` (f64).
+//!
+//! A truncated, damaged, foreign, wrong-version or inconsistent file is an error naming the
+//! file and the problem; shapes are checked against the configuration before any allocation.
+//!
+//! [safetensors]: https://huggingface.co/docs/safetensors
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use ndarray::{Array1, Array2};
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use serde::{Deserialize, Serialize};
+
+use super::fitted::{FittedModel, ModelInfo};
+use crate::data::{Preprocess, PreprocessStats};
+use crate::nn::{BnStats, Network};
+use crate::{Error, Result};
+
+/// Value of the `format` metadata key.
+pub const FORMAT_NAME: &str = "glshift-model";
+/// The model file version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The key of glshift's header in the safetensors metadata.
+pub const META_KEY: &str = "glshift";
+
+/// glshift's header (module docs).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Header {
+    pub format: String,
+    pub format_version: u32,
+    pub preprocess: Preprocess,
+    pub checksum: String,
+    /// [`ModelInfo`] as JSON text, kept as text so the checksum covers its exact bytes.
+    pub info: String,
+}
+
+/// One tensor to write: dtype, shape, little-endian bytes.
+pub(super) type Entry = (Dtype, Vec<usize>, Vec<u8>);
+
+impl FittedModel {
+    /// Writes the model to `path` atomically (a temporary sibling, then a rename): the file is
+    /// complete or absent.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        crate::output::write_files_atomically(&[(path.to_path_buf(), self.to_bytes()?)])
+    }
+
+    /// Reads a model written by [`FittedModel::save`]. Errors name `path` and the problem.
+    pub fn load(path: &Path) -> Result<FittedModel> {
+        let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        Self::from_bytes(&bytes, path)
+    }
+
+    /// The file's bytes (the same model always gives the same bytes).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let tensors = self.tensor_entries();
+        let info = serde_json::to_string(&self.info).map_err(|e| json_err("info", e))?;
+        let header = Header {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            preprocess: self.preprocess.how,
+            checksum: checksum(&info, tensors.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice()))),
+            info,
+        };
+        let meta = HashMap::from([(META_KEY.to_string(), serde_json::to_string(&header).map_err(|e| json_err("header", e))?)]);
+        let views: Vec<(String, TensorView)> = tensors
+            .iter()
+            .map(|(name, (dt, shape, bytes))| Ok((name.clone(), TensorView::new(*dt, shape.clone(), bytes).map_err(st_err)?)))
+            .collect::<Result<_>>()?;
+        safetensors::serialize(views, Some(meta)).map_err(st_err)
+    }
+
+    /// Parses a model file's bytes; `path` names the file in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FittedModel> {
+        let bad = |reason: String| Error::bad_file(path, reason);
+        let file = SafeTensors::deserialize(bytes)
+            .map_err(|e| bad(format!("not a readable glshift model (truncated or damaged safetensors file: {e})")))?;
+        let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(e.to_string()))?;
+        let text = meta
+            .metadata()
+            .as_ref()
+            .and_then(|m| m.get(META_KEY))
+            .ok_or_else(|| bad(format!("no `{META_KEY}` entry in the safetensors metadata: not a glshift model file")))?;
+        let header: Header = serde_json::from_str(text).map_err(|e| bad(format!("invalid glshift header: {e}")))?;
+        if header.format != FORMAT_NAME {
+            return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", header.format)));
+        }
+        if header.format_version != FORMAT_VERSION {
+            return Err(bad(format!(
+                "model format version {}; this glshift ({}) reads version {FORMAT_VERSION}",
+                header.format_version,
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        let mut names: Vec<String> = file.names().into_iter().map(String::from).collect();
+        names.sort();
+        let tensors: Vec<(String, TensorView)> =
+            names.into_iter().map(|n| file.tensor(&n).map(|t| (n, t)).map_err(st_err)).collect::<Result<_>>()?;
+        if header.checksum != checksum(&header.info, tensors.iter().map(|(n, t)| (n.as_str(), t.data()))) {
+            return Err(bad("checksum mismatch: the file is damaged".into()));
+        }
+        let info: ModelInfo = serde_json::from_str(&header.info).map_err(|e| bad(format!("invalid header `info`: {e}")))?;
+        info.config.validate().map_err(|e| bad(format!("invalid configuration in the header: {e}")))?;
+        let reader = TensorReader { path, tensors: tensors.into_iter().collect() };
+        let (network, bn_stats) = reader.network(&info)?;
+        let preprocess = reader.preprocess(header.preprocess, info.input_dim)?;
+        let model = FittedModel { info, preprocess, network, bn_stats };
+        model.check_consistent(&path.display().to_string())?;
+        Ok(model)
+    }
+
+    /// Every tensor of the file by name (sorted), with its dtype, shape and bytes.
+    pub(super) fn tensor_entries(&self) -> BTreeMap<String, Entry> {
+        let mut out = BTreeMap::new();
+        let f32_entry = |shape: Vec<usize>, v: &[f32]| (Dtype::F32, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect());
+        for (l, (block, st)) in self.network.g.blocks.iter().zip(&self.bn_stats).enumerate() {
+            let w = &block.linear.w;
+            out.insert(format!("g.{l}.weight"), f32_entry(w.shape().to_vec(), &w.iter().copied().collect::<Vec<_>>()));
+            out.insert(format!("g.{l}.bias"), f32_entry(vec![w.ncols()], &block.linear.b.to_vec()));
+            if let (Some(bn), Some(st)) = (&block.bn, st) {
+                for (part, v) in [("gamma", &bn.gamma), ("beta", &bn.beta), ("mean", &st.mean), ("rstd", &st.rstd)] {
+                    out.insert(format!("g.{l}.bn.{part}"), f32_entry(vec![v.len()], &v.to_vec()));
+                }
+            }
+        }
+        let fw = &self.network.f.w;
+        out.insert("f.weight".into(), f32_entry(fw.shape().to_vec(), &fw.iter().copied().collect::<Vec<_>>()));
+        out.insert("f.bias".into(), f32_entry(vec![fw.ncols()], &self.network.f.b.to_vec()));
+        let p = &self.preprocess;
+        if !p.mean.is_empty() {
+            for (part, v) in [("mean", &p.mean), ("scale", &p.scale)] {
+                out.insert(format!("preprocess.{part}"), (Dtype::F64, vec![v.len()], v.iter().flat_map(|x| x.to_le_bytes()).collect()));
+            }
+        }
+        out
+    }
+}
+
+fn json_err(what: &str, e: serde_json::Error) -> Error {
+    Error::numerical(format!("model {what}"), format!("cannot encode as JSON: {e}"))
+}
+
+fn st_err(e: safetensors::SafeTensorError) -> Error {
+    Error::numerical("model file (safetensors)", e.to_string())
+}
+
+/// CRC-32 over the header text and the tensors' bytes in the given (name) order, as hex.
+pub(super) fn checksum<'a>(info: &str, tensors: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
+    let mut h = crc32fast::Hasher::new();
+    h.update(info.as_bytes());
+    for (name, bytes) in tensors {
+        h.update(name.as_bytes());
+        h.update(bytes);
+    }
+    format!("{:08x}", h.finalize())
+}
+
+/// Typed access to a parsed file's tensors, each checked for dtype and exact shape.
+struct TensorReader<'a> {
+    path: &'a Path,
+    tensors: BTreeMap<String, TensorView<'a>>,
+}
+
+impl TensorReader<'_> {
+    fn view(&self, name: &str, dtype: Dtype, shape: &[usize]) -> Result<&TensorView<'_>> {
+        let t = self.tensors.get(name).ok_or_else(|| Error::bad_file(self.path, format!("tensor `{name}` is missing")))?;
+        if t.dtype() != dtype || t.shape() != shape {
+            return Err(Error::bad_file(
+                self.path,
+                format!("tensor `{name}` is {:?} {:?}; the header's configuration needs {dtype:?} {shape:?}", t.dtype(), t.shape()),
+            ));
+        }
+        Ok(t)
+    }
+
+    fn f32s(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let t = self.view(name, Dtype::F32, shape)?;
+        Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    fn vector(&self, name: &str, len: usize) -> Result<Array1<f32>> {
+        Ok(Array1::from(self.f32s(name, &[len])?))
+    }
+
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Array2<f32>> {
+        let v = self.f32s(name, &[rows, cols])?;
+        Array2::from_shape_vec((rows, cols), v).map_err(|e| Error::bad_file(self.path, format!("tensor `{name}`: {e}")))
+    }
+
+    /// G + F and the frozen statistics. Every tensor's shape is checked against the header's
+    /// architecture (input dimension, widths, classes) before the network is allocated, so a
+    /// header claiming huge sizes fails on the tensors the file does not hold.
+    fn network(&self, info: &ModelInfo) -> Result<(Network, Vec<Option<BnStats<f32>>>)> {
+        let net_cfg = &info.config.network;
+        let c = info.class_names.len();
+        let mut widths = vec![info.input_dim];
+        widths.extend(&net_cfg.hidden);
+        for (l, pair) in widths.windows(2).enumerate() {
+            self.view(&format!("g.{l}.weight"), Dtype::F32, pair)?;
+        }
+        let z_dim = *widths.last().expect("input dimension is in the list");
+        self.view("f.weight", Dtype::F32, &[z_dim, c])?;
+        let mut net = Network::new(info.input_dim, c, net_cfg, 0)
+            .map_err(|e| Error::bad_file(self.path, format!("header architecture: {e}")))?;
+        let mut stats = Vec::with_capacity(net.g.blocks.len());
+        for (l, block) in net.g.blocks.iter_mut().enumerate() {
+            let (fan_in, width) = (widths[l], widths[l + 1]);
+            block.linear.w = self.matrix(&format!("g.{l}.weight"), fan_in, width)?;
+            block.linear.b = self.vector(&format!("g.{l}.bias"), width)?;
+            stats.push(match &mut block.bn {
+                Some(bn) => {
+                    bn.gamma = self.vector(&format!("g.{l}.bn.gamma"), width)?;
+                    bn.beta = self.vector(&format!("g.{l}.bn.beta"), width)?;
+                    let mean = self.vector(&format!("g.{l}.bn.mean"), width)?;
+                    Some(BnStats { mean, rstd: self.vector(&format!("g.{l}.bn.rstd"), width)? })
+                }
+                None => None,
+            });
+        }
+        net.f.w = self.matrix("f.weight", z_dim, c)?;
+        net.f.b = self.vector("f.bias", c)?;
+        Ok((net, stats))
+    }
+
+    fn preprocess(&self, how: Preprocess, dim: usize) -> Result<PreprocessStats> {
+        let f64s = |name: &str| -> Result<Vec<f64>> {
+            let t = self.view(name, Dtype::F64, &[dim])?;
+            Ok(t.data().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8-byte chunk"))).collect())
+        };
+        let (mean, scale) = match how {
+            Preprocess::ZScore | Preprocess::L1ZScore => (f64s("preprocess.mean")?, f64s("preprocess.scale")?),
+            Preprocess::None | Preprocess::L2 => (Vec::new(), Vec::new()),
+        };
+        if scale.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
+            return Err(Error::bad_file(self.path, "preprocess.scale holds a value that is not finite and > 0"));
+        }
+        Ok(PreprocessStats { how, dim, mean, scale })
+    }
+}

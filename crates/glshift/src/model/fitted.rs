@@ -1,0 +1,215 @@
+//! A fitted model: everything a prediction on new rows needs, and what the fit estimated.
+//!
+//! Prediction for raw feature rows X (`n × d`): X ↦ preprocess(X) with the source statistics ↦
+//! G (BatchNorm with statistics frozen from the source training rows) ↦ Z (`n × z_dim`) ↦
+//! F ↦ softmax (`n × c`). On the fit's own target rows this reproduces the fit's probabilities
+//! bit for bit.
+
+use ndarray::{Array2, ArrayView2, Axis};
+use serde::{Deserialize, Serialize};
+
+use super::dataset::Dataset;
+use crate::data::{check_features, PreprocessStats};
+use crate::methods::train::Fitted;
+use crate::methods::{FitConfig, IterRecord};
+use crate::nn::{argmax_row, softmax, BnStats, Network};
+use crate::{Error, Result};
+
+/// What a model records about its fit besides the arrays: settings, classes, estimates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInfo {
+    /// glshift version that trained the model.
+    pub glshift_version: String,
+    pub config: FitConfig,
+    /// `c` names; class `k` is `class_names[k]`.
+    pub class_names: Vec<String>,
+    /// Feature dimension d the model takes.
+    pub input_dim: usize,
+    /// Source class prior pˢ over all source rows, length c.
+    pub source_prior: Vec<f64>,
+    /// Estimated target prior p̂ᵗ (label-shift methods), length c.
+    pub target_prior: Option<Vec<f64>>,
+    /// Importance weights w = p̂ᵗ / pˢ (label-shift methods), length c.
+    pub importance_weights: Option<Vec<f64>>,
+    pub n_source_train: usize,
+    pub n_source_holdout: usize,
+    pub n_target: usize,
+    /// What every training iteration measured.
+    pub history: Vec<IterRecord>,
+}
+
+/// A trained model: preprocessing statistics, network G + F, BatchNorm statistics frozen from
+/// the source training rows, and [`ModelInfo`]. Saved and loaded with
+/// [`FittedModel::save`] / [`FittedModel::load`] (`model::file`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FittedModel {
+    pub(super) info: ModelInfo,
+    pub(super) preprocess: PreprocessStats,
+    pub(super) network: Network,
+    /// One entry per block of G; `Some` exactly for the blocks with BatchNorm.
+    pub(super) bn_stats: Vec<Option<BnStats<f32>>>,
+}
+
+impl FittedModel {
+    /// Freezes a finished fit. `source_x` are the *preprocessed* source rows in input order
+    /// (`n_s × d`); the training rows among them (all but `fitted.holdout_rows`, increasing, as
+    /// the fit laid them out) give BatchNorm's statistics.
+    pub(super) fn from_fit(
+        cfg: &FitConfig,
+        data: &Dataset,
+        preprocess: PreprocessStats,
+        source_x: ArrayView2<f32>,
+        n_target: usize,
+        fitted: &Fitted,
+    ) -> Result<Self> {
+        let mut is_hold = vec![false; source_x.nrows()];
+        fitted.holdout_rows.iter().for_each(|&i| is_hold[i] = true);
+        let train_rows: Vec<usize> = (0..source_x.nrows()).filter(|&i| !is_hold[i]).collect();
+        let bn_stats = fitted.network.batch_norm_stats(source_x.select(Axis(0), &train_rows).view());
+        let shift = fitted.shift.as_ref();
+        let info = ModelInfo {
+            glshift_version: env!("CARGO_PKG_VERSION").to_string(),
+            config: cfg.clone(),
+            class_names: data.class_names().to_vec(),
+            input_dim: data.dim(),
+            source_prior: fitted.source_prior.clone(),
+            target_prior: shift.map(|s| s.target_prior.clone()),
+            importance_weights: shift.map(|s| s.weights.clone()),
+            n_source_train: fitted.n_train,
+            n_source_holdout: fitted.n_holdout,
+            n_target,
+            history: fitted.history.clone(),
+        };
+        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats };
+        model.check_consistent("the fitted model")?;
+        Ok(model)
+    }
+
+    /// Class probabilities (`n × c`, rows sum to 1) for raw feature rows `x` (`n × d`).
+    /// Errors: another feature dimension, no rows, a NaN/Inf value.
+    pub fn predict_proba(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        Ok(softmax(self.outputs(x)?.1.view()))
+    }
+
+    /// Predicted class index (`< c`) per row of `x` (`n × d`).
+    pub fn predict(&self, x: ArrayView2<f32>) -> Result<Vec<usize>> {
+        let p = self.predict_proba(x)?;
+        Ok(p.rows().into_iter().map(|r| argmax_row(r).0).collect())
+    }
+
+    /// The representation Z = G(x) (`n × z_dim`) the adaptation aligned.
+    pub fn transform(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+        Ok(self.outputs(x)?.0)
+    }
+
+    /// `(Z, logits)` for raw rows: checks, preprocesses, runs G + F in evaluation mode.
+    fn outputs(&self, x: ArrayView2<f32>) -> Result<(Array2<f32>, Array2<f32>)> {
+        if x.ncols() != self.info.input_dim {
+            return Err(Error::Shape {
+                what: "feature columns of the rows to predict vs the model's".into(),
+                expected: self.info.input_dim.to_string(),
+                found: x.ncols().to_string(),
+            });
+        }
+        check_features("rows to predict", x)?;
+        let mut xp = x.to_owned();
+        self.preprocess.apply(&mut xp)?;
+        Ok(self.network.eval_frozen(xp.view(), &self.bn_stats))
+    }
+
+    /// Estimated target class prior p̂ᵗ (length c), for the label-shift methods.
+    pub fn target_prior(&self) -> Option<&[f64]> {
+        self.info.target_prior.as_deref()
+    }
+
+    /// Importance weights w(y) = p̂ᵗ(y) / pˢ(y) (length c), for the label-shift methods.
+    pub fn importance_weights(&self) -> Option<&[f64]> {
+        self.info.importance_weights.as_deref()
+    }
+
+    /// Source class prior pˢ (length c).
+    pub fn source_prior(&self) -> &[f64] {
+        &self.info.source_prior
+    }
+
+    pub fn history(&self) -> &[IterRecord] {
+        &self.info.history
+    }
+
+    pub fn config(&self) -> &FitConfig {
+        &self.info.config
+    }
+
+    pub fn class_names(&self) -> &[String] {
+        &self.info.class_names
+    }
+
+    pub fn n_classes(&self) -> usize {
+        self.info.class_names.len()
+    }
+
+    /// Feature dimension d the model takes.
+    pub fn input_dim(&self) -> usize {
+        self.info.input_dim
+    }
+
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The network G + F (without the frozen statistics).
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// Checks that the parts agree (dimensions, class count, statistics per BatchNorm block,
+    /// priors' lengths, finite values), so that prediction cannot panic. `what` names the
+    /// model (its file) in errors.
+    pub(super) fn check_consistent(&self, what: &str) -> Result<()> {
+        let bad = |reason: String| Error::bad_data(what, reason);
+        let (i, net) = (&self.info, &self.network);
+        let c = i.class_names.len();
+        if net.input_dim() != i.input_dim || self.preprocess.dim != i.input_dim {
+            return Err(bad(format!(
+                "input dimension: header {}, network {}, preprocessing {}",
+                i.input_dim,
+                net.input_dim(),
+                self.preprocess.dim
+            )));
+        }
+        if net.n_classes() != c || i.source_prior.len() != c {
+            return Err(bad(format!(
+                "{c} class names, but the network has {} outputs and the source prior {} entries",
+                net.n_classes(),
+                i.source_prior.len()
+            )));
+        }
+        for (name, v) in [("target_prior", &i.target_prior), ("importance_weights", &i.importance_weights)] {
+            if v.as_ref().is_some_and(|v| v.len() != c || v.iter().any(|x| !x.is_finite())) {
+                return Err(bad(format!("{name} must hold {c} finite values")));
+            }
+        }
+        if self.bn_stats.len() != net.g.blocks.len() {
+            return Err(bad(format!("{} BatchNorm statistics entries for {} blocks", self.bn_stats.len(), net.g.blocks.len())));
+        }
+        for (l, (block, st)) in net.g.blocks.iter().zip(&self.bn_stats).enumerate() {
+            let width = block.linear.out_dim();
+            let ok = match (&block.bn, st) {
+                (Some(_), Some(s)) => s.mean.len() == width && s.rstd.len() == width,
+                (None, None) => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(bad(format!("block {l}: BatchNorm statistics do not match the layer (width {width})")));
+            }
+        }
+        let stats_finite = self.bn_stats.iter().flatten().all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));
+        let pre_finite = self.preprocess.mean.iter().chain(&self.preprocess.scale).all(|v| v.is_finite());
+        let params_finite = net.params().iter().all(|(_, t)| t.iter().all(|v| v.is_finite()));
+        if !(params_finite && stats_finite && pre_finite) {
+            return Err(bad("a parameter or statistic is NaN or infinite".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! Parameters of a fit in the linfa style: [`FitParams`] (defaults, setters) →
+//! [`FitParams::check`] → [`CheckedParams`] (a type that says the settings are valid) →
+//! [`CheckedParams::fit`] → [`FittedModel`].
+
+use super::dataset::Dataset;
+use super::fitted::FittedModel;
+use crate::data::{self, PreprocessStats};
+use crate::data::Preprocess;
+use crate::methods::train::{fit_with_cache, FitData, Fitted};
+use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress};
+use crate::Result;
+
+/// Unchecked settings of a fit: every [`FitConfig`] field, with the defaults of `glshift fit`.
+/// `FitParams::default()` is MUL; [`FitParams::new`] takes any method (`source`, the baselines).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FitParams {
+    config: FitConfig,
+}
+
+impl FitParams {
+    /// The defaults of `glshift fit` for `method`.
+    pub fn new(method: MethodKind) -> Self {
+        FitParams { config: FitConfig { method, ..FitConfig::default() } }
+    }
+
+    /// MUL with its defaults.
+    pub fn mul() -> Self {
+        Self::new(MethodKind::Mul)
+    }
+
+    /// No adaptation: the same network and schedule trained on the source alone.
+    pub fn source() -> Self {
+        Self::new(MethodKind::Source)
+    }
+
+    /// Every setting at once (e.g. read from a TOML file by [`FitConfig::from_toml_file`]).
+    pub fn from_config(config: FitConfig) -> Self {
+        FitParams { config }
+    }
+
+    /// Random seed: network initialisation, hold-out split, dropout.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    pub fn method(mut self, method: MethodKind) -> Self {
+        self.config.method = method;
+        self
+    }
+
+    /// Feature preprocessing, fitted on the source rows and stored in the model.
+    pub fn preprocess(mut self, how: Preprocess) -> Self {
+        self.config.preprocess = how;
+        self
+    }
+
+    /// Full-batch pre-training steps on the source (upper bound; stopped by the hold-out NLL).
+    pub fn pretrain_iters(mut self, n: usize) -> Self {
+        self.config.pretrain_iters = n;
+        self
+    }
+
+    /// Full-batch adaptation steps.
+    pub fn adapt_iters(mut self, n: usize) -> Self {
+        self.config.adapt_iters = n;
+        self
+    }
+
+    /// Any other setting (`mul`, `network`, `optimizer`, `label_shift`, `baselines`, …).
+    pub fn config_mut(&mut self) -> &mut FitConfig {
+        &mut self.config
+    }
+
+    /// Validates every setting ([`FitConfig::validate`]); the result can only be built here.
+    pub fn check(self) -> Result<CheckedParams> {
+        self.config.validate()?;
+        Ok(CheckedParams { config: self.config })
+    }
+}
+
+/// Settings that passed [`FitParams::check`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedParams {
+    config: FitConfig,
+}
+
+/// What [`CheckedParams::fit_detailed`] returns: the model, and the fit's training-time outputs
+/// (target probabilities, Z of both domains, hold-out probabilities) for reports.
+pub struct FitOutcome {
+    pub model: FittedModel,
+    pub fitted: Fitted,
+    /// Problems found without labels that did not stop the fit (e.g. badly scaled features).
+    pub warnings: Vec<String>,
+}
+
+/// Optional parts of a fit beyond the data.
+#[derive(Default)]
+pub struct FitOptions<'a> {
+    /// Source rows to hold out instead of the stratified split (one fold of a cross-fit).
+    pub holdout: Option<&'a [usize]>,
+    /// Pre-trained states shared by fits on the same source rows and pre-training settings
+    /// (a grid's methods on one task and seed); results are identical with or without it.
+    pub cache: Option<&'a mut PretrainCache>,
+    /// Called after every iteration.
+    pub progress: Option<&'a mut dyn FnMut(Progress)>,
+}
+
+impl CheckedParams {
+    pub fn config(&self) -> &FitConfig {
+        &self.config
+    }
+
+    /// Trains on `data` (target labels are not part of a [`Dataset`]). Deterministic for a seed.
+    pub fn fit(&self, data: &Dataset) -> Result<FittedModel> {
+        Ok(self.fit_detailed(data, FitOptions::default())?.model)
+    }
+
+    /// [`CheckedParams::fit`] sharing pre-training through `cache` with earlier fits on the same
+    /// source rows and pre-training settings: the explicit form of reusing a pre-trained state.
+    pub fn fit_with_cache(&self, data: &Dataset, cache: &mut PretrainCache) -> Result<FittedModel> {
+        Ok(self.fit_detailed(data, FitOptions { cache: Some(cache), ..FitOptions::default() })?.model)
+    }
+
+    /// Preprocesses with source statistics, trains, and freezes everything a prediction needs
+    /// into the model.
+    pub fn fit_detailed(&self, data: &Dataset, opts: FitOptions) -> Result<FitOutcome> {
+        let cfg = &self.config;
+        crate::methods::train::check_memory(
+            data.source_x().nrows() + data.target_x().nrows(),
+            data.dim(),
+            data.n_classes(),
+            cfg,
+        )?;
+        let stats = PreprocessStats::fit(data.source_x(), cfg.preprocess)?;
+        let mut xs = data.source_x().to_owned();
+        let mut xt = data.target_x().to_owned();
+        stats.apply(&mut xs)?;
+        stats.apply(&mut xt)?;
+        let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+        let fit_data = FitData {
+            source_x: xs.view(),
+            source_y: data.source_y(),
+            target_x: xt.view(),
+            n_classes: data.n_classes(),
+            holdout: opts.holdout,
+        };
+        let mut no_progress = |_: Progress| {};
+        let progress: &mut dyn FnMut(Progress) = match opts.progress {
+            Some(p) => p,
+            None => &mut no_progress,
+        };
+        let fitted = fit_with_cache(&fit_data, cfg, opts.cache, progress)?;
+        let model = FittedModel::from_fit(cfg, data, stats, xs.view(), xt.nrows(), &fitted)?;
+        Ok(FitOutcome { model, fitted, warnings })
+    }
+}
