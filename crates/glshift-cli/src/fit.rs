@@ -1,6 +1,6 @@
 //! `glshift fit`: load two domains, build the task (uda, pda or gls), train, and write
-//! report.json, predictions.csv and the representations Z (`z_*.npy`, `labels_*.npy`)
-//! atomically.
+//! report.json, predictions.csv, the model (`model.glshift`, for `glshift predict`) and the
+//! representations Z (`z_*.npy`, `labels_*.npy`) atomically.
 
 use std::path::PathBuf;
 
@@ -13,6 +13,9 @@ use glshift::pipeline;
 use glshift::protocol::{self, Protocol};
 
 use crate::progress::TrainBar;
+
+/// The model file `fit` writes into its output folder (`glshift predict --model`).
+pub const MODEL_FILE: &str = "model.glshift";
 
 #[derive(Args, Debug)]
 pub struct FitArgs {
@@ -42,7 +45,7 @@ pub struct FitArgs {
     /// TOML file with settings over the defaults (see README "Configuration").
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Output folder for report.json and predictions.csv.
+    /// Output folder for report.json, predictions.csv and model.glshift.
     #[arg(long)]
     pub out: PathBuf,
     /// No progress bar.
@@ -90,6 +93,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let mut files = vec![
         (args.out.join("report.json"), report),
         (args.out.join("predictions.csv"), out.predictions_csv().into_bytes()),
+        (args.out.join(MODEL_FILE), out.model.to_bytes()?),
     ];
     files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (args.out.join(name), bytes)));
     write_files_atomically(&files)?;

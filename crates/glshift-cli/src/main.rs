@@ -6,6 +6,7 @@ mod demo;
 mod fit;
 mod iw;
 mod perf;
+mod predict;
 mod progress;
 mod report;
 mod shift;
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Train on a labelled source domain and an unlabelled target domain; write report.json and predictions.csv.
     Fit(fit::FitArgs),
+    /// Apply a saved model (OUT/model.glshift of `fit`) to a domain or a features file; write predictions.csv and report.json.
+    Predict(predict::PredictArgs),
     /// Run `source` and `mul` on a built-in seeded synthetic generalized-label-shift task (no files needed).
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fit(args) => fit::run(args),
+        Command::Predict(args) => predict::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Ablation(args) => ablation::run(args),
