@@ -9,6 +9,7 @@ use std::path::Path;
 
 use common::*;
 use ndarray::{Array1, Array2};
+use ndarray_npy::write_npy;
 
 /// A fixture folder (npy layout, domains `src` and `tgt`, fast config) broken by `breakage`,
 /// run with `extra` flags (a flag already present gets its value replaced). Asserts failure,
@@ -556,4 +557,78 @@ fn zero_variance_column_under_z_score_trains() {
     for rec in r["history"].as_array().unwrap() {
         assert!(rec["total"].is_f64() && rec["ce"].is_f64(), "non-finite loss: {rec}");
     }
+}
+
+// ---- model files (`glshift predict`) ------------------------------------------------------------
+
+fn fit_fixture(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("fit");
+    let (d, cfg) = (dir.to_str().unwrap(), fast_config(dir));
+    let o = run(&["fit", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+fn predict(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["predict"];
+    all.extend(args);
+    run(&all)
+}
+
+/// `predict` fails with every phrase of `expect` in its message, no panic, and leaves no output.
+fn expect_predict_failure(args: &[&str], out: &Path, expect: &[&str]) {
+    let o = predict(args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "expected failure; stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    for e in expect {
+        assert!(err.to_lowercase().contains(&e.to_lowercase()), "message lacks {e:?}: {err}");
+    }
+    assert!(out_is_empty(out), "output left in {}", out.display());
+}
+
+#[test]
+fn bad_inputs_to_predict_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let fit = fit_fixture(dir.path());
+    let good = std::fs::read(fit.join("model.glshift")).unwrap();
+    let out = dir.path().join("never");
+    let (d, o) = (dir.path().to_str().unwrap(), out.to_str().unwrap());
+    let with_model = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let domain = |m: &str, expect: &[&str]| expect_predict_failure(&["--model", m, "--data", d, "--domain", "tgt", "--out", o], &out, expect);
+    domain(&with_model("truncated.glshift", &good[..good.len() / 3]), &["truncated.glshift", "truncated or damaged"]);
+    domain(&with_model("empty.glshift", b""), &["empty.glshift"]);
+    let mut flipped = good.clone();
+    let at = flipped.len() - 10;
+    flipped[at] ^= 0xff;
+    domain(&with_model("flipped.glshift", &flipped), &["flipped.glshift", "checksum"]);
+    domain(&with_model("report.glshift", &std::fs::read(fit.join("report.json")).unwrap()), &["report.glshift"]);
+    domain(dir.path().join("missing.glshift").to_str().unwrap(), &["missing.glshift"]);
+    // Rows of another dimension, and rows with NaN.
+    let model = fit.join("model.glshift");
+    let x5 = dir.path().join("x5.npy");
+    write_npy(&x5, &Array2::<f32>::zeros((3, 5))).unwrap();
+    expect_predict_failure(&["--model", model.to_str().unwrap(), "--features", x5.to_str().unwrap(), "--out", o], &out, &["expected 4", "found 5"]);
+    let mut nan = Array2::<f32>::zeros((3, 4));
+    nan[[1, 2]] = f32::NAN;
+    let xn = dir.path().join("xn.npy");
+    write_npy(&xn, &nan).unwrap();
+    expect_predict_failure(&["--model", model.to_str().unwrap(), "--features", xn.to_str().unwrap(), "--out", o], &out, &["row 1, column 2"]);
+    // Labels outside the model's classes, and a domain whose class list differs.
+    let y = dir.path().join("ybad.npy");
+    write_npy(&y, &ndarray::arr1(&[0i64, 1, 7])).unwrap();
+    let x3 = dir.path().join("x3.npy");
+    write_npy(&x3, &Array2::<f32>::zeros((3, 4))).unwrap();
+    expect_predict_failure(
+        &["--model", model.to_str().unwrap(), "--features", x3.to_str().unwrap(), "--labels", y.to_str().unwrap(), "--out", o],
+        &out,
+        &["ybad.npy", "label 7"],
+    );
+    std::fs::write(dir.path().join("classes.txt"), "a\nb\nz\n").unwrap();
+    expect_predict_failure(&["--model", model.to_str().unwrap(), "--data", d, "--domain", "tgt", "--out", o], &out, &["differ from the model"]);
 }

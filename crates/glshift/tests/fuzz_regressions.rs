@@ -170,3 +170,32 @@ fn hand_made_fuzz_seeds_parse_to_non_empty_finite_matrices() {
         }
     }
 }
+
+/// The model reader's seeds (`fuzz_seeds/model_reader/`, small models written by `glshift fit`)
+/// load and predict; its crash inputs, if any, load or fail naming the file, without a panic.
+#[test]
+fn model_reader_seeds_load_and_crashers_fail_cleanly() {
+    use glshift::model::FittedModel;
+    let seeds = files("fuzz_seeds", "model_reader");
+    assert!(seeds.len() >= 2, "expected the model seed files");
+    for path in seeds {
+        let (model, panicked) = panicked_during(|| FittedModel::load(&path));
+        assert!(!panicked, "{}: the reader panicked", path.display());
+        let model = model.unwrap_or_else(|e| panic!("seed should load: {e}"));
+        let x = Array2::<f32>::zeros((2, model.input_dim()));
+        let p = model.predict_proba(x.view()).unwrap();
+        assert_eq!(p.dim(), (2, model.n_classes()));
+    }
+    for path in files("fuzz_regressions", "model_reader") {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(&path).unwrap();
+        for verify in [true, false] {
+            let parse = || if verify { FittedModel::from_bytes(&bytes, &path) } else { FittedModel::from_bytes_unverified(&bytes, &path) };
+            let (parsed, panicked) = panicked_during(parse);
+            assert!(!panicked, "{name}: the reader panicked");
+            if let Err(e) = parsed {
+                assert!(e.to_string().contains(&name), "error does not name the file: {e}");
+            }
+        }
+    }
+}

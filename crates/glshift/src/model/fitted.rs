@@ -115,7 +115,15 @@ impl FittedModel {
         check_features("rows to predict", x)?;
         let mut xp = x.to_owned();
         self.preprocess.apply(&mut xp)?;
-        Ok(self.network.eval_frozen(xp.view(), &self.bn_stats))
+        let (z, logits) = self.network.eval_frozen(xp.view(), &self.bn_stats);
+        // Finite weights can still overflow on extreme rows; never return NaN probabilities.
+        if let Some(i) = logits.rows().into_iter().position(|r| r.iter().any(|v| !v.is_finite())) {
+            return Err(Error::numerical(
+                "prediction",
+                format!("row {i} gives non-finite outputs (its features are far outside the training range?)"),
+            ));
+        }
+        Ok((z, logits))
     }
 
     /// Estimated target class prior p̂ᵗ (length c), for the label-shift methods.

@@ -1,0 +1,90 @@
+//! `glshift predict`: a model saved by `glshift fit` and loaded in a fresh process gives fit's
+//! predictions exactly; other inputs (a features file, another dimension, damaged model files)
+//! give outputs; bad inputs are in bad_inputs.rs.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use ndarray_npy::write_npy;
+
+fn fit_fixture(dir: &Path, source: &str, target: &str, data: &Path, cfg: &Path) -> std::path::PathBuf {
+    let out = dir.join(format!("fit-{source}-{target}"));
+    let o = run(&[
+        "fit", "--data", data.to_str().unwrap(), "--source", source, "--target", target,
+        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+fn predict(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["predict"];
+    all.extend(args);
+    run(&all)
+}
+
+#[test]
+fn predict_on_the_fit_target_reproduces_fit_predictions_on_office_caltech10() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/office_caltech10_effnetlite2");
+    if !data.is_dir() {
+        eprintln!("SKIPPED: {} not found (test skipped)", data.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The default network and preprocessing, fewer iterations (CI time); the path under test —
+    // BatchNorm statistics, z-score statistics, the file — is the default one.
+    let cfg = dir.path().join("short.toml");
+    std::fs::write(&cfg, "pretrain_iters = 60\nadapt_iters = 15\n").unwrap();
+    let fit = fit_fixture(dir.path(), "amazon", "webcam", &data, &cfg);
+    let out = dir.path().join("pred");
+    let o = predict(&[
+        "--model", fit.join("model.glshift").to_str().unwrap(), "--data", data.to_str().unwrap(),
+        "--domain", "webcam", "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fitted = std::fs::read_to_string(fit.join("predictions.csv")).unwrap();
+    let predicted = std::fs::read_to_string(out.join("predictions.csv")).unwrap();
+    assert_eq!(fitted.lines().count(), 296);
+    assert!(fitted == predicted, "predict's predictions.csv differs from fit's");
+    let fit_report: serde_json::Value = serde_json::from_slice(&std::fs::read(fit.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["accuracy"], fit_report["target_accuracy"]);
+    assert_eq!(report["model_target_prior"], fit_report["estimated_target_prior"]);
+}
+
+#[test]
+fn features_file_labels_and_an_unlabelled_domain() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &cfg);
+    let model = fit.join("model.glshift");
+    let (xt, yt) = blobs(45, 0.3);
+    let (x, y) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
+    write_npy(&x, &xt).unwrap();
+    write_npy(&y, &yt).unwrap();
+    let out = dir.path().join("p1");
+    let o = predict(&[
+        "--model", model.to_str().unwrap(), "--features", x.to_str().unwrap(), "--labels", y.to_str().unwrap(),
+        "--out", out.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "--quiet printed: {}", stderr(&o));
+    assert_eq!(std::fs::read(out.join("predictions.csv")).unwrap(), std::fs::read(fit.join("predictions.csv")).unwrap());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert!(report["accuracy"].as_f64().is_some());
+    // The target domain without its labels: predictions, no score.
+    std::fs::remove_file(dir.path().join("tgt_labels.npy")).unwrap();
+    let out2 = dir.path().join("p2");
+    let o = predict(&[
+        "--model", model.to_str().unwrap(), "--data", dir.path().to_str().unwrap(), "--domain", "tgt",
+        "--out", out2.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out2.join("report.json")).unwrap()).unwrap();
+    assert!(report.get("accuracy").is_none());
+}
+
+// Damaged model files and bad rows to predict are in bad_inputs.rs ("model files").
