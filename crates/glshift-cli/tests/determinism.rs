@@ -1,5 +1,5 @@
 //! Determinism (issue 6, item 3): the same inputs and seed give byte-identical report.json
-//! (all but `elapsed_seconds`, the only timing field) and predictions.csv, whatever the number
+//! (all but `elapsed_seconds`, the only timing field), predictions.csv and model.glshift, whatever the number
 //! of GEMM (matrixmultiply) and rayon threads.
 //!
 //! Why it holds: matrixmultiply splits a product over threads by blocks of output rows/columns
@@ -71,6 +71,9 @@ fn one_and_two_threads_give_byte_identical_outputs() {
     // And a rerun with the same thread count is identical too.
     let (r3, p3) = fit_with_threads(dir.path(), "t2b", "2");
     assert!(r2 == r3 && p2 == p3, "two runs with 2 threads differ");
+    // The saved model too (it holds no timing).
+    let model = |run: &str| std::fs::read(dir.path().join(run).join("model.glshift")).unwrap();
+    assert!(model("t1") == model("t2") && model("t2") == model("t2b"), "model.glshift differs between runs");
 }
 
 #[test]
