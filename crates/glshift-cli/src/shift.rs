@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
-use glshift::eval::l1_distance;
+use glshift::label_shift::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, IntervalMethod, ShiftInputs};
 use glshift::output::write_files_atomically;

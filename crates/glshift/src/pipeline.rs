@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::data::{self, Domain, LabelRule};
 use crate::eval::{self, EmbeddingMetrics};
+use crate::label_shift;
 use crate::nn::argmax_row;
 use crate::methods::{fit_with_cache, FitConfig, IterRecord, PretrainCache, Progress};
 use crate::methods::train::FitData;
@@ -308,8 +309,8 @@ fn run_inner(
         Some(truth) => {
             let s = eval::score(&predictions, truth, c)?;
             Some(Evaluation {
-                prior_l1_error: estimated.as_ref().map(|p| eval::l1_distance(p, &s.true_prior)),
-                source_target_prior_l1: eval::l1_distance(&fitted.source_prior, &s.true_prior),
+                prior_l1_error: estimated.as_ref().map(|p| label_shift::l1_distance(p, &s.true_prior)),
+                source_target_prior_l1: label_shift::l1_distance(&fitted.source_prior, &s.true_prior),
                 target_accuracy: s.accuracy,
                 per_class_accuracy: s.per_class_accuracy,
                 true_target_prior: s.true_prior,

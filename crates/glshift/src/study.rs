@@ -24,9 +24,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::data::{self, Domain};
-use crate::eval::{l1_distance, mean_std};
+use crate::eval::mean_std;
 use crate::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
-use crate::label_shift::{class_prior, IntervalMethod, ShiftInputs};
+use crate::label_shift::{class_prior, l1_distance, IntervalMethod, ShiftInputs};
 use crate::methods::{FitConfig, MethodKind};
 use crate::crossfit::cross_fit;
 use crate::pipeline;
