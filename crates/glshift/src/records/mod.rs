@@ -1,0 +1,11 @@
+//! Record types of the files glshift writes and reads back, one type per file format, shared
+//! by the writer and the reader: [`Protocol`] (how a task was built from two domains, part of
+//! `report.json`), [`BenchRecord`] (one run of a bench grid, an entry of `results.json`).
+//! `report.json` itself is [`crate::pipeline::FitReport`]; [`history`] reads its iteration log.
+
+mod bench;
+pub mod history;
+mod protocol;
+
+pub use bench::BenchRecord;
+pub use protocol::Protocol;
