@@ -202,3 +202,49 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
     ])?;
     Ok(GridOutcome { records, resumed, table })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(tasks: Option<Vec<&str>>) -> GridSpec {
+        GridSpec {
+            data: PathBuf::from("/nonexistent"),
+            setting: "uda".into(),
+            pda_classes: None,
+            tasks: tasks.map(|t| t.into_iter().map(String::from).collect()),
+            seeds: vec![0],
+            out: PathBuf::from("/nonexistent/out"),
+        }
+    }
+
+    #[test]
+    fn task_entries_parse_or_name_the_bad_entry() {
+        let t = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr:caltech"]))).unwrap();
+        assert_eq!(t, [("amazon".to_string(), "webcam".to_string()), ("dslr".into(), "caltech".into())]);
+        let e = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr"]))).unwrap_err().to_string();
+        assert_eq!(e, "--tasks entry \"dslr\" is not SOURCE:TARGET");
+    }
+
+    #[test]
+    fn a_record_is_resumed_only_with_the_same_settings_and_old_null_shifts_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let cfg = serde_json::json!({"method": "source", "seed": 0});
+        let old = serde_json::json!({"method": "source", "setting": "uda", "source": "a", "target": "w", "seed": 0,
+            "target_accuracy": 0.5, "prior_l1_error": null, "source_target_prior_l1": null, "config": cfg});
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        struct Notes(Vec<String>);
+        impl GridObserver for Notes {
+            fn note(&mut self, msg: &str) {
+                self.0.push(msg.to_string());
+            }
+        }
+        let mut notes = Notes(Vec::new());
+        let r = resumable(&path, &cfg, &mut notes).expect("same settings: resumed");
+        assert_eq!(r.source_target_prior_l1, None);
+        assert!(notes.0.is_empty());
+        assert!(resumable(&path, &serde_json::json!({"method": "mul"}), &mut notes).is_none());
+        assert!(notes.0[0].contains("made with other settings"), "{:?}", notes.0);
+    }
+}
