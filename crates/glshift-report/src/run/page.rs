@@ -145,7 +145,9 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
         p.para(n, Some("note"));
     }
     p.h2("Configuration");
-    p.details("the full configuration of the fit (report.json → config)", &serde_json::to_string_pretty(&s.config).unwrap_or_default());
+    // Through a JSON value, so that keys are listed in name order as before.
+    let config = serde_json::to_value(&s.config).and_then(|v| serde_json::to_string_pretty(&v)).unwrap_or_default();
+    p.details("the full configuration of the fit (report.json → config)", &config);
     p.para("Target labels were read only to score the run and to draw these figures, never by training.", Some("note"));
     p.finish()
 }
