@@ -5,7 +5,7 @@ use clap::Args;
 use glshift::eval::mean_std;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::pipeline;
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 use crate::progress::TrainBar;
 

@@ -10,7 +10,7 @@ use glshift::data;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
-use glshift::protocol::{self, Protocol};
+use glshift_experiments::protocol::{self, Protocol};
 
 use crate::progress::TrainBar;
 

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use glshift::data;
-use glshift::synthetic::{generate, SyntheticConfig};
-use glshift_report::iw::{iw_ablation, IwOptions};
+use glshift_experiments::iw::{iw_ablation, IwOptions};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 use crate::fit::resolve_config;
 
@@ -45,7 +45,7 @@ pub fn run(args: IwArgs) -> Result<()> {
     };
     let opts = IwOptions { hidden: args.hidden.clone(), ..IwOptions::default() };
     let ablation = iw_ablation(&source, &target, &cfg, &opts).context("importance-weighting ablation")?;
-    let written = ablation.write(&args.out)?;
+    let written = glshift_report::iw::write(&ablation, &args.out)?;
     for r in &ablation.runs {
         eprintln!(
             "IW {}: target accuracy {:.1}%, target rows predicted as outlier classes {:.1}%, outlier area {:.1}%",

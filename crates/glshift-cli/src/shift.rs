@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
-use glshift::eval::l1_distance;
+use glshift::label_shift::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, IntervalMethod, ShiftInputs};
 use glshift::output::write_files_atomically;
-use glshift::simulate::{simulate, simulation_files, PriorSpec, SimulateConfig};
-use glshift::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
-use glshift::crossfit::cross_fit;
 use glshift::pipeline;
+use glshift_experiments::crossfit::cross_fit;
+use glshift_experiments::simulate::{simulate, simulation_files, PriorSpec, SimulateConfig};
+use glshift_experiments::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
 use ndarray::{Array1, Array2};
 use ndarray_npy::WriteNpyExt;
 use serde_json::{json, Value};
@@ -441,7 +441,7 @@ fn study_cmd(a: StudyArgs) -> Result<()> {
     let families = if a.prior.is_empty() {
         default_families()
     } else {
-        a.prior.iter().map(|p| PriorSpec::parse(p)).collect::<glshift::Result<Vec<_>>>()?
+        a.prior.iter().map(|p| PriorSpec::parse(p)).collect::<glshift_experiments::Result<Vec<_>>>()?
     };
     let fit = resolve_config(a.config.as_ref(), Some("source"), Some(a.seed))?;
     let cfg = StudyConfig {

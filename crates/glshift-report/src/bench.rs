@@ -1,30 +1,16 @@
-//! `glshift report BENCH_DIR`: tables and per-method bars from a bench grid's `results.json`.
+//! `glshift report BENCH_DIR`: tables and per-method bars from a bench grid's `results.json`
+//! (read as the type that wrote it, [`BenchRecord`]).
 
 use std::path::{Path, PathBuf};
 
 use glshift::eval::mean_std;
-use serde::Deserialize;
+use glshift::records::BenchRecord;
 
 use crate::error::{Error, Result};
 use crate::figure::Figure;
 use crate::figures::MethodBars;
 use crate::html::{num, Page};
 use crate::run::{figure_files, Written};
-
-/// The fields of one `results.json` record the report reads.
-#[derive(Clone, Debug, Deserialize)]
-pub struct BenchRecord {
-    pub method: String,
-    pub setting: String,
-    pub source: String,
-    pub target: String,
-    pub seed: u64,
-    pub target_accuracy: f64,
-    #[serde(default)]
-    pub prior_l1_error: Option<f64>,
-    #[serde(default)]
-    pub source_target_prior_l1: Option<f64>,
-}
 
 /// Reads and checks `results.json`.
 pub fn read_results(path: &Path) -> Result<Vec<BenchRecord>> {

@@ -1,22 +1,10 @@
-//! The importance-weighting ablation of the paper ("effect of importance weighting"): keep the
-//! first 4 classes of both domains, let the target hold only the first 2 (shared classes; the
-//! other 2 are source-only outlier classes), train MUL with a 2-D representation Z with and
-//! without importance-weighted cross-entropy, and draw F's decision regions on Z with the
-//! target rows and the source class prototypes.
-//!
-//! Why a 2-D bottleneck rather than a projection: F is linear on Z, so with z_dim = 2 the
-//! regions drawn are exactly the classifier's decisions, not an approximation of a
-//! high-dimensional boundary.
+//! The figure and page of the importance-weighting ablation of the paper ("effect of importance
+//! weighting"): F's decision regions on a 2-D Z without and with importance weighting, with the
+//! target rows and the source class prototypes, from the runs `glshift_experiments::iw` trained.
 
 use std::path::{Path, PathBuf};
 
-use glshift::data::Domain;
-use glshift::eval::metrics::class_means;
-use glshift::methods::{FitConfig, MethodKind};
-use glshift::pipeline;
-use glshift::protocol::{self, Protocol};
-use ndarray::Array2;
-use serde::Serialize;
+use glshift_experiments::iw::{IwAblation, IwRun};
 
 use crate::error::{Error, Result};
 use crate::figure::Figure;
@@ -24,179 +12,65 @@ use crate::figures::{Boundaries, BoundaryPanel};
 use crate::html::{num, pct, Page};
 use crate::run::{figure_files, Written};
 
-/// Settings of the ablation.
-#[derive(Clone, Debug)]
-pub struct IwOptions {
-    /// Classes kept in both domains (the first ones of classes.txt).
-    pub classes: usize,
-    /// Of those, the first `shared` stay in the target.
-    pub shared: usize,
-    /// G's widths; the last must be 2.
-    pub hidden: Vec<usize>,
-    /// Grid cells per axis of the decision-region background.
-    pub grid_res: usize,
+/// The figure of the ablation: one panel per run.
+pub fn figure(a: &IwAblation) -> Result<Figure> {
+    Boundaries {
+        title: format!("Decision regions on a 2-D Z, {}→{} (first {} classes, {} shared)", a.source, a.target, a.class_names.len(), a.shared.iter().filter(|&&s| s).count()),
+        class_names: a.class_names.clone(),
+        shared: a.shared.clone(),
+        panels: a.runs.iter().map(panel).collect(),
+    }
+    .render("iw_boundary", "F's decision regions on Z without (left) and with (right) importance weighting; dots: target rows by true class, squares: source class prototypes")
 }
 
-impl Default for IwOptions {
-    fn default() -> Self {
-        IwOptions { classes: 4, shared: 2, hidden: vec![256, 2], grid_res: 150 }
+fn panel(r: &IwRun) -> BoundaryPanel {
+    let g = &r.regions;
+    BoundaryPanel {
+        title: format!("MUL {} IW: accuracy {}%", if r.importance_weighting { "with" } else { "without" }, pct(r.target_accuracy)),
+        x_range: g.x_range,
+        y_range: g.y_range,
+        res: g.res,
+        grid: g.grid.clone(),
+        targets: g.targets.clone(),
+        prototypes: g.prototypes.clone(),
     }
 }
 
-/// One trained model of the ablation.
-#[derive(Clone, Debug, Serialize)]
-pub struct IwRun {
-    pub importance_weighting: bool,
-    pub target_accuracy: Option<f64>,
-    /// Fraction of target rows predicted as an outlier class (none of them is one).
-    pub outlier_prediction_share: f64,
-    /// Fraction of the drawn region (the box around the target rows and prototypes) that F
-    /// assigns to an outlier class.
-    pub outlier_area_share: f64,
-    pub estimated_target_prior: Option<Vec<f64>>,
-    #[serde(skip)]
-    pub panel: BoundaryPanel,
+fn page(a: &IwAblation, fig: &Figure) -> String {
+    let mut p = Page::new(&format!("glshift IW ablation: {} → {}, seed {}", a.source, a.target, a.seed));
+    p.para("MUL with a 2-D representation, trained with and without importance-weighted cross-entropy on a partial task: the target keeps only the shared classes. Target labels were read to build the task (as the PDA protocol does) and to score, never by training.", None);
+    let header = ["importance weighting", "target accuracy (%)", "target rows predicted as outlier classes", "area assigned to outlier classes", "estimated target prior"].map(String::from);
+    let rows: Vec<Vec<String>> = a
+        .runs
+        .iter()
+        .map(|r| {
+            let prior = r.estimated_target_prior.as_ref().map_or("–".into(), |v| v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "));
+            vec![
+                if r.importance_weighting { "with" } else { "without" }.into(),
+                pct(r.target_accuracy),
+                pct(Some(r.outlier_prediction_share)),
+                pct(Some(r.outlier_area_share)),
+                prior,
+            ]
+        })
+        .collect();
+    p.table(&header, &rows);
+    p.para(&format!("Classes: {}.", a.class_names.iter().zip(&a.shared).map(|(n, &s)| format!("{n} ({})", if s { "shared" } else { "outlier" })).collect::<Vec<_>>().join(", ")), None);
+    p.figure(fig, "figures/iw_boundary.svg");
+    p.para(&format!("Accuracy gain of IW: {} points.", num(a.runs.get(1).and_then(|w| Some(100.0 * (w.target_accuracy? - a.runs[0].target_accuracy?))), 1)), None);
+    p.finish()
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct IwAblation {
-    pub source: String,
-    pub target: String,
-    pub seed: u64,
-    pub class_names: Vec<String>,
-    pub shared: Vec<bool>,
-    pub runs: Vec<IwRun>,
-}
-
-fn bounds(points: impl Iterator<Item = (f64, f64)>) -> ((f64, f64), (f64, f64)) {
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
-    for (x, y) in points {
-        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
-    }
-    let px = ((x1 - x0) * 0.15).max(1e-3);
-    let py = ((y1 - y0) * 0.15).max(1e-3);
-    ((x0 - px, x1 + px), (y0 - py, y1 + py))
-}
-
-fn argmax(row: ndarray::ArrayView1<f32>) -> usize {
-    row.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (k, &v)| if v > b.1 { (k, v) } else { b }).0
-}
-
-fn train_one(source: &Domain, target: &Domain, cfg: &FitConfig, shared: usize, res: usize) -> Result<IwRun> {
-    let out = pipeline::run(source, target, cfg, &mut |_| {})?;
-    let c = source.n_classes();
-    let zs = out.source_z.mapv(f64::from);
-    let protos: Vec<Option<(f64, f64)>> =
-        class_means(zs.view(), &out.source_labels, c).into_iter().map(|m| m.map(|m| (m[0], m[1]))).collect();
-    let zt = &out.target_z;
-    let pts = zt.rows().into_iter().map(|r| (f64::from(r[0]), f64::from(r[1]))).chain(protos.iter().flatten().copied());
-    let (xr, yr) = bounds(pts);
-    let grid_z = Array2::from_shape_fn((res * res, 2), |(idx, d)| {
-        let (i, j) = ((idx % res) as f64 + 0.5, (idx / res) as f64 + 0.5);
-        (if d == 0 { xr.0 + i * (xr.1 - xr.0) / res as f64 } else { yr.0 + j * (yr.1 - yr.0) / res as f64 }) as f32
-    });
-    let grid: Vec<usize> = out.network.f.forward(grid_z.view()).rows().into_iter().map(argmax).collect();
-    let predicted = out.predictions();
-    let targets: Vec<(f64, f64, usize)> = match &out.target_labels {
-        Some(y) => zt.rows().into_iter().zip(y).map(|(r, &k)| (f64::from(r[0]), f64::from(r[1]), k)).collect(),
-        None => return Err(Error::bad_input("IW ablation", "the target needs labels to build the partial task")),
-    };
-    let iw = cfg.mul.importance_weighting;
-    let r = &out.report;
-    Ok(IwRun {
-        importance_weighting: iw,
-        target_accuracy: r.target_accuracy,
-        outlier_prediction_share: predicted.iter().filter(|&&k| k >= shared).count() as f64 / predicted.len().max(1) as f64,
-        outlier_area_share: grid.iter().filter(|&&k| k >= shared).count() as f64 / grid.len() as f64,
-        estimated_target_prior: r.estimated_target_prior.clone(),
-        panel: BoundaryPanel {
-            title: format!("MUL {} IW: accuracy {}%", if iw { "with" } else { "without" }, pct(r.target_accuracy)),
-            x_range: xr,
-            y_range: yr,
-            res,
-            grid,
-            targets,
-            prototypes: protos,
-        },
-    })
-}
-
-/// Runs the ablation on a labelled source/target pair (`base` gives every other setting).
-pub fn iw_ablation(source: &Domain, target: &Domain, base: &FitConfig, opts: &IwOptions) -> Result<IwAblation> {
-    if opts.hidden.last() != Some(&2) {
-        return Err(Error::bad_input("IW ablation", format!("the last hidden width must be 2 (a 2-D Z), got {:?}", opts.hidden)));
-    }
-    if opts.shared == 0 || opts.shared >= opts.classes {
-        return Err(Error::bad_input("IW ablation", format!("shared classes must lie in 1..{}", opts.classes)));
-    }
-    let s = protocol::first_classes(source, opts.classes)?;
-    let t = protocol::first_classes(target, opts.classes)?;
-    let (s, t) = protocol::apply(Protocol::Pda { classes: opts.shared }, &s, &t)?;
-    let mut runs = Vec::new();
-    for iw in [false, true] {
-        let mut cfg = FitConfig { method: MethodKind::Mul, ..base.clone() };
-        cfg.network.hidden = opts.hidden.clone();
-        cfg.network.activation_on_z = false;
-        cfg.mul.importance_weighting = iw;
-        runs.push(train_one(&s, &t, &cfg, opts.shared, opts.grid_res)?);
-    }
-    Ok(IwAblation {
-        source: source.name.clone(),
-        target: target.name.clone(),
-        seed: base.seed,
-        class_names: s.class_names.clone(),
-        shared: (0..opts.classes).map(|k| k < opts.shared).collect(),
-        runs,
-    })
-}
-
-impl IwAblation {
-    pub fn figure(&self) -> Result<Figure> {
-        Boundaries {
-            title: format!("Decision regions on a 2-D Z, {}→{} (first {} classes, {} shared)", self.source, self.target, self.class_names.len(), self.shared.iter().filter(|&&s| s).count()),
-            class_names: self.class_names.clone(),
-            shared: self.shared.clone(),
-            panels: self.runs.iter().map(|r| r.panel.clone()).collect(),
-        }
-        .render("iw_boundary", "F's decision regions on Z without (left) and with (right) importance weighting; dots: target rows by true class, squares: source class prototypes")
-    }
-
-    fn page(&self, fig: &Figure) -> String {
-        let mut p = Page::new(&format!("glshift IW ablation: {} → {}, seed {}", self.source, self.target, self.seed));
-        p.para("MUL with a 2-D representation, trained with and without importance-weighted cross-entropy on a partial task: the target keeps only the shared classes. Target labels were read to build the task (as the PDA protocol does) and to score, never by training.", None);
-        let header = ["importance weighting", "target accuracy (%)", "target rows predicted as outlier classes", "area assigned to outlier classes", "estimated target prior"].map(String::from);
-        let rows: Vec<Vec<String>> = self
-            .runs
-            .iter()
-            .map(|r| {
-                let prior = r.estimated_target_prior.as_ref().map_or("–".into(), |v| v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "));
-                vec![
-                    if r.importance_weighting { "with" } else { "without" }.into(),
-                    pct(r.target_accuracy),
-                    pct(Some(r.outlier_prediction_share)),
-                    pct(Some(r.outlier_area_share)),
-                    prior,
-                ]
-            })
-            .collect();
-        p.table(&header, &rows);
-        p.para(&format!("Classes: {}.", self.class_names.iter().zip(&self.shared).map(|(n, &s)| format!("{n} ({})", if s { "shared" } else { "outlier" })).collect::<Vec<_>>().join(", ")), None);
-        p.figure(fig, "figures/iw_boundary.svg");
-        p.para(&format!("Accuracy gain of IW: {} points.", num(self.runs.get(1).and_then(|w| Some(100.0 * (w.target_accuracy? - self.runs[0].target_accuracy?))), 1)), None);
-        p.finish()
-    }
-
-    /// Writes `out/figures/iw_boundary.{png,svg}`, `out/iw_ablation.json` and `out/report.html`
-    /// atomically.
-    pub fn write(&self, out: &Path) -> Result<Written> {
-        let fig = self.figure()?;
-        let mut files = figure_files(out, std::slice::from_ref(&fig));
-        let paths: Vec<PathBuf> = files.iter().map(|f| f.0.clone()).collect();
-        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::bad_input("iw_ablation.json", e.to_string()))?;
-        files.push((out.join("iw_ablation.json"), json));
-        let html = out.join("report.html");
-        files.push((html.clone(), self.page(&fig).into_bytes()));
-        glshift::output::write_files_atomically(&files)?;
-        Ok(Written { html, figures: paths, notes: Vec::new() })
-    }
+/// Writes `out/figures/iw_boundary.{png,svg}`, `out/iw_ablation.json` and `out/report.html`
+/// atomically.
+pub fn write(a: &IwAblation, out: &Path) -> Result<Written> {
+    let fig = figure(a)?;
+    let mut files = figure_files(out, std::slice::from_ref(&fig));
+    let paths: Vec<PathBuf> = files.iter().map(|f| f.0.clone()).collect();
+    let json = serde_json::to_vec_pretty(a).map_err(|e| Error::bad_input("iw_ablation.json", e.to_string()))?;
+    files.push((out.join("iw_ablation.json"), json));
+    let html = out.join("report.html");
+    files.push((html.clone(), page(a, &fig).into_bytes()));
+    glshift::output::write_files_atomically(&files)?;
+    Ok(Written { html, figures: paths, notes: Vec::new() })
 }

@@ -1,11 +1,14 @@
-//! Figures and HTML reports for glshift runs (the paper's analysis figures on our data).
+//! Figures and HTML reports for glshift runs (the paper's analysis figures on our data). The
+//! crate renders records it is given or reads back (`report.json` as `FitReport`,
+//! `results.json` as `BenchRecord`s, an `IwAblation`); it trains nothing.
 //!
 //! - [`figure`]: one drawing routine rendered to PNG and SVG with the embedded font.
 //! - [`figures`]: the figures themselves (heatmaps, t-SNE scatter, prior, training curves,
 //!   decision boundary, bench bars).
 //! - [`tsne`]: seeded Barnes–Hut t-SNE with an explicit learning rate.
 //! - [`html`]: self-contained pages (figures as data URIs).
-//! - [`iw`]: the importance-weighting ablation (decision regions on a 2-D Z).
+//! - [`iw`]: the figure and page of the importance-weighting ablation (decision regions on a
+//!   2-D Z; the training is `glshift_experiments::iw`).
 //! - [`run`]: the report of one `glshift fit` folder; [`bench`]: of a `glshift bench` folder.
 
 pub mod error;

@@ -9,7 +9,7 @@ use std::path::Path;
 use common::assert_figure;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::pipeline;
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 use glshift_report::run::{write_run_report, FigureOptions};
 use glshift_report::tsne::TsneParams;
 
@@ -114,6 +114,26 @@ fn corrupt_representation_file_is_an_error_naming_it_and_writes_nothing() {
 }
 
 #[test]
+fn report_json_reads_back_as_the_fit_report_that_wrote_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_run(tmp.path(), MethodKind::Mul);
+    let path = tmp.path().join("report.json");
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let report = glshift_report::run::read_summary(&path).unwrap();
+    assert!(!report.history.is_empty());
+    assert_eq!(serde_json::to_value(&report).unwrap(), written, "read and written again, report.json is unchanged");
+    // A report of an older version without the optional fields still reads.
+    let mut old = written.clone();
+    for key in ["protocol", "history", "floored_classes", "predicted_class_counts", "elapsed_seconds", "embedding_metrics"] {
+        old.as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+    let r = glshift_report::run::read_summary(&path).unwrap();
+    assert_eq!(glshift_report::run::setting(&r), "uda");
+    assert!(r.history.is_empty() && r.embedding_metrics.is_none());
+}
+
+#[test]
 fn report_json_with_wrong_vector_lengths_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     make_run(tmp.path(), MethodKind::Mul);
@@ -160,20 +180,15 @@ fn corrupt_bench_results_is_an_error_naming_the_file() {
 
 #[test]
 fn iw_ablation_draws_both_models_on_a_2d_representation() {
+    // Training is glshift_experiments::iw's (tested there); the report draws what it returns.
     let task = generate(&SyntheticConfig { n_classes: 4, n_source: 240, n_target: 160, ..Default::default() }).unwrap();
     let mut cfg = fast(MethodKind::Mul);
     cfg.network.hidden = vec![16];
-    let opts = glshift_report::iw::IwOptions { hidden: vec![16, 2], grid_res: 40, ..Default::default() };
-    let a = glshift_report::iw::iw_ablation(&task.source, &task.target, &cfg, &opts).unwrap();
-    assert_eq!(a.runs.len(), 2);
-    assert!(!a.runs[0].importance_weighting && a.runs[1].importance_weighting);
-    assert_eq!(a.class_names.len(), 4);
-    assert!(a.runs.iter().all(|r| r.panel.targets.iter().all(|t| t.2 < 2)), "the target keeps the 2 shared classes");
+    let opts = glshift_experiments::iw::IwOptions { hidden: vec![16, 2], grid_res: 40, ..Default::default() };
+    let a = glshift_experiments::iw::iw_ablation(&task.source, &task.target, &cfg, &opts).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    a.write(tmp.path()).unwrap();
+    glshift_report::iw::write(&a, tmp.path()).unwrap();
     assert_figure(tmp.path(), "iw_boundary", 1090, 520, 2 * 40 * 40);
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("iw_ablation.json")).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
-    let bad = glshift_report::iw::IwOptions { hidden: vec![16, 3], ..Default::default() };
-    assert!(glshift_report::iw::iw_ablation(&task.source, &task.target, &cfg, &bad).is_err());
 }

@@ -8,16 +8,15 @@
 //! - [`nn`]: layers, Adam, losses (gradients by hand).
 //! - [`methods`]: `source` and `mul` as losses plugged into one training loop.
 //! - [`model`]: the estimator API: fit on arrays, predict, save and load a model.
-//! - [`synthetic`]: a seeded generalized-label-shift generator (the demo task).
 //! - [`eval`]: scores computed from target labels (evaluation only).
 //! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
-//! - [`protocol`]: UDA, partial-DA and GLS task construction.
+//! - [`records`]: record types of the files written and read back (`results.json` entries, the
+//!   protocol of a task).
 //! - [`output`]: atomic writing of result files.
-//! - [`simulate`]: known-truth label-shift targets resampled from a labelled domain.
-//! - [`crossfit`]: k-fold cross-fitted source classifiers (out-of-fold probabilities).
-//! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
+//!
+//! Task construction, synthetic data, simulated label shift, studies, bench grids and perf
+//! workloads live in the `glshift-experiments` crate.
 
-pub mod crossfit;
 pub mod data;
 pub mod error;
 pub mod eval;
@@ -28,11 +27,8 @@ pub mod model;
 pub mod nn;
 pub mod output;
 pub mod pipeline;
-pub mod protocol;
 pub mod real;
-pub mod simulate;
-pub mod study;
-pub mod synthetic;
+pub mod records;
 
 pub use error::{Error, Result};
 pub use real::Real;

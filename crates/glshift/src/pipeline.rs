@@ -4,15 +4,16 @@
 use std::time::Instant;
 
 use ndarray::Array2;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::data::{Domain, LabelRule};
 use crate::model::dataset::check_domains;
 use crate::eval::{self, EmbeddingMetrics};
+use crate::label_shift;
 use crate::nn::argmax_row;
 use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
 use crate::model::{Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
-use crate::protocol::Protocol;
+use crate::records::Protocol;
 use crate::{Error, Result};
 
 /// Scores computed from the target labels after training (evaluation only).
@@ -27,16 +28,18 @@ pub struct Evaluation {
     pub source_target_prior_l1: f64,
 }
 
-/// Everything `report.json` holds.
-#[derive(Clone, Debug, Serialize)]
+/// Everything `report.json` holds: written by `glshift fit`, read back by `glshift report`.
+/// Reading is lenient where older versions wrote less.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FitReport {
-    pub glshift_version: &'static str,
+    pub glshift_version: String,
     pub method: String,
     pub seed: u64,
     pub source: String,
     pub target: String,
     /// How the task was built from the two domains (`Uda` = unchanged; set by the caller that
-    /// applied a `protocol`, e.g. `glshift fit --setting pda`).
+    /// applied a protocol, e.g. `glshift fit --setting pda`).
+    #[serde(default)]
     pub protocol: Protocol,
     pub source_path: String,
     pub target_path: String,
@@ -53,15 +56,19 @@ pub struct FitReport {
     pub estimated_target_prior: Option<Vec<f64>>,
     pub importance_weights: Option<Vec<f64>>,
     pub confusion_filled_classes: Vec<usize>,
+    #[serde(default)]
     pub floored_classes: Vec<usize>,
     /// Class counts of the target predictions.
+    #[serde(default)]
     pub predicted_class_counts: Vec<usize>,
+    #[serde(default)]
     pub history: Vec<IterRecord>,
     /// The only timing field (kept apart so reports can be compared byte for byte without it).
+    #[serde(default)]
     pub elapsed_seconds: f64,
     /// Pre-training came from an earlier run of the same grid (`pipeline::run_cached`), so
     /// `elapsed_seconds` covers adaptation and scoring only. Absent when false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pretraining_reused: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_accuracy: Option<f64>,
@@ -276,8 +283,8 @@ fn run_inner(
         Some(truth) => {
             let s = eval::score(&predictions, truth, c)?;
             Some(Evaluation {
-                prior_l1_error: estimated.as_ref().map(|p| eval::l1_distance(p, &s.true_prior)),
-                source_target_prior_l1: eval::l1_distance(&fitted.source_prior, &s.true_prior),
+                prior_l1_error: estimated.as_ref().map(|p| label_shift::l1_distance(p, &s.true_prior)),
+                source_target_prior_l1: label_shift::l1_distance(&fitted.source_prior, &s.true_prior),
                 target_accuracy: s.accuracy,
                 per_class_accuracy: s.per_class_accuracy,
                 true_target_prior: s.true_prior,
@@ -286,7 +293,7 @@ fn run_inner(
         None => None,
     };
     let report = FitReport {
-        glshift_version: env!("CARGO_PKG_VERSION"),
+        glshift_version: env!("CARGO_PKG_VERSION").to_string(),
         method: cfg.method.to_string(),
         seed: cfg.seed,
         source: source.name.clone(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use glshift::data;
 use glshift::methods::{FitConfig, MethodKind, PretrainCache};
 use glshift::pipeline;
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn accuracy(source: &data::Domain, target: &data::Domain, method: MethodKind, seed: u64) -> (f64, pipeline::FitReport) {
     let cfg = FitConfig { method, seed, ..Default::default() };

@@ -4,7 +4,7 @@
 use glshift::methods::{BaselineConfig, FitConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline;
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn small(method: MethodKind, seed: u64) -> FitConfig {
     FitConfig {

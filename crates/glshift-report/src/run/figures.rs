@@ -2,7 +2,9 @@
 
 use ndarray::{concatenate, Array2, Axis};
 
-use super::load::{Embedding, RunData};
+use glshift::methods::Stage;
+
+use super::load::{setting, Embedding, RunData};
 use crate::error::Result;
 use crate::figure::Figure;
 use crate::figures::{CurvePoint, Heatmap, PriorFigure, Scatter, TrainingCurves};
@@ -53,7 +55,7 @@ fn labelled(e: &Option<Embedding>) -> Option<(&Array2<f32>, &Vec<usize>)> {
 pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, Vec<String>)> {
     let s = &run.summary;
     let names = &s.classes;
-    let task = format!("{} {}→{} ({})", s.method, s.source, s.target, s.setting());
+    let task = format!("{} {}→{} ({})", s.method, s.source, s.target, setting(s));
     let mut figs = Vec::new();
     let mut notes = Vec::new();
     match &s.embedding_metrics {
@@ -104,10 +106,12 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
         source: s.source_prior.clone(),
         estimated: s.estimated_target_prior.clone(),
         truth: s.true_target_prior.clone(),
-        interval: s.target_prior_interval.as_ref().map(|i| (i.low.clone(), i.high.clone())),
+        // report.json holds no bootstrap interval of the target prior (`glshift shift` reports
+        // those), so the prior figure of a run draws none.
+        interval: None,
     };
     figs.push(prior.render("prior", "Estimated vs true target class proportions and the per-class error |p̂ᵗ − pᵗ|")?);
-    if s.target_prior_interval.is_none() && s.estimated_target_prior.is_some() {
+    if s.estimated_target_prior.is_some() {
         notes.push("report.json has no bootstrap interval for the target prior, so the prior figure has none.".into());
     }
     if s.history.is_empty() {
@@ -119,7 +123,7 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
             points: s
                 .history
                 .iter()
-                .map(|h| CurvePoint { iter: h.iter, adapt: h.stage == "adapt", ce: h.ce, j_tu: h.j_tu, j_du: h.j_du, target_prior: h.target_prior.clone() })
+                .map(|h| CurvePoint { iter: h.iter, adapt: h.stage == Stage::Adapt, ce: h.ce, j_tu: h.j_tu, j_du: h.j_du, target_prior: h.target_prior.clone() })
                 .collect(),
         };
         figs.push(curves.render("training_curves", "Cross-entropy, J_TU, J_DU and the target-prior estimate over the iterations (pre-training, then adaptation)")?);

@@ -1,88 +1,18 @@
-//! Reading a run folder written by `glshift fit`: `report.json` (required) and the saved
+//! Reading a run folder written by `glshift fit`: `report.json` (required; read as the type
+//! that wrote it, [`FitReport`]) and the saved
 //! representations `z_*.npy` / `labels_*.npy` (optional: runs made before they were saved, or
 //! bench records, have none). Every problem is an error naming the file.
 
 use std::path::{Path, PathBuf};
 
-use glshift::eval::EmbeddingMetrics;
-use glshift::pipeline::{LABELS_SOURCE_FILE, LABELS_TARGET_FILE, Z_SOURCE_FILE, Z_TARGET_FILE};
+use glshift::pipeline::{FitReport, LABELS_SOURCE_FILE, LABELS_TARGET_FILE, Z_SOURCE_FILE, Z_TARGET_FILE};
 use ndarray::{Array1, Array2};
-use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
-/// One iteration of `history`.
-#[derive(Clone, Debug, Deserialize)]
-pub struct HistoryRow {
-    pub stage: String,
-    pub iter: usize,
-    pub ce: f64,
-    pub j_tu: f64,
-    pub j_du: f64,
-    #[serde(default)]
-    pub target_prior: Option<Vec<f64>>,
-}
-
-/// Bootstrap interval of the target prior, when a run records one.
-#[derive(Clone, Debug, Deserialize)]
-pub struct PriorInterval {
-    pub level: f64,
-    pub low: Vec<f64>,
-    pub high: Vec<f64>,
-}
-
-/// The fields of `report.json` the report reads (the file has more).
-#[derive(Clone, Debug, Deserialize)]
-pub struct RunSummary {
-    pub method: String,
-    pub seed: u64,
-    pub source: String,
-    pub target: String,
-    #[serde(default)]
-    pub protocol: Option<serde_json::Value>,
-    pub classes: Vec<String>,
-    pub n_source: usize,
-    pub n_target: usize,
-    pub config: serde_json::Value,
-    pub source_prior: Vec<f64>,
-    #[serde(default)]
-    pub estimated_target_prior: Option<Vec<f64>>,
-    #[serde(default)]
-    pub importance_weights: Option<Vec<f64>>,
-    #[serde(default)]
-    pub predicted_class_counts: Vec<usize>,
-    #[serde(default)]
-    pub floored_classes: Vec<usize>,
-    #[serde(default)]
-    pub history: Vec<HistoryRow>,
-    #[serde(default)]
-    pub elapsed_seconds: f64,
-    #[serde(default)]
-    pub target_accuracy: Option<f64>,
-    #[serde(default)]
-    pub per_class_accuracy: Option<Vec<Option<f64>>>,
-    #[serde(default)]
-    pub true_target_prior: Option<Vec<f64>>,
-    #[serde(default)]
-    pub prior_l1_error: Option<f64>,
-    #[serde(default)]
-    pub source_target_prior_l1: Option<f64>,
-    #[serde(default)]
-    pub embedding_metrics: Option<EmbeddingMetrics>,
-    #[serde(default)]
-    pub target_prior_interval: Option<PriorInterval>,
-}
-
-impl RunSummary {
-    /// "uda", "pda (5 target classes)", …
-    pub fn setting(&self) -> String {
-        let Some(p) = &self.protocol else { return "uda".into() };
-        let name = p.get("setting").and_then(|s| s.as_str()).unwrap_or("uda");
-        match p.get("classes").and_then(|k| k.as_u64()) {
-            Some(k) if name == "pda" => format!("pda ({k} target classes)"),
-            _ => name.to_string(),
-        }
-    }
+/// "uda", "pda (5 target classes)", …: the setting of a run as the page shows it.
+pub fn setting(report: &FitReport) -> String {
+    report.protocol.label()
 }
 
 /// Z and labels of one domain.
@@ -96,7 +26,7 @@ pub struct Embedding {
 #[derive(Clone, Debug)]
 pub struct RunData {
     pub dir: PathBuf,
-    pub summary: RunSummary,
+    pub summary: FitReport,
     pub source: Option<Embedding>,
     pub target: Option<Embedding>,
 }
@@ -114,9 +44,9 @@ fn check_len(path: &Path, what: &str, len: usize, c: usize) -> Result<()> {
 }
 
 /// Parses and checks `report.json`.
-pub fn read_summary(path: &Path) -> Result<RunSummary> {
+pub fn read_summary(path: &Path) -> Result<FitReport> {
     let bytes = read(path)?;
-    let s: RunSummary = serde_json::from_slice(&bytes)
+    let s: FitReport = serde_json::from_slice(&bytes)
         .map_err(|e| Error::bad_file(path, format!("not a glshift fit report ({e})")))?;
     let c = s.classes.len();
     if c < 2 {
@@ -131,10 +61,6 @@ pub fn read_summary(path: &Path) -> Result<RunSummary> {
     if let Some(m) = &s.embedding_metrics {
         check_len(path, "embedding_metrics.d_st", m.d_st.len(), c)?;
         check_len(path, "embedding_metrics.d_tt", m.d_tt.len(), c)?;
-    }
-    if let Some(i) = &s.target_prior_interval {
-        check_len(path, "target_prior_interval.low", i.low.len(), c)?;
-        check_len(path, "target_prior_interval.high", i.high.len(), c)?;
     }
     Ok(s)
 }

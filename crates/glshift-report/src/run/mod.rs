@@ -5,7 +5,7 @@ mod load;
 mod page;
 
 pub use figures::{run_figures, FigureOptions};
-pub use load::{load_run, read_summary, Embedding, HistoryRow, PriorInterval, RunData, RunSummary};
+pub use load::{load_run, read_summary, setting, Embedding, RunData};
 pub use page::{comparison, run_page};
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! The HTML page of one run (optionally compared with a baseline run of the same task).
 
-use super::load::{RunData, RunSummary};
+use glshift::pipeline::FitReport;
+
+use super::load::{setting, RunData};
 use crate::figure::Figure;
 use crate::html::{num, pct, Page};
 
@@ -10,12 +12,12 @@ fn diag(m: &[Vec<Option<f64>>], k: usize) -> Option<f64> {
 
 /// Sentences comparing `run` with `base` on the analysis metrics: whether the run's target
 /// J_b/J_w is higher and its mean D^st diagonal smaller, said plainly either way.
-pub fn comparison(run: &RunSummary, base: &RunSummary) -> Vec<String> {
+pub fn comparison(run: &FitReport, base: &FitReport) -> Vec<String> {
     let mut out = Vec::new();
-    if (run.source.as_str(), run.target.as_str(), run.setting()) != (base.source.as_str(), base.target.as_str(), base.setting()) {
+    if (run.source.as_str(), run.target.as_str(), setting(run)) != (base.source.as_str(), base.target.as_str(), setting(base)) {
         out.push(format!(
             "Warning: the baseline is a different task ({}→{} {}) from this run ({}→{} {}).",
-            base.source, base.target, base.setting(), run.source, run.target, run.setting()
+            base.source, base.target, setting(base), run.source, run.target, setting(run)
         ));
     }
     let (Some(a), Some(b)) = (&run.embedding_metrics, &base.embedding_metrics) else {
@@ -40,11 +42,11 @@ pub fn comparison(run: &RunSummary, base: &RunSummary) -> Vec<String> {
     out
 }
 
-fn summary_rows(s: &RunSummary) -> Vec<Vec<String>> {
+fn summary_rows(s: &FitReport) -> Vec<Vec<String>> {
     vec![
         vec!["method".into(), s.method.clone()],
         vec!["task".into(), format!("{} → {}", s.source, s.target)],
-        vec!["setting".into(), s.setting()],
+        vec!["setting".into(), setting(s)],
         vec!["seed".into(), s.seed.to_string()],
         vec!["source / target rows".into(), format!("{} / {}", s.n_source, s.n_target)],
         vec!["classes".into(), s.classes.len().to_string()],
@@ -55,7 +57,7 @@ fn summary_rows(s: &RunSummary) -> Vec<Vec<String>> {
     ]
 }
 
-fn metrics_section(p: &mut Page, s: &RunSummary) {
+fn metrics_section(p: &mut Page, s: &FitReport) {
     p.h2("Representation metrics (Z rescaled to unit RMS row norm)");
     let Some(m) = &s.embedding_metrics else {
         p.para("No embedding metrics: the target has no labels, or the run predates them.", Some("note"));
@@ -78,7 +80,7 @@ fn metrics_section(p: &mut Page, s: &RunSummary) {
     );
 }
 
-fn per_class_section(p: &mut Page, s: &RunSummary) {
+fn per_class_section(p: &mut Page, s: &FitReport) {
     p.h2("Per class");
     let header = ["class", "pˢ", "p̂ᵗ", "pᵗ", "|p̂ᵗ − pᵗ|", "w", "accuracy (%)", "predicted", "MCMD²(s,t)", "Dˢᵗ_kk"].map(String::from);
     let m = s.embedding_metrics.as_ref();
@@ -111,7 +113,7 @@ fn per_class_section(p: &mut Page, s: &RunSummary) {
 /// The full page. `figures` are embedded; their SVGs are linked at `figures/NAME.svg`.
 pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes: &[String]) -> String {
     let s = &run.summary;
-    let mut p = Page::new(&format!("glshift {}: {} → {} ({}), seed {}", s.method, s.source, s.target, s.setting(), s.seed));
+    let mut p = Page::new(&format!("glshift {}: {} → {} ({}), seed {}", s.method, s.source, s.target, setting(s), s.seed));
     p.table(&["run".into(), "value".into()], &summary_rows(s));
     if let Some(b) = base {
         p.h2(&format!("Compared with the baseline run {}", b.dir.display()));
@@ -119,7 +121,7 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
             p.para(&line, Some("verdict"));
         }
         let header = ["", &s.method, &b.summary.method].map(String::from);
-        let get = |r: &RunSummary| r.embedding_metrics.clone();
+        let get = |r: &FitReport| r.embedding_metrics.clone();
         let (a, bm) = (get(s), get(&b.summary));
         p.table(
             &header,
@@ -143,7 +145,9 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
         p.para(n, Some("note"));
     }
     p.h2("Configuration");
-    p.details("the full configuration of the fit (report.json → config)", &serde_json::to_string_pretty(&s.config).unwrap_or_default());
+    // Through a JSON value, so that keys are listed in name order as before.
+    let config = serde_json::to_value(&s.config).and_then(|v| serde_json::to_string_pretty(&v)).unwrap_or_default();
+    p.details("the full configuration of the fit (report.json → config)", &config);
     p.para("Target labels were read only to score the run and to draw these figures, never by training.", Some("note"));
     p.finish()
 }

@@ -115,7 +115,7 @@ pub fn parse_csv(reader: impl Read, path: &Path) -> crate::Result<ParsedFile> {
 }
 
 /// How integer labels in the file were mapped to 0-based class indices (recorded in reports).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LabelRule {
     /// Labels were used as stored (npy, csv, and `.mat` folders whose smallest label is not 1).

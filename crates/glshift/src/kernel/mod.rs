@@ -30,7 +30,6 @@ mod tests;
 #[cfg(test)]
 mod tests_mmd;
 mod tiled;
-pub mod workload;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
 pub use classwise::{classwise_j_du, classwise_j_tu};

@@ -818,19 +818,3 @@ fn zero_feature_dimension_is_rejected_before_work() {
     let a = Labelled::new(z.view(), y.view());
     assert!(matches!(j_du(&a, &params(GAUSS, 0.1), 1.0, None), Err(Error::Shape { .. })));
 }
-
-#[test]
-fn synthetic_workload_is_seeded_and_validates_its_sizes() {
-    use super::workload::Workload;
-    let a = Workload::synthetic(50, 4, 3, 1).unwrap();
-    let b = Workload::synthetic(50, 4, 3, 1).unwrap();
-    assert_eq!((a.zs.dim(), a.zt.dim(), a.ys.dim()), ((25, 4), (25, 4), (25, 3)));
-    assert_eq!(a.zs, b.zs);
-    assert_ne!(a.zs, Workload::synthetic(50, 4, 3, 2).unwrap().zs);
-    for (n, d, c) in [(1, 4, 3), (10, 0, 3), (10, 4, 0)] {
-        assert!(matches!(Workload::synthetic(n, d, c, 0), Err(Error::Param { .. })), "{n} {d} {c}");
-    }
-    let r = a.evaluate(McmdEstimator::Exact).unwrap();
-    assert!(r.tu.unwrap().value > 0.0 && r.du.unwrap().value > 0.0);
-    assert!(a.flops(McmdEstimator::Exact).unwrap() > 0.0);
-}

@@ -53,7 +53,7 @@ pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use floor::{apply_prior_floor, restrict_to_support};
 pub use holdout::{stratified_folds, stratified_holdout};
-pub use prior::{class_prior, predicted_distribution};
+pub use prior::{class_prior, l1_distance, predicted_distribution};
 
 /// Result of [`bbse_qp`].
 #[derive(Clone, Debug, serde::Serialize)]

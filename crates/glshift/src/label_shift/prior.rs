@@ -32,6 +32,12 @@ pub fn class_prior(labels: &[usize], c: usize) -> Result<Vec<f64>> {
     Ok(p)
 }
 
+/// ℓ1 distance `Σ_k |a_k − b_k|` between two distributions over the same classes (the error
+/// of an estimated prior, or the label shift ‖pˢ − pᵗ‖₁ of a task).
+pub fn l1_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum()
+}
+
 /// Predicted class distribution on the target: `q_j = (1/n) Σ_i P(ŷ_i = j)` (length c).
 ///
 /// `probs` is n × c (rows are class probabilities summing to 1 within 1e-3). `soft = false`
@@ -178,5 +184,10 @@ mod tests {
         );
         // within the 1e-3 tolerance
         assert!(predicted_distribution(array![[0.5f32, 0.4995]].view(), true).is_ok());
+    }
+
+    #[test]
+    fn l1_matches_hand_values() {
+        assert!((l1_distance(&[0.5, 0.5], &[1.0, 0.0]) - 1.0).abs() < 1e-12);
     }
 }

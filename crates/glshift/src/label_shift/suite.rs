@@ -5,8 +5,7 @@
 
 use serde::Serialize;
 
-use super::{bootstrap, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator, ShiftInputs};
-use crate::eval::l1_distance;
+use super::{bootstrap, l1_distance, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator, ShiftInputs};
 use crate::{Error, Result};
 
 /// Report keys of the four estimators, in report order.

@@ -2,7 +2,7 @@
 //! source classifier (method `source`, trained once on the domain's source part, see
 //! [`crate::simulate`]; cross-fitted over `cross_fit` folds by default, [`crate::crossfit`]),
 //! then `draws` simulated targets per prior family drawn from the disjoint target pool, and
-//! every estimator of [`crate::label_shift::suite`] with bootstrap intervals on each (basic and
+//! every estimator of [`glshift::label_shift::suite`] with bootstrap intervals on each (basic and
 //! percentile from the same replicates). The bootstrap re-runs only the estimators on
 //! resampled probabilities; the network is never retrained. Target labels are read only to
 //! score.
@@ -23,15 +23,20 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::data::{self, Domain};
-use crate::eval::{l1_distance, mean_std};
-use crate::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
-use crate::label_shift::{class_prior, IntervalMethod, ShiftInputs};
-use crate::methods::{FitConfig, MethodKind};
+use glshift::data::{self, Domain};
+use glshift::eval::mean_std;
+use glshift::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
+use glshift::label_shift::{class_prior, l1_distance, IntervalMethod, ShiftInputs};
+use glshift::methods::{FitConfig, MethodKind};
 use crate::crossfit::cross_fit;
-use crate::pipeline;
+use glshift::pipeline;
 use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
 use crate::{Error, Result};
+
+mod markdown;
+mod report;
+pub use markdown::study_markdown;
+pub use report::{Coverage, DomainStudy, DrawEstimate, DrawRecord, MethodInterval, StudyReport, SummaryRow};
 
 /// Settings of [`run_study`].
 #[derive(Clone, Debug, Serialize)]
@@ -71,117 +76,6 @@ pub fn default_families() -> Vec<PriorSpec> {
     ]
 }
 
-/// One estimator on one draw.
-#[derive(Clone, Debug, Serialize)]
-pub struct DrawEstimate {
-    pub prior: Vec<f64>,
-    /// Interval of the study's `interval` method.
-    pub prior_ci_low: Vec<f64>,
-    pub prior_ci_high: Vec<f64>,
-    pub prior_l1_error: f64,
-    pub covered: Vec<bool>,
-    /// Per interval method (all of [`IntervalMethod::ALL`], same replicates): the interval and
-    /// its per-class coverage.
-    pub intervals: BTreeMap<String, MethodInterval>,
-    pub warnings: Vec<String>,
-}
-
-/// One interval method's interval on one draw.
-#[derive(Clone, Debug, Serialize)]
-pub struct MethodInterval {
-    pub low: Vec<f64>,
-    pub high: Vec<f64>,
-    pub covered: Vec<bool>,
-}
-
-/// One simulated target.
-#[derive(Clone, Debug, Serialize)]
-pub struct DrawRecord {
-    pub family: String,
-    pub draw: usize,
-    /// Seed of this draw (prior, rows, bootstrap): `glshift shift simulate --seed` reproduces
-    /// the target with the same `--split-seed`, `--source-fraction` and `--n`.
-    pub seed: u64,
-    pub requested_prior: Vec<f64>,
-    pub true_prior: Vec<f64>,
-    pub distinct_rows: usize,
-    /// `‖pˢ − pᵗ‖₁`: the error of not correcting at all.
-    pub source_target_l1: f64,
-    /// Per estimator key: the estimate with its interval.
-    pub estimates: BTreeMap<String, DrawEstimate>,
-    /// Per estimator key whose estimate or interval failed: the message.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub errors: BTreeMap<String, String>,
-}
-
-/// One domain of the study.
-#[derive(Clone, Debug, Serialize)]
-pub struct DomainStudy {
-    pub data: String,
-    pub domain: String,
-    pub n_rows: usize,
-    pub n_classes: usize,
-    pub n_source: usize,
-    /// Source rows each classifier trained on (one entry per fold model when cross-fitted).
-    pub n_source_train: Vec<usize>,
-    /// Source rows whose probabilities and labels the estimators see (the hold-out, or every
-    /// source row when cross-fitted).
-    pub n_source_holdout: usize,
-    pub n_pool: usize,
-    pub source_prior: Vec<f64>,
-    /// Accuracy of the source classifier on the rows the estimators see (hold-out or out of
-    /// fold).
-    pub holdout_accuracy: f64,
-    /// Accuracy on the whole target pool (evaluation only).
-    pub pool_accuracy: f64,
-    pub train_seconds: f64,
-    pub draws: Vec<DrawRecord>,
-}
-
-/// Aggregate over the draws of one (domain, family, estimator).
-#[derive(Clone, Debug, Serialize)]
-pub struct SummaryRow {
-    pub data: String,
-    pub domain: String,
-    pub family: String,
-    pub estimator: String,
-    pub draws: usize,
-    /// Draws whose estimate or interval failed (not in the ℓ1 statistics; counted uncovered).
-    pub failures: usize,
-    pub l1_mean: f64,
-    pub l1_std: f64,
-    /// Mean `‖pˢ − pᵗ‖₁` over the draws (no correction).
-    pub no_correction_l1_mean: f64,
-    pub coverage: f64,
-    pub coverage_present: f64,
-    pub coverage_absent: Option<f64>,
-    pub joint_coverage: f64,
-    /// The same four coverages for every interval method (the fields above repeat the
-    /// study's `interval` method).
-    pub coverage_by_interval: BTreeMap<String, Coverage>,
-}
-
-/// Per-class coverage (all / present / absent classes) and joint coverage of one method.
-#[derive(Clone, Debug, Serialize)]
-pub struct Coverage {
-    pub coverage: f64,
-    pub coverage_present: f64,
-    pub coverage_absent: Option<f64>,
-    pub joint_coverage: f64,
-}
-
-/// Everything `study.json` holds.
-#[derive(Clone, Debug, Serialize)]
-pub struct StudyReport {
-    pub glshift_version: &'static str,
-    pub config: StudyConfig,
-    pub estimators: Vec<String>,
-    pub domains: Vec<DomainStudy>,
-    pub summary: Vec<SummaryRow>,
-    /// The only timing field besides `train_seconds`.
-    pub elapsed_seconds: f64,
-}
-
 /// FNV-1a of a string: a platform-independent seed for each draw.
 fn seed_of(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
@@ -215,7 +109,7 @@ impl StudyConfig {
         if !(self.source_fraction > 0.0 && self.source_fraction < 1.0) {
             return Err(Error::param("source-fraction", self.source_fraction, "must lie in (0, 1)"));
         }
-        self.fit.validate()
+        Ok(self.fit.validate()?)
     }
 }
 
@@ -274,7 +168,7 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
     };
     let train_seconds = t0.elapsed().as_secs_f64();
     let accuracy = |p: &ndarray::Array2<f32>, y: &[usize]| {
-        let ok = p.rows().into_iter().zip(y).filter(|(r, &t)| crate::nn::argmax_row(*r).0 == t).count();
+        let ok = p.rows().into_iter().zip(y).filter(|(r, &t)| glshift::nn::argmax_row(*r).0 == t).count();
         ok as f64 / y.len() as f64
     };
     let holdout_accuracy = accuracy(&sp, &sl);
@@ -451,119 +345,6 @@ fn coverage<'a>(draws: &[&'a DrawRecord], covered: impl Fn(&'a DrawRecord) -> Op
     }
 }
 
-/// `study.md`: one line per (domain, family): ℓ1 mean ± std and per-class coverage of each
-/// estimator, and the ℓ1 of no correction.
-pub fn study_markdown(r: &StudyReport) -> String {
-    let mut s = String::new();
-    let probs = if r.config.cross_fit >= 2 {
-        format!("{}-fold cross-fitted classifier (out-of-fold source probabilities)", r.config.cross_fit)
-    } else {
-        "one classifier with a stratified source hold-out".to_string()
-    };
-    s.push_str(&format!(
-        "Known-truth label shift: {} draws per prior, n_target = {}, source part = {:.0}% of each class, {probs}, \
-         {} bootstrap resamples, {:.0}% intervals ({} first), seed {}.\n\n",
-        r.config.draws,
-        r.config.n_target,
-        100.0 * r.config.source_fraction,
-        r.config.bootstrap,
-        100.0 * r.config.level,
-        r.config.interval,
-        r.config.seed
-    ));
-    s.push_str("| domain | n source | rows seen by the estimators | their accuracy | pool acc. |\n|---|---|---|---|---|\n");
-    for d in &r.domains {
-        s.push_str(&format!(
-            "| {} | {} | {} | {:.1}% | {:.1}% |\n",
-            d.domain,
-            d.n_source,
-            d.n_source_holdout,
-            100.0 * d.holdout_accuracy,
-            100.0 * d.pool_accuracy
-        ));
-    }
-    s.push_str("\nℓ1 error ‖p̂ᵗ − pᵗ‖₁, mean ± std over draws (no correction: ‖pˢ − pᵗ‖₁):\n\n");
-    s.push_str("| domain | prior | no correction |");
-    for e in &r.estimators {
-        s.push_str(&format!(" {e} |"));
-    }
-    s.push_str("\n|---|---|---|");
-    s.push_str(&"---|".repeat(r.estimators.len()));
-    s.push('\n');
-    let groups = groups(r);
-    for (dom, fam) in &groups {
-        let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam).collect();
-        s.push_str(&format!("| {dom} | {fam} | {:.3} |", rows.first().map_or(f64::NAN, |x| x.no_correction_l1_mean)));
-        for x in &rows {
-            let fail = if x.failures > 0 { format!(" ({} failed)", x.failures) } else { String::new() };
-            s.push_str(&format!(" {:.3} ± {:.3}{fail} |", x.l1_mean, x.l1_std));
-        }
-        s.push('\n');
-    }
-    let mut methods = vec![r.config.interval];
-    methods.extend(IntervalMethod::ALL.iter().filter(|&&m| m != r.config.interval));
-    for m in &methods {
-        s.push_str(&format!(
-            "\nCoverage of the per-class {m} intervals: all classes / classes present in the target / classes absent \
-             from it (— when none) / joint (every class of a draw at once):\n\n"
-        ));
-        s.push_str("| domain | prior |");
-        for e in &r.estimators {
-            s.push_str(&format!(" {e} |"));
-        }
-        s.push_str("\n|---|---|");
-        s.push_str(&"---|".repeat(r.estimators.len()));
-        s.push('\n');
-        for (dom, fam) in &groups {
-            s.push_str(&format!("| {dom} | {fam} |"));
-            for x in r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam) {
-                let c = &x.coverage_by_interval[m.name()];
-                let absent = c.coverage_absent.map_or("—".to_string(), |v| format!("{:.2}", v));
-                s.push_str(&format!(" {:.2} / {:.2} / {absent} / {:.2} |", c.coverage, c.coverage_present, c.joint_coverage));
-            }
-            s.push('\n');
-        }
-    }
-    s.push_str(&format!(
-        "\nAverages over the {} (domain, prior) cells above (absent: over the cells that have absent classes):\n\n",
-        groups.len()
-    ));
-    s.push_str("| estimator | ℓ1 |");
-    for m in &methods {
-        s.push_str(&format!(" {m} coverage all / present / absent |"));
-    }
-    s.push_str("\n|---|---|");
-    s.push_str(&"---|".repeat(methods.len()));
-    s.push('\n');
-    let avg = |v: Vec<f64>| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
-    for e in &r.estimators {
-        let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.estimator == e).collect();
-        s.push_str(&format!("| {e} | {:.3} |", avg(rows.iter().map(|x| x.l1_mean).collect())));
-        for m in &methods {
-            let cs: Vec<&Coverage> = rows.iter().map(|x| &x.coverage_by_interval[m.name()]).collect();
-            s.push_str(&format!(
-                " {:.2} / {:.2} / {:.2} |",
-                avg(cs.iter().map(|c| c.coverage).collect()),
-                avg(cs.iter().map(|c| c.coverage_present).collect()),
-                avg(cs.iter().filter_map(|c| c.coverage_absent).collect())
-            ));
-        }
-        s.push('\n');
-    }
-    s
-}
-
-fn groups(r: &StudyReport) -> Vec<(String, String)> {
-    let mut g: Vec<(String, String)> = Vec::new();
-    for x in &r.summary {
-        let key = (x.domain.clone(), x.family.clone());
-        if !g.contains(&key) {
-            g.push(key);
-        }
-    }
-    g
-}
-
 /// The labelled domains of `dir` with at least `min_rows` rows, in name order (the study's
 /// default choice: a known-truth target of `n_target` rows needs a pool of that order).
 pub fn default_domains(dir: &std::path::Path, min_rows: usize) -> Result<Vec<Domain>> {
@@ -578,84 +359,4 @@ pub fn default_domains(dir: &std::path::Path, min_rows: usize) -> Result<Vec<Dom
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::synthetic::{generate, SyntheticConfig};
-
-    fn small_cfg() -> StudyConfig {
-        let mut fit = FitConfig { pretrain_iters: 40, adapt_iters: 5, ..Default::default() };
-        fit.network.hidden = vec![16];
-        StudyConfig {
-            families: vec![PriorSpec::Dirichlet { alpha: 1.0 }, PriorSpec::Pda],
-            draws: 2,
-            n_target: 120,
-            source_fraction: 0.5,
-            bootstrap: 10,
-            level: 0.9,
-            interval: IntervalMethod::Basic,
-            cross_fit: 1,
-            seed: 0,
-            fit,
-        }
-    }
-
-    #[test]
-    fn study_is_deterministic_and_reports_every_estimator_per_family() {
-        let t = generate(&SyntheticConfig { n_classes: 4, n_source: 400, n_target: 10, ..Default::default() }).unwrap();
-        let cfg = small_cfg();
-        let a = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
-        assert_eq!(a.summary.len(), 2 * SUITE.len());
-        assert_eq!(a.domains[0].draws.len(), 4);
-        for d in &a.domains[0].draws {
-            assert!((d.true_prior.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-            assert_eq!(d.estimates.len(), 4);
-        }
-        let pda = a.domains[0].draws.iter().find(|d| d.family == "pda").unwrap();
-        assert_eq!(pda.true_prior, vec![0.5, 0.5, 0.0, 0.0]);
-        let b = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
-        let strip = |r: &StudyReport| serde_json::to_string(&(&r.domains.iter().map(|d| &d.draws).collect::<Vec<_>>(), &r.summary)).unwrap();
-        assert_eq!(strip(&a), strip(&b));
-        let md = study_markdown(&a);
-        assert!(md.contains("| dirichlet:1 |") && md.contains("| pda |") && md.contains("mlls"), "{md}");
-    }
-
-    #[test]
-    fn cross_fitted_study_shows_every_source_row_and_both_interval_methods() {
-        let t = generate(&SyntheticConfig { n_classes: 3, n_source: 240, n_target: 10, ..Default::default() }).unwrap();
-        let mut cfg = small_cfg();
-        cfg.cross_fit = 2;
-        cfg.families = vec![PriorSpec::Pda];
-        let a = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
-        let d = &a.domains[0];
-        assert_eq!(d.n_source_holdout, d.n_source);
-        assert_eq!(d.n_source_train.len(), 2);
-        assert_eq!(d.n_source_train.iter().sum::<usize>(), d.n_source, "each row trains exactly one of the 2 models");
-        for r in &d.draws {
-            for e in r.estimates.values() {
-                assert_eq!(e.intervals["basic"].covered, e.covered, "basic is the headline method");
-                assert_eq!(e.intervals.len(), 2);
-            }
-        }
-        for row in &a.summary {
-            assert_eq!(row.coverage, row.coverage_by_interval["basic"].coverage);
-        }
-        let b = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap();
-        assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
-    }
-
-    #[test]
-    fn study_rejects_bad_settings_naming_the_parameter() {
-        let t = generate(&SyntheticConfig { n_classes: 3, n_source: 90, n_target: 10, ..Default::default() }).unwrap();
-        let mut cfg = small_cfg();
-        cfg.bootstrap = 1;
-        let e = run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap_err();
-        assert!(e.to_string().contains("bootstrap"), "{e}");
-        let mut cfg = small_cfg();
-        cfg.draws = 0;
-        assert!(run_study(std::slice::from_ref(&t.source), &cfg, &mut |_| {}).unwrap_err().to_string().contains("draws"));
-        let mut unlabelled = t.source.clone();
-        unlabelled.labels = None;
-        let e = run_study(&[unlabelled], &small_cfg(), &mut |_| {}).unwrap_err();
-        assert!(e.to_string().contains("labelled"), "{e}");
-    }
-}
+mod tests;

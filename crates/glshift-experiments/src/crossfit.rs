@@ -21,10 +21,10 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::data::Domain;
-use crate::label_shift::stratified_folds;
-use crate::methods::{FitConfig, MethodKind};
-use crate::pipeline;
+use glshift::data::Domain;
+use glshift::label_shift::stratified_folds;
+use glshift::methods::{FitConfig, MethodKind};
+use glshift::pipeline;
 use crate::{Error, Result};
 
 /// Out-of-fold source probabilities and the matching target probabilities.

@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 use serde::Serialize;
 
-use crate::data::Domain;
+use glshift::data::Domain;
 use crate::{Error, Result};
 
 /// A target class prior to simulate.
@@ -320,7 +320,7 @@ fn npy_bytes<T: WriteNpyExt>(a: &T, path: &Path) -> Result<Vec<u8>> {
 
 /// The files of a simulation in the npy folder layout: `source_features.npy`,
 /// `source_labels.npy`, `target_features.npy`, `target_labels.npy`, `classes.txt` and
-/// `simulation.json`, for [`crate::output::write_files_atomically`].
+/// `simulation.json`, for [`glshift::output::write_files_atomically`].
 pub fn simulation_files(out: &Path, source: &Domain, target: &Domain, report: &SimulationReport) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut files = Vec::new();
     for d in [source, target] {

@@ -1,4 +1,5 @@
-//! Evaluation protocols that turn a source/target pair into a UDA, partial-DA or GLS task.
+//! Evaluation protocols that turn a source/target pair into a UDA, partial-DA or GLS task
+//! ([`Protocol`], the record of how a task was built, lives in `glshift::records`).
 //!
 //! - `uda`: both domains unchanged.
 //! - `pda`: the target keeps only the first k classes (order of `classes.txt`); the source keeps
@@ -11,42 +12,10 @@ use ndarray::Axis;
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
+use glshift::data::Domain;
+pub use glshift::records::Protocol;
 
-use crate::data::Domain;
 use crate::{Error, Result};
-
-/// A protocol with its parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "setting", rename_all = "kebab-case")]
-pub enum Protocol {
-    Uda,
-    /// Target keeps classes 0..k.
-    Pda { classes: usize },
-    /// Source keeps `fraction` of each class in the first half (seeded).
-    Gls { fraction: f64, seed: u64 },
-}
-
-impl Protocol {
-    /// Parses `uda`, `pda` or `gls` with the paper's defaults: k = c/2 for PDA (5 of 10 classes),
-    /// fraction 0.3 and seed 42 (Combes et al.'s default) for GLS.
-    pub fn parse(setting: &str, n_classes: usize, pda_classes: Option<usize>) -> Result<Protocol> {
-        match setting {
-            "uda" => Ok(Protocol::Uda),
-            "pda" => Ok(Protocol::Pda { classes: pda_classes.unwrap_or(n_classes / 2) }),
-            "gls" => Ok(Protocol::Gls { fraction: 0.3, seed: 42 }),
-            other => Err(Error::param("setting", other, "unknown setting; known: uda, pda, gls")),
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            Protocol::Uda => "uda",
-            Protocol::Pda { .. } => "pda",
-            Protocol::Gls { .. } => "gls",
-        }
-    }
-}
 
 fn keep_rows(d: &Domain, rows: &[usize]) -> Domain {
     let mut out = d.clone();

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use glshift::data::load_domain;
 use glshift::label_shift::IntervalMethod;
 use glshift::methods::FitConfig;
-use glshift::simulate::PriorSpec;
-use glshift::study::{run_study, StudyConfig};
+use glshift_experiments::simulate::PriorSpec;
+use glshift_experiments::study::{run_study, StudyConfig};
 
 fn folder(name: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(name);

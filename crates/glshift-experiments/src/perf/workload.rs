@@ -9,7 +9,7 @@
 //! mean pairwise squared distance of the pooled rows (the default rule); ε = 0.01/c; linear
 //! label kernel (the defaults of `FitConfig`).
 
-use super::{
+use glshift::kernel::{
     bandwidth, j_tu_du, j_tu_du_flops, DuRows, LabelKernel, Labelled, McmdEstimator,
     McmdParams, MulObjectives, TuDuGrad,
 };
@@ -32,7 +32,8 @@ pub struct Workload {
     pub h: f64,
 }
 
-fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
+// TODO(merge): one shared public `one_hot` is coming to the core (methods side); use it here.
+pub(crate) fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
     let mut y = Array2::zeros((labels.len(), c));
     for (i, &k) in labels.iter().enumerate() {
         y[[i, k]] = 1.0;
@@ -100,13 +101,13 @@ impl Workload {
     /// J_TU and pooled J_DU with their gradients.
     pub fn evaluate(&self, est: McmdEstimator) -> Result<TuDuGrad<f32>> {
         let (s, t) = self.views();
-        j_tu_du(&s, &t, &self.spec(est), &self.params, self.h)
+        Ok(j_tu_du(&s, &t, &self.spec(est), &self.params, self.h)?)
     }
 
     /// FLOPs of [`Workload::evaluate`].
     pub fn flops(&self, est: McmdEstimator) -> Result<f64> {
         let (s, t) = self.views();
-        j_tu_du_flops(&s, &t, &self.spec(est), &self.params, self.h)
+        Ok(j_tu_du_flops(&s, &t, &self.spec(est), &self.params, self.h)?)
     }
 
     /// Writes the inputs (`zs.npy`, `ys.npy`, `zt.npy`, `yt.npy` f32, `prior.npy` f64,
@@ -153,5 +154,25 @@ impl Workload {
                 reason: e.to_string(),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_workload_is_seeded_and_validates_its_sizes() {
+        let a = Workload::synthetic(50, 4, 3, 1).unwrap();
+        let b = Workload::synthetic(50, 4, 3, 1).unwrap();
+        assert_eq!((a.zs.dim(), a.zt.dim(), a.ys.dim()), ((25, 4), (25, 4), (25, 3)));
+        assert_eq!(a.zs, b.zs);
+        assert_ne!(a.zs, Workload::synthetic(50, 4, 3, 2).unwrap().zs);
+        for (n, d, c) in [(1, 4, 3), (10, 0, 3), (10, 4, 0)] {
+            assert!(matches!(Workload::synthetic(n, d, c, 0), Err(Error::Param { .. })), "{n} {d} {c}");
+        }
+        let r = a.evaluate(McmdEstimator::Exact).unwrap();
+        assert!(r.tu.unwrap().value > 0.0 && r.du.unwrap().value > 0.0);
+        assert!(a.flops(McmdEstimator::Exact).unwrap() > 0.0);
     }
 }

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::data::{Domain, FileFormat, LabelRule};
+use glshift::data::{Domain, FileFormat, LabelRule};
 use crate::{Error, Result};
 
 /// Parameters of the generator. Defaults give a task where a source-only network loses a few

@@ -1,0 +1,250 @@
+//! The grid of `glshift bench`: (task, method, seed) runs with resumable per-run records,
+//! `results.json` and a `table.md` laid out like the paper's tables. `glshift ablation` runs the
+//! same grid over MUL variants instead of methods ([`run_grid`], [`crate::ablation`]).
+
+mod table;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use glshift::data;
+use glshift::methods::{FitConfig, MethodKind, PretrainCache};
+use glshift::output::write_files_atomically;
+use glshift::pipeline;
+use glshift::records::BenchRecord;
+
+use crate::protocol::{self, Protocol};
+use crate::{Error, Result};
+
+pub use table::render_table;
+
+/// What a grid runs on and where it writes (the CLI's flags).
+#[derive(Clone, Debug)]
+pub struct GridSpec {
+    /// Folder holding the domains.
+    pub data: PathBuf,
+    /// uda, pda or gls.
+    pub setting: String,
+    /// Number of target classes kept in pda (default: half of the classes).
+    pub pda_classes: Option<usize>,
+    /// Tasks as SOURCE:TARGET pairs (default: every ordered pair of domains in the folder).
+    pub tasks: Option<Vec<String>>,
+    pub seeds: Vec<u64>,
+    pub out: PathBuf,
+}
+
+/// One row of the table: a method, or a configuration variant of one (the ablation).
+pub struct Variant {
+    /// File-safe name: the record file names and `results.json`'s `method`.
+    pub id: String,
+    /// The row label in `table.md`.
+    pub label: String,
+    pub cfg: FitConfig,
+}
+
+/// One variant per method, each `base` with its method set; every variant is validated.
+pub fn method_variants(methods: &[MethodKind], base: &FitConfig) -> Result<Vec<Variant>> {
+    let variants: Vec<Variant> = methods
+        .iter()
+        .map(|&method| Variant { id: method.to_string(), label: method.to_string(), cfg: FitConfig { method, ..base.clone() } })
+        .collect();
+    for v in &variants {
+        v.cfg.validate().map_err(|e| Error::run(format!("method {}", v.id), e))?;
+    }
+    Ok(variants)
+}
+
+/// What the grid reports while it runs (a progress bar in the CLI).
+pub trait GridObserver {
+    /// Before the first run: how many runs the grid has.
+    fn start(&mut self, _total: u64) {}
+    /// A run begins (or is looked up for resuming): "mul amazon→webcam seed 0".
+    fn run(&mut self, _what: &str) {}
+    /// A run is finished or read back.
+    fn done(&mut self) {}
+    /// A message for the user (a record redone, a data warning).
+    fn note(&mut self, _msg: &str) {}
+}
+
+/// An observer that ignores everything.
+impl GridObserver for () {}
+
+/// A finished grid.
+pub struct GridOutcome {
+    pub records: Vec<BenchRecord>,
+    /// Runs read back from `OUT/runs/`.
+    pub resumed: usize,
+    /// `table.md` as written.
+    pub table: String,
+}
+
+/// The grid's tasks: the `SOURCE:TARGET` entries of the spec, or every ordered pair of domains.
+pub fn parse_tasks(spec: &GridSpec) -> Result<Vec<(String, String)>> {
+    if let Some(list) = &spec.tasks {
+        return list
+            .iter()
+            .map(|t| match t.split_once(':') {
+                Some((s, d)) if !s.is_empty() && !d.is_empty() => Ok((s.to_string(), d.to_string())),
+                _ => Err(Error::BadTask { entry: t.clone() }),
+            })
+            .collect();
+    }
+    let domains = data::list_domains(&spec.data)?;
+    if domains.len() < 2 {
+        return Err(Error::TooFewDomains { dir: spec.data.clone(), found: domains.len() });
+    }
+    Ok(domains
+        .iter()
+        .flat_map(|s| domains.iter().filter(move |t| *t != s).map(move |t| (s.clone(), t.clone())))
+        .collect())
+}
+
+fn record_path(out: &Path, setting: &str, method: &str, s: &str, t: &str, seed: u64) -> PathBuf {
+    out.join("runs").join(format!("{setting}__{method}__{s}__{t}__seed{seed}.json"))
+}
+
+fn json<T: serde::Serialize + ?Sized>(path: &Path, v: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(v).map_err(|e| Error::Write { path: path.to_path_buf(), reason: e.to_string() })
+}
+
+/// A record made with the settings `cfg_value`, if `path` holds one. A record is written
+/// atomically, so an existing one is complete; it is reused only if it was made with the same
+/// settings (else a changed default or --config would silently mix old and new runs in one
+/// table).
+fn resumable(path: &Path, cfg_value: &serde_json::Value, obs: &mut dyn GridObserver) -> Option<BenchRecord> {
+    let bytes = std::fs::read(path).ok()?;
+    let r = serde_json::from_slice::<BenchRecord>(&bytes).ok()?;
+    if &r.config == cfg_value {
+        return Some(r);
+    }
+    obs.note(&format!("{}: made with other settings; running it again", path.display()));
+    None
+}
+
+/// Runs every (task, variant, seed), resuming from the records under `OUT/runs/`, then writes
+/// `results.json` and `table.md` (with the grid's wall time).
+pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserver) -> Result<GridOutcome> {
+    let started = Instant::now();
+    let tasks = parse_tasks(spec)?;
+    obs.start((tasks.len() * variants.len() * spec.seeds.len()) as u64);
+    let mut records = Vec::new();
+    let mut resumed = 0usize;
+    // Each data warning once per task, not once per method and seed.
+    let mut warned = HashSet::new();
+    for (s, t) in &tasks {
+        let (src0, tgt0) = data::load_pair(&spec.data, s, t)?;
+        let proto = Protocol::parse(&spec.setting, src0.n_classes(), spec.pda_classes)?;
+        let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
+        // Every method of this task and seed pre-trains the same network on the same rows.
+        let mut pretrained = PretrainCache::new();
+        for variant in variants {
+            let method = &variant.id;
+            for &seed in &spec.seeds {
+                let path = record_path(&spec.out, proto.name(), method, s, t, seed);
+                let run = format!("{method} {s}→{t} seed {seed}");
+                obs.run(&run);
+                let cfg = FitConfig { seed, ..variant.cfg.clone() };
+                let cfg_value = serde_json::to_value(&cfg).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+                if let Some(r) = resumable(&path, &cfg_value, obs) {
+                    records.push(r);
+                    resumed += 1;
+                    obs.done();
+                    continue;
+                }
+                let out = pipeline::run_cached(&src, &tgt, &cfg, &mut pretrained, &mut |_| {}).map_err(|e| Error::run(&run, e))?;
+                let r = &out.report;
+                for w in &r.warnings {
+                    if warned.insert(format!("{s}→{t}: {w}")) {
+                        obs.note(&format!("warning: {s}→{t}: {w}"));
+                    }
+                }
+                let target_accuracy = r
+                    .target_accuracy
+                    .ok_or_else(|| Error::bad_data(format!("{run}: {}", tgt.path.display()), "the target has no labels to score"))?;
+                let rec = BenchRecord {
+                    method: method.clone(),
+                    setting: proto.name().to_string(),
+                    source: s.clone(),
+                    target: t.clone(),
+                    seed,
+                    target_accuracy,
+                    prior_l1_error: r.prior_l1_error,
+                    source_target_prior_l1: r.source_target_prior_l1,
+                    source_class_counts: protocol::class_counts(&src).unwrap_or_default(),
+                    target_class_counts: protocol::class_counts(&tgt).unwrap_or_default(),
+                    elapsed_seconds: r.elapsed_seconds,
+                    pretraining_reused: r.pretraining_reused,
+                    config: cfg_value,
+                };
+                write_files_atomically(&[(path.clone(), json(&path, &rec)?)])?;
+                records.push(rec);
+                obs.done();
+            }
+        }
+    }
+    let rows: Vec<(&str, &str)> = variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
+    let mut table = render_table(&records, &tasks, &rows, &spec.seeds);
+    // A resumed grid's wall time covers only this call, so the runs' own times are summed too.
+    let run_seconds: f64 = records.iter().map(|r| r.elapsed_seconds).sum();
+    let reused = records.iter().filter(|r| r.pretraining_reused).count();
+    table.push_str(&format!(
+        "\n{} runs ({resumed} read back from runs/), wall time {:.0} s for this call; the runs' own times sum to {:.0} s \
+         ({reused} runs reused the pre-training of an earlier method on the same task and seed, and their times exclude it).\n",
+        records.len(),
+        started.elapsed().as_secs_f64(),
+        run_seconds
+    ));
+    let results = spec.out.join("results.json");
+    write_files_atomically(&[
+        (results.clone(), json(&results, &records)?),
+        (spec.out.join("table.md"), table.clone().into_bytes()),
+    ])?;
+    Ok(GridOutcome { records, resumed, table })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(tasks: Option<Vec<&str>>) -> GridSpec {
+        GridSpec {
+            data: PathBuf::from("/nonexistent"),
+            setting: "uda".into(),
+            pda_classes: None,
+            tasks: tasks.map(|t| t.into_iter().map(String::from).collect()),
+            seeds: vec![0],
+            out: PathBuf::from("/nonexistent/out"),
+        }
+    }
+
+    #[test]
+    fn task_entries_parse_or_name_the_bad_entry() {
+        let t = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr:caltech"]))).unwrap();
+        assert_eq!(t, [("amazon".to_string(), "webcam".to_string()), ("dslr".into(), "caltech".into())]);
+        let e = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr"]))).unwrap_err().to_string();
+        assert_eq!(e, "--tasks entry \"dslr\" is not SOURCE:TARGET");
+    }
+
+    #[test]
+    fn a_record_is_resumed_only_with_the_same_settings_and_old_null_shifts_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let cfg = serde_json::json!({"method": "source", "seed": 0});
+        let old = serde_json::json!({"method": "source", "setting": "uda", "source": "a", "target": "w", "seed": 0,
+            "target_accuracy": 0.5, "prior_l1_error": null, "source_target_prior_l1": null, "config": cfg});
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        struct Notes(Vec<String>);
+        impl GridObserver for Notes {
+            fn note(&mut self, msg: &str) {
+                self.0.push(msg.to_string());
+            }
+        }
+        let mut notes = Notes(Vec::new());
+        let r = resumable(&path, &cfg, &mut notes).expect("same settings: resumed");
+        assert_eq!(r.source_target_prior_l1, None);
+        assert!(notes.0.is_empty());
+        assert!(resumable(&path, &serde_json::json!({"method": "mul"}), &mut notes).is_none());
+        assert!(notes.0[0].contains("made with other settings"), "{:?}", notes.0);
+    }
+}

@@ -1,0 +1,27 @@
+//! glshift-experiments: what is run *with* the glshift library rather than part of it.
+//!
+//! - [`protocol`]: UDA / partial-DA / GLS task construction; `first_classes` for the IW ablation.
+//! - [`synthetic`]: the seeded generalized-label-shift generator of `glshift demo`.
+//! - [`simulate`]: known-truth label shift resampled from a labelled domain.
+//! - [`crossfit`]: k-fold cross-fitted `source` classifiers (out-of-fold probabilities).
+//! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
+//! - [`grid`]: the resumable (task × method × seed) grid of `glshift bench` and `glshift
+//!   ablation`, its `results.json` and `table.md`.
+//! - [`ablation`]: the rows of the paper's MUL ablation as grid variants.
+//! - [`iw`]: the training half of the importance-weighting ablation (the figure is drawn by
+//!   `glshift-report`).
+//! - [`perf`]: the seeded workloads and timings of `glshift perf`.
+//! - [`error`]: the crate's one error type.
+
+pub mod ablation;
+pub mod crossfit;
+pub mod error;
+pub mod grid;
+pub mod iw;
+pub mod perf;
+pub mod protocol;
+pub mod simulate;
+pub mod study;
+pub mod synthetic;
+
+pub use error::{Error, Result};
