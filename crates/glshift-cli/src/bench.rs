@@ -45,6 +45,9 @@ pub struct GridArgs {
     pub out: PathBuf,
     #[arg(long)]
     pub quiet: bool,
+    /// Also keep each run's model file (runs/….glshift, a few MB each; for `glshift predict`).
+    #[arg(long)]
+    pub keep_models: bool,
 }
 
 impl GridArgs {
@@ -56,6 +59,7 @@ impl GridArgs {
             tasks: self.tasks.clone(),
             seeds: self.seeds.clone(),
             out: self.out.clone(),
+            keep_models: self.keep_models,
         }
     }
 }

@@ -95,3 +95,34 @@ fn bench_redoes_records_made_with_other_settings() {
     assert_eq!(iters, 7);
     assert!(!err.contains("made with other settings"), "same settings must resume: {err}");
 }
+
+#[test]
+fn bench_keeps_model_files_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let (d, c) = (dir.path().to_str().unwrap(), cfg.to_str().unwrap());
+    let models = |out: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "glshift")).collect();
+        v.sort();
+        v
+    };
+    let plain = dir.path().join("plain");
+    let o = run(&["bench", "--data", d, "--tasks", "src:tgt", "--methods", "source,mul", "--seeds", "0", "--config", c, "--out", plain.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(models(&plain).is_empty(), "models written without --keep-models");
+    // Asked on a resumed grid: the runs without a model are redone so that each gets one.
+    let o = run(&["bench", "--data", d, "--tasks", "src:tgt", "--methods", "source,mul", "--seeds", "0", "--config", c, "--out", plain.to_str().unwrap(), "--quiet", "--keep-models"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kept = models(&plain);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    // Each kept model predicts the target exactly as its run scored it.
+    for m in &kept {
+        let pred = dir.path().join(format!("pred-{}", m.file_stem().unwrap().to_str().unwrap()));
+        let o = run(&["predict", "--model", m.to_str().unwrap(), "--data", d, "--domain", "tgt", "--out", pred.to_str().unwrap(), "--quiet"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(pred.join("report.json")).unwrap()).unwrap();
+        let record: serde_json::Value = serde_json::from_slice(&std::fs::read(m.with_extension("json")).unwrap()).unwrap();
+        assert_eq!(report["accuracy"], record["target_accuracy"], "{}", m.display());
+    }
+}

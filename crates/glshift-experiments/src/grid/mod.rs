@@ -32,6 +32,9 @@ pub struct GridSpec {
     pub tasks: Option<Vec<String>>,
     pub seeds: Vec<u64>,
     pub out: PathBuf,
+    /// Also write each run's model beside its record (`runs/….glshift`); off by default, since
+    /// a grid has hundreds of runs of a few MB each.
+    pub keep_models: bool,
 }
 
 /// One row of the table: a method, or a configuration variant of one (the ablation).
@@ -146,7 +149,9 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
                 obs.run(&run);
                 let cfg = FitConfig { seed, ..variant.cfg.clone() };
                 let cfg_value = serde_json::to_value(&cfg).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
-                if let Some(r) = resumable(&path, &cfg_value, obs) {
+                let model_path = path.with_extension("glshift");
+                let model_missing = spec.keep_models && !model_path.exists();
+                if let Some(r) = resumable(&path, &cfg_value, obs).filter(|_| !model_missing) {
                     records.push(r);
                     resumed += 1;
                     obs.done();
@@ -177,7 +182,11 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
                     pretraining_reused: r.pretraining_reused,
                     config: cfg_value,
                 };
-                write_files_atomically(&[(path.clone(), json(&path, &rec)?)])?;
+                let mut files = vec![(path.clone(), json(&path, &rec)?)];
+                if spec.keep_models {
+                    files.push((model_path, out.model.to_bytes().map_err(|e| Error::run(&run, e))?));
+                }
+                write_files_atomically(&files)?;
                 records.push(rec);
                 obs.done();
             }
@@ -215,6 +224,7 @@ mod tests {
             tasks: tasks.map(|t| t.into_iter().map(String::from).collect()),
             seeds: vec![0],
             out: PathBuf::from("/nonexistent/out"),
+            keep_models: false,
         }
     }
 
