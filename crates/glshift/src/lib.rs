@@ -32,3 +32,8 @@ pub mod records;
 
 pub use error::{Error, Result};
 pub use real::Real;
+
+// The README's Rust example runs as a doctest of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
