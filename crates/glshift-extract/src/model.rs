@@ -10,6 +10,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
+use crate::depthwise::Depthwise;
 use crate::arch::{self, BlockSpec, BN_EPS, FEATURE_DIM, IMAGE_SIZE, STEM_CHANNELS};
 use crate::pth::StateDict;
 use crate::{Error, Result};
@@ -24,6 +25,8 @@ struct ConvBn {
     groups: usize,
     /// TensorFlow-"SAME" padding (before, after), the same on both spatial axes.
     pad: (usize, usize),
+    /// A 1×1, stride-1, unpadded convolution (run as a matrix product).
+    pointwise: bool,
 }
 
 impl ConvBn {
@@ -50,15 +53,47 @@ impl ConvBn {
             stride,
             groups,
             pad: arch::same_padding(in_size, shape[2], stride),
+            pointwise: shape[2] == 1 && shape[3] == 1 && stride == 1,
         })
     }
 
     /// `(N, C_in, H, W)` → `(N, C_out, ceil(H/s), ceil(W/s))`.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if self.groups > 1 {
+            return self.forward_depthwise(x);
+        }
+        if self.pointwise {
+            return self.forward_pointwise(x);
+        }
         let (b, a) = self.pad;
         let x = if b + a > 0 { x.pad_with_zeros(2, b, a)?.pad_with_zeros(3, b, a)? } else { x.clone() };
         let y = x.conv2d(&self.weight, 0, self.stride, 1, self.groups)?;
         Ok(y.broadcast_add(&self.bias)?)
+    }
+}
+
+impl ConvBn {
+    /// The 1×1 case of [`Self::forward`] as one matrix product per image:
+    /// `(C_out, C_in) · (C_in, H·W)`, without im2col copies.
+    fn forward_pointwise(&self, x: &Tensor) -> Result<Tensor> {
+        let (n, c, h, w) = x.dims4()?;
+        let (co, ci) = (self.weight.dim(0)?, self.weight.dim(1)?);
+        let w2 = self.weight.reshape((co, ci))?;
+        let y = w2.broadcast_matmul(&x.reshape((n, c, h * w))?)?;
+        Ok(y.reshape((n, co, h, w))?.broadcast_add(&self.bias)?)
+    }
+
+    /// The depthwise case of [`Self::forward`], with the direct loop of [`crate::depthwise`].
+    fn forward_depthwise(&self, x: &Tensor) -> Result<Tensor> {
+        let (n, c, h, w) = x.dims4()?;
+        let k = self.weight.dim(2)?;
+        let d = Depthwise { channels: c, kernel: k, stride: self.stride, pad_before: self.pad.0 };
+        let (oh, ow) = (d.out_size(h, self.pad.0 + self.pad.1), d.out_size(w, self.pad.0 + self.pad.1));
+        let data = x.flatten_all()?.to_vec1::<f32>()?;
+        let wk = self.weight.flatten_all()?.to_vec1::<f32>()?;
+        let bias = self.bias.flatten_all()?.to_vec1::<f32>()?;
+        let y = d.run(&data, h, w, oh, ow, &wk, &bias);
+        Ok(Tensor::from_vec(y, (n, c, oh, ow), &Device::Cpu)?)
     }
 }
 
