@@ -3,6 +3,7 @@
 mod ablation;
 mod bench;
 mod demo;
+mod extract;
 mod fit;
 mod iw;
 mod perf;
@@ -42,6 +43,8 @@ enum Command {
     Shift(shift::ShiftArgs),
     /// Time one J_TU + J_DU loss and gradient (exact or random features) against the FLOP bound and the Python stack.
     Perf(perf::PerfArgs),
+    /// Image folders (DIR/<domain>/<class>/*) to EfficientNet-Lite2 features in the npy layout fit reads.
+    Extract(extract::ExtractArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::IwAblation(args) => iw::run(args),
         Command::Perf(args) => perf::run(args),
+        Command::Extract(args) => extract::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
