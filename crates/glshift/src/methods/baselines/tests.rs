@@ -10,6 +10,7 @@ use super::cdan::{entropy_and_grad, Cdan};
 use super::dann::{pada_class_weights, Dann};
 use super::mmd::{Dan, Jan};
 use super::*;
+use crate::methods::FitConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::nn::softmax;
 use crate::nn::testutil::random_matrix;
@@ -50,7 +51,9 @@ fn build_f64(method: MethodKind, cfg: &FitConfig) -> Any {
         MethodKind::Dan => Any::Dan(Dan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Jan => Any::Jan(Jan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(method, D, cfg).unwrap()),
-        _ => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        // A new baseline must be added above (its gradient checked here), never run as another.
+        other => panic!("{other} has no f64 gradient check: add it to `build_f64` in methods/baselines/tests.rs"),
     }
 }
 
@@ -76,7 +79,19 @@ fn data() -> Data {
 }
 
 fn inputs<'a>(d: &'a Data, zs: ArrayView2<'a, f64>, zt: ArrayView2<'a, f64>, ls: ArrayView2<'a, f64>, lt: ArrayView2<'a, f64>) -> AdaptInputs<'a, f64> {
-    AdaptInputs { zs, logits_s: ls, ys: &d.ys, zt, logits_t: lt, target_probs: d.probs_t.view(), progress: 0.6, estimate: Some(&d.estimate) }
+    AdaptInputs {
+        zs,
+        logits_s: ls,
+        ys: &d.ys,
+        zt,
+        logits_t: lt,
+        target_probs: d.probs_t.view(),
+        progress: 0.6,
+        estimate: Some(&d.estimate),
+        confident: &[],
+        pseudo_labels: &[],
+        prior: &d.estimate.target_prior,
+    }
 }
 
 /// Central differences of `f` over every entry of `x`.
