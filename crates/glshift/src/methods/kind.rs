@@ -23,7 +23,7 @@ type Constructor = fn(&BuildContext) -> Result<Box<dyn Method>>;
 macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $build:expr;)+) => {
         /// The adaptation method: the loss it adds to the one training loop.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
         pub enum MethodKind {
             $($(#[$doc])* #[serde(rename = $name)] $variant,)+
         }
@@ -52,6 +52,7 @@ registry! {
     /// No adaptation: cross-entropy on the source, same network and schedule.
     Source = "source" => |_| Ok(Box::new(SourceOnly));
     /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU (`methods::mul`).
+    #[default]
     Mul = "mul" => |b| Ok(Box::new(Mul::new(b.cfg, b.c, b.cfg.mul.discrepancy)));
     Dan = "dan" => |b| Ok(Box::new(mmd::Dan::new(&b.cfg.baselines)));
     Dann = "dann" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Dann, b.z_dim, b.cfg)?));
@@ -63,12 +64,6 @@ registry! {
     Pada = "pada" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Pada, b.z_dim, b.cfg)?));
     /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
     MmdClasswise = "mmd-classwise" => |b| Ok(Box::new(Mul::new(b.cfg, b.c, Discrepancy::ClasswiseMmd)));
-}
-
-impl Default for MethodKind {
-    fn default() -> Self {
-        MethodKind::Mul
-    }
 }
 
 impl MethodKind {
