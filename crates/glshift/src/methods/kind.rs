@@ -64,6 +64,7 @@ registry! {
     Pada = "pada" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Pada, b.z_dim, b.cfg)?));
     /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
     MmdClasswise = "mmd-classwise" => |b| Ok(Box::new(Mul::new(b.cfg, b.c, Discrepancy::ClasswiseMmd)));
+    #[doc = "Deep CORAL (Sun & Saenko 2016): λ·‖C_S − C_T‖²_F/(4d²) on Z (`baselines::coral`)."] Coral = "coral" => |b| Ok(Box::new(super::baselines::coral::Coral::new(&b.cfg.baselines)));
 }
 
 impl MethodKind {

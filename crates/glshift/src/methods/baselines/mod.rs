@@ -8,6 +8,7 @@
 //! | `dann`, `iw-dann`, `pada` | [`dann`] | Ganin et al. 2016 (JMLR); Combes et al. 2020 (NeurIPS); Cao et al. 2018 (ECCV) |
 //! | `cdan`, `cdan-e`, `iw-cdan` | [`cdan`] | Long et al. 2018 (NeurIPS); Combes et al. 2020 |
 //! | `mmd-classwise` | `methods::mul` with `Discrepancy::ClasswiseMmd` | the paper's ablation |
+//! | `coral` | [`coral`] | Sun & Saenko 2016 (ECCV workshops), Deep CORAL: covariances of Z aligned |
 //!
 //! A baseline sees the representation Z and the logits of the source training rows and of every
 //! target row, never a target label. It returns the gradient of its term (already weighted) with
@@ -17,6 +18,7 @@
 mod adversary;
 pub mod cdan;
 mod config;
+pub mod coral;
 pub mod dann;
 pub mod mmd;
 

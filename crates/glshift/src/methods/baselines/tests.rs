@@ -7,6 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::cdan::{entropy_and_grad, Cdan};
+use super::coral::Coral;
 use super::dann::{pada_class_weights, Dann};
 use super::mmd::{Dan, Jan};
 use super::*;
@@ -26,6 +27,7 @@ enum Any {
     Jan(Jan),
     Dann(Dann<f64>),
     Cdan(Cdan<f64>),
+    Coral(Coral),
 }
 
 impl Any {
@@ -35,6 +37,7 @@ impl Any {
             Any::Jan(b) => b.compute(inp),
             Any::Dann(b) => b.compute(inp),
             Any::Cdan(b) => b.compute(inp),
+            Any::Coral(b) => b.compute(inp),
         }
         .unwrap()
     }
@@ -52,6 +55,7 @@ fn build_f64(method: MethodKind, cfg: &FitConfig) -> Any {
         MethodKind::Jan => Any::Jan(Jan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(method, D, cfg).unwrap()),
         MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        MethodKind::Coral => Any::Coral(Coral::new(&cfg.baselines)),
         // A new baseline must be added above (its gradient checked here), never run as another.
         other => panic!("{other} has no f64 gradient check: add it to `build_f64` in methods/baselines/tests.rs"),
     }
