@@ -15,8 +15,8 @@ use crate::fit::resolve_config;
 pub struct BenchArgs {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// Methods (rows of the table): source, mul, dan, dann, cdan, cdan-e, jan, iw-dann, iw-cdan,
-    /// pada, mmd-classwise.
+    /// Methods (rows of the table): `source`, `mul` or baselines (docs/methods.md; an unknown
+    /// name lists every method).
     #[arg(long, value_delimiter = ',', default_value = "source,mul")]
     pub methods: Vec<String>,
 }

@@ -28,8 +28,8 @@ pub struct FitArgs {
     /// Target domain name; its labels, if present, are used only to score the result.
     #[arg(long)]
     pub target: String,
-    /// Method: mul, source, dan, dann, cdan, cdan-e, jan, iw-dann, iw-cdan, pada or
-    /// mmd-classwise. Overrides the config file.
+    /// Method: `mul`, `source` or a baseline (docs/methods.md; an unknown name lists every
+    /// method). Overrides the config file.
     #[arg(long)]
     pub method: Option<String>,
     /// Task protocol: uda (domains unchanged), pda (target keeps the first --pda-classes classes)

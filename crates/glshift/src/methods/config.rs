@@ -10,48 +10,11 @@ use serde::{Deserialize, Serialize};
 
 pub use super::ablation::Discrepancy;
 pub use super::baselines::BaselineConfig;
+pub use super::kind::MethodKind;
 use crate::data::Preprocess;
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};
-
-/// The adaptation method: the loss it adds to the one training loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum MethodKind {
-    /// No adaptation: cross-entropy on the source, same network and schedule.
-    Source,
-    /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU.
-    #[default]
-    Mul,
-    /// Baselines (`methods::baselines`; one file per family, the reference in each doc comment).
-    Dan,
-    Dann,
-    Cdan,
-    CdanE,
-    Jan,
-    IwDann,
-    IwCdan,
-    Pada,
-    /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
-    MmdClasswise,
-}
-
-impl std::str::FromStr for MethodKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        MethodKind::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
-            let known: Vec<&str> = MethodKind::ALL.iter().map(|m| m.name()).collect();
-            Error::param("method", s, format!("unknown method; known: {}", known.join(", ")))
-        })
-    }
-}
-
-impl std::fmt::Display for MethodKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Where the BBSE confusion matrix is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

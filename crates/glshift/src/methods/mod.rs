@@ -1,13 +1,17 @@
-//! Methods as losses plugged into one training loop ([`train::fit`]).
+//! Methods as losses plugged into one training loop ([`train::fit`]), each one implementation
+//! of [`Method`], registered by one line in `kind.rs`.
 
 pub mod ablation;
 pub mod baselines;
 pub mod config;
 mod kind;
+pub mod method;
 pub mod mul;
 pub mod train;
 
 pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use baselines::BaselineConfig;
 pub use config::{ConfusionRows, FitConfig, LabelShiftConfig, MethodKind, MulConfig};
-pub use train::{fit, fit_with_cache, Fitted, IterRecord, PretrainCache, Progress, Stage, TransferRecord};
+pub use kind::{build_method, BuildContext};
+pub use method::{AdaptInputs, CeWeights, Method, StepOutput};
+pub use train::{adapt, fit, fit_with_cache, pretrain, Fitted, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord};

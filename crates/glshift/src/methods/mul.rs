@@ -2,12 +2,17 @@
 //!
 //! J_TU (paper eq. objective_conditional-matching) matches each class conditional across domains,
 //! weighted by the estimated target prior; J_DU (eq. objective_discriminative) pushes the class
-//! conditionals apart. Both use the c×c MCMD algebra of `kernel`.
+//! conditionals apart. Both use the c×c MCMD algebra of `kernel`. [`Mul`] is the method the
+//! training loop calls: these terms on the confident target rows, the importance-weighted
+//! cross-entropy and the J_DU pooling state of Algorithm 1.
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::ablation::Discrepancy;
+use super::config::{FitConfig, MulConfig};
+use super::method::{AdaptInputs, CeWeights, Method, StepOutput};
 use crate::kernel::{self, Labelled, McmdEstimator, McmdParams};
+use crate::nn::one_hot;
 use crate::Result;
 
 /// Inputs of one evaluation of the MUL terms.
@@ -139,6 +144,109 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
         }
     }
     Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, lambda_du_effective, grad_zs, grad_zt })
+}
+
+/// MUL as a [`Method`] (paper, Algorithm 1): J_MUL = J_E + λ_TU·J_TU − λ_DU·J_DU
+/// (eq. objective_MAL-final) with J_E the w-weighted cross-entropy (eq.
+/// objective_entropy_functions), the kernel terms on the τ-confident target rows. With
+/// `Discrepancy::ClasswiseMmd` it is the ablation's `mmd-classwise`.
+///
+/// State: J_DU starts on the source rows alone; once its relative change over `du_window`
+/// iterations falls under `du_stable_tol` ("when the objective value is stable") the confident
+/// target rows join it for the rest of the fit.
+#[derive(Clone, Debug)]
+pub struct Mul {
+    cfg: MulConfig,
+    params: McmdParams,
+    discrepancy: Discrepancy,
+    du_pooled: bool,
+    du_trace: Vec<f64>,
+}
+
+impl Mul {
+    pub fn new(cfg: &FitConfig, c: usize, discrepancy: Discrepancy) -> Mul {
+        Mul { cfg: cfg.mul.clone(), params: cfg.mul.mcmd_params(c), discrepancy, du_pooled: false, du_trace: Vec::new() }
+    }
+
+    /// Whether the confident target rows are part of J_DU at the next iteration.
+    pub fn du_pooled(&self) -> bool {
+        self.du_pooled
+    }
+
+    /// Records J_DU on the source rows and pools once it has been stable for `du_window` steps.
+    fn track_pooling(&mut self, j_du_source_only: Option<f64>) {
+        let Some(v) = j_du_source_only else { return };
+        self.du_trace.push(v);
+        let w = self.cfg.du_window;
+        if self.du_trace.len() > w {
+            let old = self.du_trace[self.du_trace.len() - 1 - w];
+            if (v - old).abs() <= self.cfg.du_stable_tol * old.abs().max(1e-12) {
+                self.du_pooled = true;
+            }
+        }
+    }
+}
+
+impl Method for Mul {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput> {
+        let c = inp.prior.len();
+        let ys = one_hot::<f32>(inp.ys, c);
+        let zt = inp.zt.select(Axis(0), inp.confident);
+        let yt = one_hot::<f32>(inp.pseudo_labels, c);
+        let m = &self.cfg;
+        let terms = mul_terms(&MulInputs {
+            zs: inp.zs,
+            ys: ys.view(),
+            zt: zt.view(),
+            yt: yt.view(),
+            prior: inp.prior,
+            params: self.params,
+            mcmd: m.mcmd,
+            bandwidth_multiplier: m.bandwidth_multiplier,
+            lambda_tu: m.lambda_tu,
+            lambda_du: m.lambda_du,
+            use_tu: m.use_tu,
+            use_du: m.use_du,
+            du_balance: m.du_balance,
+            du_pooled: self.du_pooled,
+            discrepancy: self.discrepancy,
+        })?;
+        let was_pooled = self.du_pooled;
+        self.track_pooling(terms.j_du_source_only);
+        // The kernel terms see the confident rows only; the loop wants every target row.
+        let mut grad_zt = Array2::<f32>::zeros(inp.zt.raw_dim());
+        for (r, &i) in inp.confident.iter().enumerate() {
+            grad_zt.row_mut(i).assign(&terms.grad_zt.row(r));
+        }
+        let ce_weights = match inp.estimate {
+            Some(e) if self.cfg.importance_weighting => CeWeights::WeightedMean(e.weights.clone()),
+            _ => CeWeights::Uniform,
+        };
+        Ok(StepOutput {
+            terms: vec![self.cfg.lambda_tu * terms.j_tu, -(terms.lambda_du_effective * terms.j_du)],
+            grad_zs: Some(terms.grad_zs),
+            grad_zt: Some(grad_zt),
+            ce_weights,
+            j_tu: terms.j_tu,
+            j_du: terms.j_du,
+            lambda_du: terms.lambda_du_effective,
+            du_pooled: was_pooled,
+            ..StepOutput::none()
+        })
+    }
+
+    /// For w (importance weighting) or for p̂ᵗ in J_TU.
+    fn needs_shift_estimate(&self) -> bool {
+        self.cfg.importance_weighting || (self.cfg.use_tu && self.cfg.prior_weighting)
+    }
+
+    fn calibrates(&self) -> bool {
+        true
+    }
+
+    fn gradient_name(&self) -> &'static str {
+        "the gradient of the kernel terms (λ_TU·J_TU − λ_DU·J_DU) with respect to Z"
+    }
 }
 
 #[cfg(test)]

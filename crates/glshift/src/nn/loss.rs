@@ -23,6 +23,16 @@ pub fn softmax<T: Real>(logits: ArrayView2<T>) -> Array2<T> {
     p
 }
 
+/// One-hot rows of `labels`: an `n × c` matrix Y with Y[i, yᵢ] = 1 and 0 elsewhere.
+/// Labels must be `< c` (callers validate labels when loading; out of range panics as indexing).
+pub fn one_hot<T: Real>(labels: &[usize], c: usize) -> Array2<T> {
+    let mut y = Array2::<T>::zeros((labels.len(), c));
+    for (i, &k) in labels.iter().enumerate() {
+        y[[i, k]] = T::one();
+    }
+    y
+}
+
 /// Weighted softmax cross-entropy over the rows given.
 ///
 /// `logits`: `n × c`; `labels`: length `n`, each `< c`; `weights`: length `n`, each ≥ 0 (e.g.

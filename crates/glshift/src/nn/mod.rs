@@ -25,6 +25,6 @@ pub use activation::{Activation, LEAKY_RELU_SLOPE};
 pub use adam::{Adam, AdamConfig};
 pub use batchnorm::{column_stats, BatchNorm, BnCache, BnGrad, BN_EPS};
 pub use linear::{Linear, LinearGrad};
-pub use loss::{argmax_row, softmax, weighted_cross_entropy};
+pub use loss::{argmax_row, one_hot, softmax, weighted_cross_entropy};
 pub use mlp::{dropout_mask, Block, BlockGrad, BnStats, Mlp};
 pub use network::{stack_rows, Forward, Grads, Network, NetworkConfig, ParamKind, Pass};

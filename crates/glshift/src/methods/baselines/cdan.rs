@@ -21,7 +21,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, softmax_backward, source_class_weights};
-use super::{AdaptInputs, AdaptOutput, Baseline, Discriminator};
+use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
+use crate::methods::method::{Method, StepOutput};
 use crate::methods::{FitConfig, MethodKind};
 use crate::nn::softmax;
 use crate::{Real, Result};
@@ -193,8 +194,21 @@ impl<T: Real> Cdan<T> {
     }
 }
 
-impl Baseline for Cdan<f32> {
-    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput> {
-        self.compute(inp)
+impl Method for Cdan<f32> {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput> {
+        self.compute(inp).map(StepOutput::from)
+    }
+
+    /// The importance-weighted variant reads BBSE-QP's w (calibrated, as MUL's).
+    fn needs_shift_estimate(&self) -> bool {
+        self.kind == MethodKind::IwCdan
+    }
+
+    fn calibrates(&self) -> bool {
+        self.kind == MethodKind::IwCdan
+    }
+
+    fn gradient_name(&self) -> &'static str {
+        GRADIENT_NAME
     }
 }

@@ -5,7 +5,8 @@
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
-use super::{AdaptInputs, AdaptOutput, Baseline, Discriminator};
+use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
+use crate::methods::method::{Method, StepOutput};
 use crate::methods::{FitConfig, MethodKind};
 use crate::{Real, Result};
 
@@ -75,8 +76,21 @@ impl<T: Real> Dann<T> {
     }
 }
 
-impl Baseline for Dann<f32> {
-    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput> {
-        self.compute(inp)
+impl Method for Dann<f32> {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput> {
+        self.compute(inp).map(StepOutput::from)
+    }
+
+    /// The importance-weighted variant reads BBSE-QP's w (calibrated, as MUL's).
+    fn needs_shift_estimate(&self) -> bool {
+        self.kind == MethodKind::IwDann
+    }
+
+    fn calibrates(&self) -> bool {
+        self.kind == MethodKind::IwDann
+    }
+
+    fn gradient_name(&self) -> &'static str {
+        GRADIENT_NAME
     }
 }

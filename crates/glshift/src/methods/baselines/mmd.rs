@@ -1,6 +1,7 @@
 //! The kernel two-sample baselines, DAN and JAN, on `kernel::joint_mmd2`.
 
-use super::{softmax_backward, AdaptInputs, AdaptOutput, Baseline, BaselineConfig};
+use super::{softmax_backward, AdaptInputs, AdaptOutput, BaselineConfig, GRADIENT_NAME};
+use crate::methods::method::{Method, StepOutput};
 use crate::kernel::{bandwidth, joint_mmd2, GaussianFamily};
 use crate::nn::softmax;
 use crate::{Real, Result};
@@ -54,9 +55,13 @@ impl Dan {
     }
 }
 
-impl Baseline for Dan {
-    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput> {
-        self.compute(inp)
+impl Method for Dan {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput> {
+        self.compute(inp).map(StepOutput::from)
+    }
+
+    fn gradient_name(&self) -> &'static str {
+        GRADIENT_NAME
     }
 }
 
@@ -118,8 +123,12 @@ impl Jan {
     }
 }
 
-impl Baseline for Jan {
-    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput> {
-        self.compute(inp)
+impl Method for Jan {
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput> {
+        self.compute(inp).map(StepOutput::from)
+    }
+
+    fn gradient_name(&self) -> &'static str {
+        GRADIENT_NAME
     }
 }

@@ -8,14 +8,17 @@
 //! | `dann`, `iw-dann`, `pada` | [`dann`] | Ganin et al. 2016 (JMLR); Combes et al. 2020 (NeurIPS); Cao et al. 2018 (ECCV) |
 //! | `cdan`, `cdan-e`, `iw-cdan` | [`cdan`] | Long et al. 2018 (NeurIPS); Combes et al. 2020 |
 //! | `mmd-classwise` | `methods::mul` with `Discrepancy::ClasswiseMmd` | the paper's ablation |
+//! | `coral` | [`coral`] | Sun & Saenko 2016 (ECCV workshops), Deep CORAL: covariances of Z aligned |
 //!
 //! A baseline sees the representation Z and the logits of the source training rows and of every
 //! target row, never a target label. It returns the gradient of its term (already weighted) with
 //! respect to Z and the logits, and optionally per-class weights for the source cross-entropy.
+//! Each is a `methods::Method`, registered by one line in `methods::kind`.
 
 mod adversary;
 pub mod cdan;
 mod config;
+pub mod coral;
 pub mod dann;
 pub mod mmd;
 
@@ -24,29 +27,14 @@ pub use config::BaselineConfig;
 
 use ndarray::{Array2, ArrayView2};
 
-use super::config::{FitConfig, MethodKind};
-use crate::label_shift::ShiftEstimate;
+pub use super::method::AdaptInputs;
+use super::method::{CeWeights, StepOutput};
+use super::train::TransferRecord;
+use super::MethodKind;
 use crate::{Error, Real, Result};
 
-/// What one adaptation iteration gives a baseline (training-mode outputs of the network).
-/// Generic in the precision so the tests can check the gradients in f64; training runs f32.
-pub struct AdaptInputs<'a, T = f32> {
-    /// Z and logits of the source training rows, and their labels.
-    pub zs: ArrayView2<'a, T>,
-    pub logits_s: ArrayView2<'a, T>,
-    pub ys: &'a [usize],
-    /// Z and logits of every target row.
-    pub zt: ArrayView2<'a, T>,
-    pub logits_t: ArrayView2<'a, T>,
-    /// Evaluation-mode target class probabilities at temperature 1 (PADA's class weights).
-    pub target_probs: ArrayView2<'a, T>,
-    /// Adaptation progress p = iteration / adaptation iterations, in [0, 1).
-    pub progress: f64,
-    /// This iteration's BBSE-QP estimate (the importance-weighted baselines only).
-    pub estimate: Option<&'a ShiftEstimate>,
-}
-
-/// A baseline's term at one iteration.
+/// A baseline's term at one iteration (the pure function of each baseline file; the loop sees
+/// it as a [`StepOutput`]).
 #[derive(Clone, Debug)]
 pub struct AdaptOutput<T = f32> {
     /// The transfer term itself (an MMD², or the discriminator's domain loss L_D).
@@ -64,23 +52,22 @@ pub struct AdaptOutput<T = f32> {
     pub class_weights: Option<Vec<f64>>,
 }
 
-/// A transfer loss with its own state (a discriminator and its optimiser, for example).
-pub trait Baseline {
-    fn step(&mut self, inp: &AdaptInputs) -> Result<AdaptOutput>;
-}
+/// How the loop's error names a baseline's gradient wrt Z when it is not finite.
+pub(crate) const GRADIENT_NAME: &str = "the gradient of the baseline's transfer term with respect to Z";
 
-/// The baseline of `cfg.method` for a Z of `z_dim` columns and `c` classes; `None` for `source`
-/// and the MUL variants.
-pub fn build(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Option<Box<dyn Baseline>>> {
-    Ok(match cfg.method {
-        MethodKind::Source | MethodKind::Mul | MethodKind::MmdClasswise => None,
-        MethodKind::Dan => Some(Box::new(mmd::Dan::new(&cfg.baselines))),
-        MethodKind::Jan => Some(Box::new(mmd::Jan::new(&cfg.baselines))),
-        MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Some(Box::new(dann::Dann::<f32>::new(cfg.method, z_dim, cfg)?)),
-        MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => {
-            Some(Box::new(cdan::Cdan::<f32>::new(cfg.method, z_dim, c, cfg)?))
+impl From<AdaptOutput> for StepOutput {
+    fn from(o: AdaptOutput) -> StepOutput {
+        StepOutput {
+            terms: vec![o.objective],
+            grad_zs: Some(o.grad_zs),
+            grad_zt: Some(o.grad_zt),
+            grad_logits_s: o.grad_logits_s,
+            grad_logits_t: o.grad_logits_t,
+            ce_weights: o.class_weights.map_or(CeWeights::Uniform, CeWeights::WeightedSum),
+            transfer: Some(TransferRecord { value: o.value, lambda: o.lambda }),
+            ..StepOutput::none()
         }
-    })
+    }
 }
 
 /// Backward of the row-wise softmax: given p = softmax(l) and ∂ℓ/∂p, returns

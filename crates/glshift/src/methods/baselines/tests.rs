@@ -7,9 +7,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::cdan::{entropy_and_grad, Cdan};
+use super::coral::Coral;
 use super::dann::{pada_class_weights, Dann};
 use super::mmd::{Dan, Jan};
 use super::*;
+use crate::methods::FitConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::nn::softmax;
 use crate::nn::testutil::random_matrix;
@@ -25,6 +27,7 @@ enum Any {
     Jan(Jan),
     Dann(Dann<f64>),
     Cdan(Cdan<f64>),
+    Coral(Coral),
 }
 
 impl Any {
@@ -34,6 +37,7 @@ impl Any {
             Any::Jan(b) => b.compute(inp),
             Any::Dann(b) => b.compute(inp),
             Any::Cdan(b) => b.compute(inp),
+            Any::Coral(b) => b.compute(inp),
         }
         .unwrap()
     }
@@ -50,7 +54,10 @@ fn build_f64(method: MethodKind, cfg: &FitConfig) -> Any {
         MethodKind::Dan => Any::Dan(Dan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Jan => Any::Jan(Jan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(method, D, cfg).unwrap()),
-        _ => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        MethodKind::Coral => Any::Coral(Coral::new(&cfg.baselines)),
+        // A new baseline must be added above (its gradient checked here), never run as another.
+        other => panic!("{other} has no f64 gradient check: add it to `build_f64` in methods/baselines/tests.rs"),
     }
 }
 
@@ -76,7 +83,19 @@ fn data() -> Data {
 }
 
 fn inputs<'a>(d: &'a Data, zs: ArrayView2<'a, f64>, zt: ArrayView2<'a, f64>, ls: ArrayView2<'a, f64>, lt: ArrayView2<'a, f64>) -> AdaptInputs<'a, f64> {
-    AdaptInputs { zs, logits_s: ls, ys: &d.ys, zt, logits_t: lt, target_probs: d.probs_t.view(), progress: 0.6, estimate: Some(&d.estimate) }
+    AdaptInputs {
+        zs,
+        logits_s: ls,
+        ys: &d.ys,
+        zt,
+        logits_t: lt,
+        target_probs: d.probs_t.view(),
+        progress: 0.6,
+        estimate: Some(&d.estimate),
+        confident: &[],
+        pseudo_labels: &[],
+        prior: &d.estimate.target_prior,
+    }
 }
 
 /// Central differences of `f` over every entry of `x`.

@@ -1,0 +1,141 @@
+//! The one trait through which the training loop calls every method (`source`, MUL and its
+//! class-wise-MMD variant, every baseline): [`Method`]. A method owns its state (MUL's J_DU
+//! pooling, a discriminator and its optimiser); the loop owns the network, the optimiser of
+//! G + F, the label-shift estimate and the pseudo-labels.
+//!
+//! Per adaptation iteration the loop hands the method the training-mode Z and logits of the
+//! source training rows and of every target row ([`AdaptInputs`], never a target label) and
+//! gets back ([`StepOutput`]) the terms the method adds to the source cross-entropy, their
+//! gradients with respect to Z and the logits, the weighting of the source cross-entropy, and
+//! what the history records.
+
+use ndarray::{Array2, ArrayView2};
+
+use super::train::TransferRecord;
+use crate::label_shift::ShiftEstimate;
+use crate::Result;
+
+/// What one adaptation iteration gives a method (training-mode outputs of the network).
+/// Generic in the precision so the tests can check the gradients in f64; training runs f32.
+pub struct AdaptInputs<'a, T = f32> {
+    /// Z (n_s × d) and logits (n_s × c) of the source training rows, and their labels.
+    pub zs: ArrayView2<'a, T>,
+    pub logits_s: ArrayView2<'a, T>,
+    pub ys: &'a [usize],
+    /// Z (n_t × d) and logits (n_t × c) of every target row.
+    pub zt: ArrayView2<'a, T>,
+    pub logits_t: ArrayView2<'a, T>,
+    /// Evaluation-mode target class probabilities (n_t × c) at temperature 1 (PADA's weights).
+    pub target_probs: ArrayView2<'a, T>,
+    /// Adaptation progress p = iteration / adaptation iterations, in [0, 1).
+    pub progress: f64,
+    /// This iteration's BBSE-QP estimate, when the method asked for one
+    /// ([`Method::needs_shift_estimate`]).
+    pub estimate: Option<&'a ShiftEstimate>,
+    /// Target rows (indices into `zt`) whose calibrated top probability exceeds τ and whose
+    /// class is not estimated absent, with their pseudo-labels (same length).
+    pub confident: &'a [usize],
+    pub pseudo_labels: &'a [usize],
+    /// Class prior (length c) the pseudo-labels were filtered with: p̂ᵗ when the estimate is
+    /// used for the prior (`mul.prior_weighting`), pˢ otherwise.
+    pub prior: &'a [f64],
+}
+
+/// How the source cross-entropy is weighted per class.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CeWeights {
+    /// The plain mean over the source training rows.
+    Uniform,
+    /// The weighted mean Σᵢ w_{yᵢ}·CEᵢ / Σᵢ w_{yᵢ} (MUL's importance-weighted J_E).
+    WeightedMean(Vec<f64>),
+    /// (1/n_s)·Σᵢ w_{yᵢ}·CEᵢ, as the baselines' papers write it (IW-DANN, IW-CDAN, PADA).
+    WeightedSum(Vec<f64>),
+}
+
+/// A method's contribution to one adaptation iteration.
+#[derive(Clone, Debug)]
+pub struct StepOutput {
+    /// Terms added to the cross-entropy, in this order: the recorded `total` is
+    /// `ce + terms[0] + terms[1] + …` (MUL: λ_TU·J_TU, −λ_DU·J_DU; a baseline: its objective).
+    pub terms: Vec<f64>,
+    /// Gradients of Σ terms wrt Z of the source training rows (n_s × d) and of every target
+    /// row (n_t × d); `None` = zero.
+    pub grad_zs: Option<Array2<f32>>,
+    pub grad_zt: Option<Array2<f32>>,
+    /// Gradients of Σ terms wrt the logits (n_s × c, n_t × c); `None` = zero.
+    pub grad_logits_s: Option<Array2<f32>>,
+    pub grad_logits_t: Option<Array2<f32>>,
+    pub ce_weights: CeWeights,
+    /// The history's fields for this method (see `train::IterRecord`).
+    pub j_tu: f64,
+    pub j_du: f64,
+    pub lambda_du: f64,
+    pub du_pooled: bool,
+    pub transfer: Option<TransferRecord>,
+}
+
+impl StepOutput {
+    /// No term, no gradient, uniform cross-entropy (the `source` method).
+    pub fn none() -> StepOutput {
+        StepOutput {
+            terms: Vec::new(),
+            grad_zs: None,
+            grad_zt: None,
+            grad_logits_s: None,
+            grad_logits_t: None,
+            ce_weights: CeWeights::Uniform,
+            j_tu: 0.0,
+            j_du: 0.0,
+            lambda_du: 0.0,
+            du_pooled: false,
+            transfer: None,
+        }
+    }
+
+    /// The values the loop checks for NaN/Inf, with the names its error gives them.
+    pub fn checked_values(&self) -> [(&'static str, f64); 3] {
+        [("J_TU", self.j_tu), ("J_DU", self.j_du), ("the transfer term", self.transfer.map_or(0.0, |t| t.value))]
+    }
+}
+
+/// A method: the loss it adds to the one training loop, with whatever state it keeps between
+/// iterations. Built once per fit by `MethodKind::build` (the registry in `methods::kind`).
+pub trait Method {
+    /// One adaptation iteration: the method's terms and their gradients.
+    fn step(&mut self, inp: &AdaptInputs) -> Result<StepOutput>;
+
+    /// Whether the loop should estimate the label shift (BBSE-QP) every iteration for it.
+    fn needs_shift_estimate(&self) -> bool {
+        false
+    }
+
+    /// Whether it reads calibrated probabilities (temperature fitted on the source hold-out
+    /// when `label_shift.calibrate`): for BBSE and the τ-confident pseudo-labels.
+    fn calibrates(&self) -> bool {
+        false
+    }
+
+    /// Whether the adaptation stage forwards the target rows at all (everything but `source`).
+    fn sees_target(&self) -> bool {
+        true
+    }
+
+    /// How the loop's error names this method's gradient wrt Z when it is not finite.
+    fn gradient_name(&self) -> &'static str {
+        "the gradient of the method's term with respect to Z"
+    }
+}
+
+/// `source`: the same network and schedule, no adaptation term.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SourceOnly;
+
+impl Method for SourceOnly {
+    fn step(&mut self, _: &AdaptInputs) -> Result<StepOutput> {
+        Ok(StepOutput::none())
+    }
+
+    fn sees_target(&self) -> bool {
+        false
+    }
+}

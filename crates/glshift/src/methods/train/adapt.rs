@@ -1,0 +1,248 @@
+//! The adaptation stage (Algorithm 1, second stage): the same iteration for every method —
+//! forward, label-shift estimate, pseudo-labels, the method's term (through [`Method`] only),
+//! the weighted source cross-entropy, backward through G and F, AdamW. The hold-out rows and
+//! the target rows never receive a cross-entropy gradient; target labels are not an input.
+
+use ndarray::{s, Array2, ArrayView2};
+use rand_chacha::ChaCha8Rng;
+
+use super::guard::{check_finite, gradient_error};
+use super::layout::Layout;
+use super::pretrain::PretrainState;
+use super::shift::ShiftTracker;
+use super::{FitData, Fitted, IterRecord, Progress, Stage};
+use crate::label_shift::{self, ShiftEstimate};
+use crate::methods::config::FitConfig;
+use crate::methods::kind::build_method;
+use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
+use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network, Pass};
+use crate::Result;
+
+/// The state the adaptation iterations share.
+struct Adaptation<'a> {
+    layout: &'a Layout,
+    cfg: &'a FitConfig,
+    method: Box<dyn Method>,
+    tracker: ShiftTracker,
+    net: Network,
+    adam: Adam,
+    rng: ChaCha8Rng,
+}
+
+/// The network's outputs at one iteration: the training-mode pass (kept for backward) and the
+/// calibrated evaluation-mode probabilities of every row of it.
+struct Observation {
+    pass: Pass,
+    temperature: f64,
+    probs: Array2<f32>,
+}
+
+/// Runs the adaptation iterations after `state` and returns the fit.
+pub(super) fn run_adaptation(
+    data: &FitData,
+    layout: &Layout,
+    state: PretrainState,
+    cfg: &FitConfig,
+    pretraining_reused: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    let PretrainState { net, adam, rng, mut history } = state;
+    history.reserve(cfg.adapt_iters);
+    let pretrain_done = history.len();
+    let total = pretrain_done + cfg.adapt_iters;
+    let method = build_method(cfg, net.z_dim(), layout.c)?;
+    let tracker = ShiftTracker::new(cfg, layout.c);
+    let mut a = Adaptation { layout, cfg, method, tracker, net, adam, rng };
+    for it in 0..cfg.adapt_iters {
+        let record = a.step(it, pretrain_done + it)?;
+        let loss = record.total;
+        history.push(record);
+        progress(Progress { done: pretrain_done + it + 1, total, stage: Stage::Adapt, loss });
+    }
+    Ok(a.finish(data, history, pretraining_reused))
+}
+
+impl Adaptation<'_> {
+    /// One iteration `it` of adaptation (recorded as `iter`); the parameters are updated.
+    fn step(&mut self, it: usize, iter: usize) -> Result<IterRecord> {
+        let (layout, cfg) = (self.layout, self.cfg);
+        let (n_train, off) = (layout.n_train(), layout.target_offset());
+        let obs = self.observe()?;
+        let target_probs = obs.probs.slice(s![off.., ..]);
+        let estimate = if self.method.needs_shift_estimate() { Some(self.estimate(obs.probs.view())?) } else { None };
+        let prior: Vec<f64> = match &estimate {
+            Some(e) if cfg.mul.prior_weighting => e.target_prior.clone(),
+            _ => layout.source_prior.clone(),
+        };
+        let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
+        let (z, logits) = (&obs.pass.z, &obs.pass.logits);
+        let out = self.method.step(&AdaptInputs {
+            zs: z.slice(s![..n_train, ..]),
+            logits_s: logits.slice(s![..n_train, ..]),
+            ys: &layout.y_train,
+            zt: z.slice(s![off.., ..]),
+            logits_t: logits.slice(s![off.., ..]),
+            target_probs,
+            progress: it as f64 / cfg.adapt_iters as f64,
+            estimate: estimate.as_ref(),
+            confident: &confident,
+            pseudo_labels: &pseudo_labels,
+            prior: &prior,
+        })?;
+        let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
+        let total = out.terms.iter().fold(ce, |t, v| t + v);
+        check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
+        for (what, v) in out.checked_values() {
+            check_finite(what, it, Stage::Adapt, v, cfg)?;
+        }
+        let (d_logits, d_z) = output_gradients(layout, &obs.pass, &d_train_logits, &out);
+        let grads = self.net.backward(&obs.pass, d_logits.view(), Some(d_z.view()));
+        if !grads.is_finite() {
+            let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
+                self.method.gradient_name()
+            } else if !all_finite(&d_train_logits) {
+                "the gradient of the cross-entropy"
+            } else {
+                "the gradient of the network's parameters"
+            };
+            return Err(gradient_error(Stage::Adapt, it, term, cfg));
+        }
+        self.adam.step(&mut self.net, &grads);
+        Ok(IterRecord {
+            stage: Stage::Adapt,
+            iter,
+            ce,
+            j_tu: out.j_tu,
+            j_du: out.j_du,
+            total,
+            lambda_du: out.lambda_du,
+            n_confident: confident.len(),
+            du_pooled: out.du_pooled,
+            temperature: obs.temperature,
+            target_prior: estimate.map(|e| e.target_prior),
+            transfer: out.transfer,
+        })
+    }
+
+    /// Forward of the rows the method sees (`[train; hold-out; target]`, or the source rows
+    /// for `source`); pseudo-labels and BBSE read evaluation-mode outputs (dropout off;
+    /// pitfall 4), temperature-calibrated on labelled source rows the network never trains on.
+    fn observe(&mut self) -> Result<Observation> {
+        let layout = self.layout;
+        let x = if self.method.sees_target() { layout.x_all.view() } else { layout.x_source.view() };
+        let n_train = layout.n_train();
+        let pass = self.net.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng);
+        let eval_logits = if self.cfg.network.dropout > 0.0 {
+            self.net.forward(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).logits
+        } else {
+            pass.logits.clone()
+        };
+        let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
+            label_shift::fit_temperature(eval_logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
+        } else {
+            1.0
+        };
+        let probs = label_shift::softmax_with_temperature(eval_logits.view(), temperature);
+        Ok(Observation { pass, temperature, probs })
+    }
+
+    /// BBSE-QP on the hold-out (or, without one, the training rows) and the target rows.
+    fn estimate(&mut self, probs: ArrayView2<f32>) -> Result<ShiftEstimate> {
+        let layout = self.layout;
+        let target = probs.slice(s![layout.target_offset().., ..]);
+        let (conf_probs, conf_labels) = if layout.n_hold() > 0 {
+            (probs.slice(s![layout.hold_rows(), ..]), &layout.y_hold)
+        } else {
+            (probs.slice(s![..layout.n_train(), ..]), &layout.y_train)
+        };
+        self.tracker.update(conf_probs, conf_labels, target, &layout.source_prior)
+    }
+
+    /// Evaluation-mode outputs of the final network, and the fit.
+    fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Fitted {
+        let Adaptation { layout, net, tracker, .. } = self;
+        let stats_x = Some(layout.x_train.view());
+        let target_probs = net.predict_proba(data.target_x, stats_x);
+        let holdout_probs = net.predict_proba(layout.x_source.slice(s![layout.n_train().., ..]), stats_x);
+        let source_z = net.eval_outputs(data.source_x, stats_x).0;
+        let target_z = net.eval_outputs(data.target_x, stats_x).0;
+        Fitted {
+            network: net,
+            target_probs,
+            source_z,
+            target_z,
+            shift: tracker.last,
+            source_prior: layout.source_prior.clone(),
+            history,
+            n_train: layout.n_train(),
+            n_holdout: layout.n_hold(),
+            confusion_filled_classes: tracker.filled,
+            floored_classes: tracker.floored,
+            holdout_rows: layout.hold_idx.clone(),
+            holdout_probs,
+            pretraining_reused,
+        }
+    }
+}
+
+/// τ-confident pseudo-labels (Algorithm 1): target rows whose top probability exceeds `tau`,
+/// excluding classes the prior says are absent. Returns (row indices, labels).
+fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
+    let mut rows = Vec::new();
+    let mut labels = Vec::new();
+    for (i, row) in target_probs.rows().into_iter().enumerate() {
+        let (k, p) = argmax_row(row);
+        if p > tau as f32 && prior[k] > 0.0 {
+            rows.push(i);
+            labels.push(k);
+        }
+    }
+    (rows, labels)
+}
+
+/// The source cross-entropy J_E on the training rows, weighted as the method asks, and its
+/// gradient wrt their logits. All-zero weights fall back to the plain mean (no labelled mass
+/// would leave the classifier without a loss).
+fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
+    let uniform = vec![1.0f32; y.len()];
+    let (weights, sum_form) = match weighting {
+        CeWeights::Uniform => (uniform.clone(), false),
+        CeWeights::WeightedMean(w) => (y.iter().map(|&k| w[k] as f32).collect(), false),
+        CeWeights::WeightedSum(w) => (y.iter().map(|&k| w[k] as f32).collect::<Vec<f32>>(), true),
+    };
+    let w = if weights.iter().any(|&w| w > 0.0) { &weights } else { &uniform };
+    let (mut ce, mut grad, _) = weighted_cross_entropy(logits, y, w);
+    if sum_form {
+        // The baselines' papers weight the CE as (1/n_s)·Σ wᵢ·CEᵢ, not as a weighted mean.
+        let scale = weights.iter().map(|&w| w as f64).sum::<f64>() / y.len() as f64;
+        ce *= scale;
+        grad.mapv_inplace(|g| g * scale as f32);
+    }
+    (ce, grad)
+}
+
+/// ∂/∂logits and ∂/∂Z of every row of the pass: the cross-entropy's on the training rows plus
+/// the method's on the training and target rows; the hold-out rows get none.
+fn output_gradients(layout: &Layout, pass: &Pass, d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
+    let (n_train, off) = (layout.n_train(), layout.target_offset());
+    let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
+    d_logits.slice_mut(s![..n_train, ..]).assign(d_train_logits);
+    let mut d_z = Array2::<f32>::zeros(pass.z.raw_dim());
+    add_rows(&mut d_z, 0, out.grad_zs.as_ref());
+    add_rows(&mut d_z, off, out.grad_zt.as_ref());
+    add_rows(&mut d_logits, 0, out.grad_logits_s.as_ref());
+    add_rows(&mut d_logits, off, out.grad_logits_t.as_ref());
+    (d_logits, d_z)
+}
+
+fn all_finite(a: &Array2<f32>) -> bool {
+    a.iter().all(|v| v.is_finite())
+}
+
+/// `dst[offset + i] += src[i]` for every row i of `src`, if any.
+fn add_rows(dst: &mut Array2<f32>, offset: usize, src: Option<&Array2<f32>>) {
+    if let Some(src) = src {
+        let mut block = dst.slice_mut(s![offset..offset + src.nrows(), ..]);
+        block += src;
+    }
+}

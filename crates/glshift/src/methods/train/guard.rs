@@ -1,0 +1,67 @@
+//! Guards of the training loop: NaN/Inf checks with advice naming the settings to change, and
+//! the memory estimate that refuses hopeless configurations before allocating.
+
+use super::Stage;
+use crate::methods::config::FitConfig;
+use crate::{Error, Result};
+
+/// What to do when training diverges, with the settings that control it.
+pub(super) fn divergence_advice(cfg: &FitConfig) -> String {
+    format!(
+        "training diverged; lower `optimizer.lr` (now {:?}) or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?}), \
+         or check the scale of the features (`preprocess`, now {})",
+        cfg.optimizer.lr, cfg.mul.lambda_tu, cfg.mul.lambda_du, cfg.preprocess
+    )
+}
+
+/// Stops training when a loss term is NaN/Inf, naming the stage, iteration and term.
+pub(super) fn check_finite(what: &str, iter: usize, stage: Stage, v: f64, cfg: &FitConfig) -> Result<()> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::numerical(format!("{stage:?} iteration {iter}"), format!("{what} is {v}: {}", divergence_advice(cfg))))
+    }
+}
+
+/// The error of a non-finite gradient: `term` names the culprit.
+pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitConfig) -> Error {
+    Error::numerical(format!("{stage:?} iteration {iter}"), format!("{term} is not finite: {}", divergence_advice(cfg)))
+}
+
+/// Estimated peak memory in bytes of training on `n_rows` rows (source + target) of dimension
+/// `d` with `c` classes: the feature matrix and its copies (loaded, preprocessed, row-stacked:
+/// 5 × n·d), the parameters of G and F with their gradient, two Adam moments and the best
+/// pre-training snapshot (network + moments: 7 × parameters), the activations kept for the
+/// backward pass (3 × n × widths) and the kernel terms' n×n Gram matrices in f64 (3 × n²).
+/// All f32 except the Gram matrices. A coarse upper estimate, meant to refuse hopeless
+/// configurations (e.g. 10⁶-dimensional rows) before allocating, not to budget precisely.
+pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
+    let (n, d, c) = (n_rows as f64, d as f64, c as f64);
+    let mut params = 0.0;
+    let mut width_in = d;
+    for &h in &cfg.network.hidden {
+        params += (width_in + 1.0) * h as f64;
+        width_in = h as f64;
+    }
+    params += (width_in + 1.0) * c;
+    let widths: f64 = cfg.network.hidden.iter().map(|&h| h as f64).sum::<f64>() + c;
+    4.0 * (5.0 * n * d + 7.0 * params + 3.0 * n * widths) + 8.0 * 3.0 * n * n
+}
+
+/// Refuses a fit whose [`memory_estimate_bytes`] exceeds `cfg.max_memory_gib`.
+pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Result<()> {
+    let gib = memory_estimate_bytes(n_rows, d, c, cfg) / (1u64 << 30) as f64;
+    if gib > cfg.max_memory_gib {
+        return Err(Error::param(
+            "max_memory_gib",
+            cfg.max_memory_gib,
+            format!(
+                "training {n_rows} rows of dimension {d} with hidden widths {:?} needs about {gib:.1} GiB; \
+                 reduce the feature dimension (e.g. PCA) or the first hidden width, or raise \
+                 `max_memory_gib` in the config if the machine has the memory",
+                cfg.network.hidden
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! Row layout of a fit: the checks of the inputs, the source hold-out split, and the rows
+//! stacked as `[source train; source hold-out; target]` so that one full-batch forward gives
+//! everything an iteration needs. BatchNorm (when enabled) takes its statistics from the source
+//! training rows alone (pitfall 4 of docs/pitfalls-label-shift.md).
+
+use std::ops::Range;
+
+use ndarray::{concatenate, Array2, Axis};
+
+use super::guard::check_memory;
+use super::FitData;
+use crate::label_shift;
+use crate::methods::config::{ConfusionRows, FitConfig};
+use crate::{Error, Result};
+
+pub(super) struct Layout {
+    /// Indices (into the source rows) of the training rows and of the hold-out.
+    pub hold_idx: Vec<usize>,
+    pub y_train: Vec<usize>,
+    pub y_hold: Vec<usize>,
+    /// Source training rows (n_train × d): BatchNorm's statistics rows in evaluation.
+    pub x_train: Array2<f32>,
+    /// `[train; hold-out]` ((n_train + n_hold) × d): what pre-training and `source` see.
+    pub x_source: Array2<f32>,
+    /// `[train; hold-out; target]`: what an adapting method sees.
+    pub x_all: Array2<f32>,
+    /// Source prior pˢ over all source rows.
+    pub source_prior: Vec<f64>,
+    pub d: usize,
+    pub c: usize,
+}
+
+impl Layout {
+    /// Checks the configuration and the data (shapes, memory, labels), then splits the source.
+    pub fn new(data: &FitData, cfg: &FitConfig) -> Result<Layout> {
+        cfg.validate()?;
+        let c = data.n_classes;
+        let (ns_all, d) = data.source_x.dim();
+        if data.source_y.len() != ns_all {
+            return Err(Error::Shape {
+                what: "source labels vs source rows".into(),
+                expected: ns_all.to_string(),
+                found: data.source_y.len().to_string(),
+            });
+        }
+        if data.target_x.ncols() != d {
+            return Err(Error::Shape {
+                what: "target feature dimension".into(),
+                expected: d.to_string(),
+                found: data.target_x.ncols().to_string(),
+            });
+        }
+        check_memory(ns_all + data.target_x.nrows(), d, c, cfg)?;
+        let source_prior = label_shift::class_prior(data.source_y, c)?;
+        let (train_idx, hold_idx) = split(data, cfg)?;
+        let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
+        let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
+        let x_train = data.source_x.select(Axis(0), &train_idx);
+        let x_source = concatenate![Axis(0), x_train.view(), data.source_x.select(Axis(0), &hold_idx).view()];
+        let x_all = concatenate![Axis(0), x_source.view(), data.target_x];
+        Ok(Layout { hold_idx, y_train, y_hold, x_train, x_source, x_all, source_prior, d, c })
+    }
+
+    pub fn n_train(&self) -> usize {
+        self.y_train.len()
+    }
+
+    pub fn n_hold(&self) -> usize {
+        self.y_hold.len()
+    }
+
+    /// Rows of the hold-out within `x_source` / `x_all`.
+    pub fn hold_rows(&self) -> Range<usize> {
+        self.n_train()..self.n_train() + self.n_hold()
+    }
+
+    /// First target row within `x_all`.
+    pub fn target_offset(&self) -> usize {
+        self.n_train() + self.n_hold()
+    }
+}
+
+/// Source split, the same for every method: a stratified hold-out that the network never
+/// trains on. It decides when pre-training stops (source validation) and, for the methods
+/// that estimate the shift, measures the BBSE confusion matrix and the calibration temperature.
+/// Returns (training rows, hold-out rows), both sorted as the split gives them.
+fn split(data: &FitData, cfg: &FitConfig) -> Result<(Vec<usize>, Vec<usize>)> {
+    let (ns_all, c) = (data.source_x.nrows(), data.n_classes);
+    if let Some(h) = data.holdout {
+        let mut is_hold = vec![false; ns_all];
+        for &i in h {
+            if i >= ns_all || is_hold[i] {
+                return Err(Error::param("holdout", i, format!("hold-out rows must be distinct and < {ns_all}")));
+            }
+            is_hold[i] = true;
+        }
+        if h.is_empty() || h.len() == ns_all {
+            return Err(Error::param("holdout", h.len(), "the hold-out must leave rows on both sides"));
+        }
+        let mut hold = h.to_vec();
+        hold.sort_unstable();
+        Ok(((0..ns_all).filter(|&i| !is_hold[i]).collect(), hold))
+    } else if cfg.label_shift.confusion == ConfusionRows::Holdout {
+        label_shift::stratified_holdout(data.source_y, c, cfg.label_shift.holdout_fraction, cfg.seed)
+    } else {
+        Ok(((0..ns_all).collect(), Vec::new()))
+    }
+}

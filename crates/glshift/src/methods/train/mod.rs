@@ -1,0 +1,204 @@
+//! The one training loop (paper, Algorithm 1): pre-train on the source with cross-entropy, then
+//! adapt. Every method runs through here and only through the `methods::Method` trait; a method
+//! only changes the terms it adds. The stages, one file each:
+//!
+//! | stage | file |
+//! |---|---|
+//! | checks, hold-out split, row layout `[source train; hold-out; target]` | `layout` |
+//! | pre-training, and its cache for grids | `pretrain` |
+//! | the label-shift tracker (BBSE-QP, floor, fixed support) | `shift` |
+//! | one adaptation step (forward, pseudo-labels, the method's term, CE weights, backward, AdamW) | `adapt` |
+//! | NaN/Inf and memory guards | `guard` |
+//!
+//! `fit` = [`pretrain`] then [`adapt`]; [`fit_with_cache`] shares pre-training across the fits
+//! of a grid. Target labels are not an input of this module.
+
+mod adapt;
+mod guard;
+mod layout;
+mod pretrain;
+mod shift;
+
+use ndarray::{Array2, ArrayView2};
+use serde::{Deserialize, Serialize};
+
+use super::config::FitConfig;
+use crate::label_shift::ShiftEstimate;
+use crate::nn::Network;
+use crate::{Error, Result};
+pub use guard::{check_memory, memory_estimate_bytes};
+use layout::Layout;
+use pretrain::{run_pretraining, PretrainKey};
+pub use pretrain::{PretrainCache, Pretrained};
+
+/// Training stage of an iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    Pretrain,
+    Adapt,
+}
+
+/// What one iteration measured (all values before the parameter update).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IterRecord {
+    pub stage: Stage,
+    pub iter: usize,
+    /// (Importance-weighted) cross-entropy on the source training rows.
+    pub ce: f64,
+    pub j_tu: f64,
+    pub j_du: f64,
+    /// CE + λ_TU·J_TU − λ_DU·J_DU (with the λ_DU actually applied).
+    pub total: f64,
+    /// λ_DU applied at this iteration (the balance rule makes it vary).
+    pub lambda_du: f64,
+    /// Target rows above the confidence threshold (adaptation only).
+    pub n_confident: usize,
+    /// Whether confident target rows are part of J_DU at this iteration.
+    pub du_pooled: bool,
+    /// Temperature fitted on the source hold-out (1 when not calibrating).
+    pub temperature: f64,
+    /// BBSE-QP target prior estimate used at this iteration (adaptation with label shift).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_prior: Option<Vec<f64>>,
+    /// A baseline's transfer term at this iteration (its `total` includes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<TransferRecord>,
+}
+
+/// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransferRecord {
+    pub value: f64,
+    pub lambda: f64,
+}
+
+/// Progress callback payload.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub stage: Stage,
+    pub loss: f64,
+}
+
+/// A trained model and what the loop recorded.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub network: Network,
+    /// Target class probabilities (eval mode), n_t × c.
+    pub target_probs: Array2<f32>,
+    /// Eval-mode representations Z = G(x) of every source row (input order) and every target
+    /// row, for the analysis metrics and figures.
+    pub source_z: Array2<f32>,
+    pub target_z: Array2<f32>,
+    /// Final label-shift estimate (MUL with importance weighting), None for `source`.
+    pub shift: Option<ShiftEstimate>,
+    /// Source prior pˢ over all source rows.
+    pub source_prior: Vec<f64>,
+    pub history: Vec<IterRecord>,
+    /// Source rows used for training and held out for the confusion matrix.
+    pub n_train: usize,
+    pub n_holdout: usize,
+    /// Classes whose hold-out had no row (their confusion column was filled; pitfall 1).
+    pub confusion_filled_classes: Vec<usize>,
+    /// Classes whose estimated target prior fell under the floor and was set to 0.
+    pub floored_classes: Vec<usize>,
+    /// Indices (into the source rows) of the stratified hold-out, in the row order of
+    /// [`Fitted::holdout_probs`].
+    pub holdout_rows: Vec<usize>,
+    /// Class probabilities of the hold-out rows from the final network (eval mode, plain
+    /// softmax without temperature), n_hold × c: rows it never trained on, for label-shift
+    /// estimators (`glshift shift estimate --data`).
+    pub holdout_probs: Array2<f32>,
+    /// Pre-training was taken from the [`PretrainCache`] passed to [`fit_with_cache`].
+    pub pretraining_reused: bool,
+}
+
+/// Data of a fit: preprocessed features, source labels (0-based), number of classes.
+pub struct FitData<'a> {
+    pub source_x: ArrayView2<'a, f32>,
+    pub source_y: &'a [usize],
+    pub target_x: ArrayView2<'a, f32>,
+    pub n_classes: usize,
+    /// Source rows to hold out instead of the stratified split of `label_shift`
+    /// (cross-fitting passes one fold); `None` = that split.
+    pub holdout: Option<&'a [usize]>,
+}
+
+impl IterRecord {
+    /// A pre-training iteration: cross-entropy only.
+    fn pretrain(iter: usize, ce: f64) -> IterRecord {
+        IterRecord {
+            stage: Stage::Pretrain,
+            iter,
+            ce,
+            j_tu: 0.0,
+            j_du: 0.0,
+            total: ce,
+            lambda_du: 0.0,
+            n_confident: 0,
+            du_pooled: false,
+            temperature: 1.0,
+            target_prior: None,
+            transfer: None,
+        }
+    }
+}
+
+/// Pre-training alone (Algorithm 1, first stage): the checks of [`fit`], the hold-out split,
+/// and cross-entropy on the source training rows with early stopping on the hold-out. Reads
+/// neither the method nor the target rows' values beyond their shape.
+pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Pretrained> {
+    let layout = Layout::new(data, cfg)?;
+    let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
+    Ok(Pretrained { key: PretrainKey::new(cfg, &layout), state })
+}
+
+/// Adaptation (Algorithm 1, second stage) of `cfg.method` from a pre-trained state, which must
+/// come from [`pretrain`] on the same source rows and pre-training settings (an error names
+/// the mismatch otherwise). `pretrain` then `adapt` gives [`fit`]'s result bit for bit.
+pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    let layout = Layout::new(data, cfg)?;
+    if PretrainKey::new(cfg, &layout) != pre.key {
+        return Err(Error::param(
+            "pretrained",
+            "given state",
+            "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience)",
+        ));
+    }
+    adapt::run_adaptation(data, &layout, pre.state.clone(), cfg, false, progress)
+}
+
+/// Trains `cfg.method` on the data. Deterministic for a given seed.
+pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    fit_with_cache(data, cfg, None, progress)
+}
+
+/// [`fit`], taking the pre-trained state from `cache` when a fit with the same source rows and
+/// pre-training settings stored it there (and storing it otherwise). The result is identical,
+/// bit for bit, to [`fit`]'s; only the work is shared.
+pub fn fit_with_cache(
+    data: &FitData,
+    cfg: &FitConfig,
+    cache: Option<&mut PretrainCache>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    let layout = Layout::new(data, cfg)?;
+    let total = cfg.pretrain_iters + cfg.adapt_iters;
+    let (state, reused) = match cache {
+        None => (run_pretraining(&layout, cfg, total, progress)?, false),
+        Some(cache) => {
+            let key = PretrainKey::new(cfg, &layout);
+            match cache.get(&key) {
+                Some(pre) => (pre.state, true),
+                None => {
+                    let state = run_pretraining(&layout, cfg, total, progress)?;
+                    cache.insert(Pretrained { key, state: state.clone() });
+                    (state, false)
+                }
+            }
+        }
+    };
+    adapt::run_adaptation(data, &layout, state, cfg, reused, progress)
+}
