@@ -5,7 +5,7 @@
 use glshift::methods::train::{adapt, fit, pretrain, FitData};
 use glshift::methods::{BaselineConfig, FitConfig, Fitted, MethodKind};
 use glshift::nn::NetworkConfig;
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn tiny(method: MethodKind, seed: u64) -> FitConfig {
     FitConfig {

@@ -9,7 +9,7 @@ use glshift::data::Domain;
 use glshift::methods::{BaselineConfig, FitConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline::{self, RunOutput};
-use glshift::synthetic::{generate, SyntheticConfig};
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn tiny(method: MethodKind) -> FitConfig {
     FitConfig {
