@@ -7,13 +7,15 @@ interleaved, each in its own process, and check they agree.
 Per rep (the order alternates: CLI first on even reps, Python first on odd ones): the CLI's
 process wall time and its fit time (report.json `elapsed_seconds`: the fit alone, without
 loading and writing); the Python process's wall time (interpreter start, import, np.load, fit,
-score) and its `fit` call's wall time. Prints every rep, the medians, and the ratios
-Python/CLI of the medians (fit alone and whole process). Also asserts that the two runs
+score) and its `fit` call's wall time; and each process's CPU time (user + sys, from
+getrusage of the children: less sensitive to other jobs on a loaded machine than wall time).
+Prints every rep, the medians, and the ratios Python/CLI of the medians. Also asserts that the two runs
 score the same target accuracy.
 """
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,11 +34,16 @@ X = np.vstack([xs, xt])
 y = np.concatenate([ys, -np.ones(len(yt), dtype=ys.dtype)])
 sd = np.concatenate([np.ones(len(ys), dtype=int), -np.ones(len(yt), dtype=int)])
 est = glshift.MUL(seed=int(seed), config=config or None)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 est.fit(X, y, sample_domain=sd)
-fit_s = time.perf_counter() - t0
-print(json.dumps({"fit_s": fit_s, "accuracy": est.score(xt, yt)}))
+fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"fit_s": fit_s, "fit_cpu_s": fit_cpu, "accuracy": est.score(xt, yt)}))
 """
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def main():
@@ -57,18 +64,18 @@ def main():
         cmd = [a.cli, "fit", "--data", a.data, "--source", a.source, "--target", a.target, "--seed", str(a.seed), "--out", out, "--quiet"]
         if a.config:
             cmd += ["--config", a.config]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), child_cpu()
         subprocess.run(cmd, check=True, capture_output=True)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, child_cpu() - c0
         r = json.loads((Path(out) / "report.json").read_text())
-        return {"wall_s": wall, "fit_s": r["elapsed_seconds"], "accuracy": r["target_accuracy"]}
+        return {"wall_s": wall, "cpu_s": cpu, "fit_s": r["elapsed_seconds"], "accuracy": r["target_accuracy"]}
 
     def run_py():
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), child_cpu()
         p = subprocess.run([sys.executable, "-c", PY_FIT, a.data, a.source, a.target, str(a.seed), a.config], check=True, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, child_cpu() - c0
         r = json.loads(p.stdout.strip().splitlines()[-1])
-        return {"wall_s": wall, "fit_s": r["fit_s"], "accuracy": r["accuracy"]}
+        return {"wall_s": wall, "cpu_s": cpu, "fit_s": r["fit_s"], "fit_cpu_s": r["fit_cpu_s"], "accuracy": r["accuracy"]}
 
     cli, py = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,11 +84,12 @@ def main():
             for name, fn in order:
                 r = fn(f"{tmp}/cli{rep}") if name == "cli" else fn()
                 (cli if name == "cli" else py).append(r)
-                print(f"rep {rep} {name:>6}: fit {r['fit_s']:7.2f} s  process {r['wall_s']:7.2f} s  accuracy {r['accuracy']:.6f}", flush=True)
+                print(f"rep {rep} {name:>6}: fit {r['fit_s']:7.2f} s  process {r['wall_s']:7.2f} s (CPU {r['cpu_s']:7.2f} s)  accuracy {r['accuracy']:.6f}", flush=True)
     med = lambda rs, k: statistics.median(x[k] for x in rs)  # noqa: E731
     print(f"\nmedians over {a.reps} interleaved reps, {a.source} -> {a.target}, seed {a.seed}{', config ' + a.config if a.config else ''}:")
     print(f"  fit:     CLI {med(cli, 'fit_s'):.2f} s   Python {med(py, 'fit_s'):.2f} s   Python/CLI {med(py, 'fit_s') / med(cli, 'fit_s'):.3f}")
     print(f"  process: CLI {med(cli, 'wall_s'):.2f} s   Python {med(py, 'wall_s'):.2f} s   Python/CLI {med(py, 'wall_s') / med(cli, 'wall_s'):.3f}")
+    print(f"  process CPU time (user+sys, all threads): CLI {med(cli, 'cpu_s'):.2f} s   Python {med(py, 'cpu_s'):.2f} s   Python/CLI {med(py, 'cpu_s') / med(cli, 'cpu_s'):.3f}")
     same = {r["accuracy"] for r in cli + py}
     print(f"  target accuracy: {sorted(same)} ({'identical' if len(same) == 1 else 'DIFFERENT'})")
     return 0 if len(same) == 1 else 1
