@@ -174,13 +174,17 @@ pub fn run_estimator(
 }
 
 /// Runs every name; an estimator that fails keeps its error message in place of an entry.
-/// Errors only when every estimator failed (or on a bad bootstrap parameter).
+/// Errors on bad inputs (checked once, before any estimator), on a bad bootstrap parameter, and
+/// when every estimator failed.
 pub fn run_suite(
     names: &[String],
     inp: &ShiftInputs,
     boot: Option<&BootstrapSpec>,
     truth: Option<&[f64]>,
 ) -> Result<Vec<(String, std::result::Result<SuiteEntry, String>)>> {
+    // Bad inputs (shapes, NaN, labels out of range) are reported once, as what they are,
+    // rather than as every estimator failing.
+    super::estimators::prepare(inp)?;
     let mut out = Vec::with_capacity(names.len());
     for n in names {
         match run_estimator(n, inp, boot, truth) {
@@ -274,5 +278,18 @@ mod tests {
         let b = run_estimator("mlls", &inp, Some(&boot), None).unwrap();
         assert_eq!(a.prior_ci_low, b.prior_ci_low);
         assert_eq!(a.prior_ci_high, b.prior_ci_high);
+    }
+
+    #[test]
+    fn suite_reports_bad_inputs_as_themselves_not_as_every_estimator_failing() {
+        let (mut sp, sl, tp) = inputs();
+        sp[[3, 1]] = f32::NAN;
+        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
+        let err = run_suite(&resolve_names(&[]).unwrap(), &inp, None, None).unwrap_err();
+        assert!(matches!(err, Error::BadData { .. }), "{err}");
+        let (sp, _, _) = inputs();
+        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: Some(&[0.5, 0.5]) };
+        let err = run_suite(&resolve_names(&[]).unwrap(), &inp, None, None).unwrap_err();
+        assert!(matches!(err, Error::Shape { .. }), "{err}");
     }
 }

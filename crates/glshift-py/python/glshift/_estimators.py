@@ -1,0 +1,268 @@
+"""scikit-learn / skada estimators over the Rust core (``glshift._core``).
+
+Plumbing only: parameter storage (``get_params``/``set_params``/``clone``), the split of
+``X`` into source and target rows by skada's ``sample_domain`` convention, the encoding of
+arbitrary class labels to ``0..c-1`` (``classes_``), and pickling through the model file's
+bytes. Every check of the data and every computation happens in the core; its errors arrive
+as ``ValueError`` (bad input), ``RuntimeError`` (numerical failure) or ``OSError`` (files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.metrics import accuracy_score
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _core
+
+#: Every method name ``Adapter(method=...)`` accepts (those of ``glshift fit --method``).
+METHODS = (
+    "mul",
+    "source",
+    "dan",
+    "dann",
+    "cdan",
+    "cdan-e",
+    "jan",
+    "iw-dann",
+    "iw-cdan",
+    "pada",
+    "mmd-classwise",
+)
+
+_DOMAIN_REQUEST = {"sample_domain": True}
+
+
+def _validate(est, X, y=None, reset=False):
+    """scikit-learn's input validation (rank, dtype, sparse, empty, n_features_in_, feature
+    names, ``y`` given) with the core's dtype: a C-contiguous float32 matrix. Finiteness is
+    left to the core, so NaN and infinite values are reported with its message."""
+    kw = dict(reset=reset, dtype=np.float32, order="C", ensure_all_finite=False)
+    if y is None and not reset:
+        return validate_data(est, X, **kw)
+    return validate_data(est, X, y, **kw)
+
+
+def _split_domains(X, y, sample_domain):
+    """skada's convention: ``sample_domain > 0`` marks source rows, ``< 0`` target rows (whose
+    ``y`` is ``-1``); without ``sample_domain``, rows with ``y == -1`` are the target."""
+    if sample_domain is None:
+        target = (y == -1) if y.dtype.kind in "iuf" else np.zeros(len(y), dtype=bool)
+        source = ~target
+    else:
+        sd = np.asarray(sample_domain)
+        if sd.shape != (X.shape[0],) or sd.dtype.kind not in "iu":
+            raise ValueError(
+                f"sample_domain: expected one integer per row of X ({X.shape[0]}), got shape {sd.shape}, dtype {sd.dtype}"
+            )
+        if np.any(sd == 0):
+            raise ValueError("sample_domain: 0 is neither source (> 0) nor target (< 0)")
+        source, target = sd > 0, sd < 0
+        for name, rows in (("source", source), ("target", target)):
+            ids = np.unique(sd[rows])
+            if len(ids) > 1:
+                raise ValueError(
+                    f"sample_domain: {len(ids)} {name} domains {ids.tolist()}; glshift adapts one source "
+                    "domain to one target domain"
+                )
+    if not target.any():
+        raise ValueError(
+            "no target rows: pass sample_domain (< 0 for target rows) or mark target rows with y = -1"
+        )
+    if not source.any():
+        raise ValueError("no source rows: pass sample_domain (> 0 for labelled source rows)")
+    ys = y[source]
+    if ys.dtype.kind in "iuf" and np.any(ys == -1):
+        i = int(np.flatnonzero(source)[np.flatnonzero(ys == -1)[0]])
+        raise ValueError(f"y: source row {i} has label -1 (skada's mark of an unlabelled row); every source row needs its label")
+    check_classification_targets(ys)
+    classes, encoded = np.unique(ys, return_inverse=True)
+    return X[source], encoded.astype(np.int64).reshape(-1), X[target], classes
+
+
+class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Shared plumbing of :class:`MUL`, :class:`SourceOnly` and :class:`Adapter`."""
+
+    # scikit-learn metadata routing (what skada's pipelines use): every method accepts
+    # ``sample_domain``.
+    __metadata_request__fit = _DOMAIN_REQUEST
+    __metadata_request__predict = _DOMAIN_REQUEST
+    __metadata_request__predict_proba = _DOMAIN_REQUEST
+    __metadata_request__score = _DOMAIN_REQUEST
+    __metadata_request__transform = _DOMAIN_REQUEST
+
+    def _method(self):
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The core computes in float32: transform returns float32 whatever the input dtype.
+        tags.transformer_tags.preserves_dtype = ["float32"]
+        return tags
+
+    def _settings(self):
+        kw = {"method": self._method()}
+        if self.seed is not None:
+            if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+                raise ValueError(f"seed: expected an integer >= 0 or None, got {self.seed!r}")
+            kw["seed"] = int(self.seed)
+        for name in ("pretrain_iters", "adapt_iters"):
+            v = getattr(self, name)
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                    raise ValueError(f"{name}: expected an integer >= 0 or None, got {v!r}")
+                kw[name] = int(v)
+        cfg = self.config
+        if isinstance(cfg, dict):
+            kw["config_json"] = json.dumps(cfg)
+        elif isinstance(cfg, (str, os.PathLike)):
+            kw["config_path"] = os.fspath(cfg)
+        elif cfg is not None:
+            raise TypeError(f"config: expected None, a dict of settings or a TOML file path, got {type(cfg).__name__}")
+        return kw
+
+    def resolved_config(self):
+        """The settings a fit would use (defaults of ``glshift fit``, then ``config``, then the
+        explicit parameters), as a dict."""
+        return json.loads(_core.resolved_config(**self._settings()))
+
+    def fit(self, X, y, sample_domain=None):
+        """Train on the source rows (with labels) and the unlabelled target rows of ``X``."""
+        settings = self._settings()
+        X, y = _validate(self, X, y, reset=True)
+        Xs, ys, Xt, classes = _split_domains(X, y, sample_domain)
+        model, warns = _core.fit(Xs, ys, Xt, [str(c) for c in classes], **settings)
+        for w in warns:
+            warnings.warn(f"glshift: {w}", UserWarning, stacklevel=2)
+        self._set_model(model, classes)
+        return self
+
+    def _set_model(self, model, classes):
+        info = json.loads(model.info_json())
+        self.model_ = model
+        self.classes_ = classes
+        self.n_features_in_ = model.input_dim
+        self.config_ = info["config"]
+        self.source_prior_ = np.asarray(model.source_prior)
+        tp, iw = model.target_prior, model.importance_weights
+        self.target_prior_ = None if tp is None else np.asarray(tp)
+        self.importance_weights_ = None if iw is None else np.asarray(iw)
+        self.history_ = info["history"]
+
+    def predict(self, X, sample_domain=None):
+        """Class labels (from ``classes_``) of every row; ``sample_domain`` is accepted for
+        skada's pipelines and not used (every row is predicted by the same network)."""
+        check_is_fitted(self, "model_")
+        return self.classes_[self.model_.predict(_validate(self, X))]
+
+    def predict_proba(self, X, sample_domain=None):
+        """Class probabilities, columns in the order of ``classes_``."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(_validate(self, X))
+
+    def transform(self, X, sample_domain=None):
+        """The learned representation Z = G(x) of every row."""
+        check_is_fitted(self, "model_")
+        return self.model_.transform(_validate(self, X))
+
+    def score(self, X, y, sample_domain=None, sample_weight=None):
+        """Accuracy of ``predict(X)`` against ``y`` (evaluation only)."""
+        return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
+
+    def save(self, path):
+        """Write the model file (the format of ``glshift fit``'s ``model.glshift``)."""
+        check_is_fitted(self, "model_")
+        self.model_.save(os.fspath(path))
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "model_" in state:
+            state = dict(state)
+            state["model_"] = bytes(state["model_"].to_bytes())
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state.get("model_"), bytes):
+            state = dict(state)
+            state["model_"] = _core.Model.from_bytes(state["model_"], "<pickle>")
+        super().__setstate__(state)
+
+
+class MUL(_GLShiftEstimator):
+    """Minimum Uncertainty Learning (glshift's method), with the defaults of ``glshift fit``.
+
+    Parameters
+    ----------
+    seed : int or None, default None
+        Network initialisation, hold-out split and dropout; None takes the seed of ``config``
+        (0 unless set there), like ``glshift fit`` without ``--seed``.
+    pretrain_iters, adapt_iters : int or None, default None
+        Iterations of the two stages; None takes ``config``'s (or glshift's defaults).
+    config : None, dict or path, default None
+        Other settings: a TOML file as for ``glshift fit --config``, or a dict with the same
+        keys (e.g. ``{"mul": {"lambda_tu": 0.5}}``); unknown keys are errors.
+    """
+
+    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+        self.seed = seed
+        self.pretrain_iters = pretrain_iters
+        self.adapt_iters = adapt_iters
+        self.config = config
+
+    def _method(self):
+        return "mul"
+
+
+class SourceOnly(_GLShiftEstimator):
+    """No adaptation: MUL's network and schedule trained on the source alone (target rows are
+    still required, so that it is a drop-in baseline with the same ``fit`` call)."""
+
+    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+        self.seed = seed
+        self.pretrain_iters = pretrain_iters
+        self.adapt_iters = adapt_iters
+        self.config = config
+
+    def _method(self):
+        return "source"
+
+
+class Adapter(_GLShiftEstimator):
+    """Any method of ``glshift fit --method`` (see :data:`METHODS`): ``mul``, ``source`` and
+    the baselines ``dan``, ``dann``, ``cdan``, ``cdan-e``, ``jan``, ``iw-dann``, ``iw-cdan``,
+    ``pada``, ``mmd-classwise``. Other parameters as :class:`MUL`."""
+
+    def __init__(self, method="mul", *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+        self.method = method
+        self.seed = seed
+        self.pretrain_iters = pretrain_iters
+        self.adapt_iters = adapt_iters
+        self.config = config
+
+    def _method(self):
+        if not isinstance(self.method, str):
+            raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        return self.method
+
+
+def load(path):
+    """Read a model file (``model.glshift`` of ``glshift fit`` or ``save``) into a fitted
+    estimator: :class:`MUL`, :class:`SourceOnly` or :class:`Adapter` by the file's method,
+    with ``config`` set to the file's settings and ``classes_`` to its class names (strings)."""
+    model = _core.Model.load(os.fspath(path))
+    cfg = json.loads(model.info_json())["config"]
+    method = cfg["method"]
+    if method == "mul":
+        est = MUL(config=cfg)
+    elif method == "source":
+        est = SourceOnly(config=cfg)
+    else:
+        est = Adapter(method=method, config=cfg)
+    est._set_model(model, np.asarray(model.class_names))
+    return est

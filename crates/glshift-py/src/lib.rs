@@ -1,0 +1,327 @@
+//! `glshift._core`: the Python extension of glshift. A thin layer over the core's estimator API
+//! (`glshift::model`) and label-shift suite (`glshift::label_shift::suite`): array
+//! conversions, error mapping and GIL handling only. The scikit-learn conventions (parameters,
+//! label encoding, `sample_domain`) live in the pure-Python package `glshift` around it.
+//!
+//! Errors: every `glshift::Error` becomes a Python exception carrying the core's message:
+//! `ValueError` for bad input (BadData, Shape, Param, BadFile, UnknownDomain), `RuntimeError`
+//! for Numerical, `OSError` for Io and Write.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
+use glshift::label_shift::{IntervalMethod, ShiftInputs};
+use glshift::methods::{FitConfig, MethodKind, Progress};
+use glshift::model::{CheckedParams, Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
+use ndarray::{Array2, ArrayView2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// The core's error as a Python exception with the core's message.
+fn py_err(e: glshift::Error) -> PyErr {
+    use glshift::Error as E;
+    let msg = e.to_string();
+    match e {
+        E::Io { .. } | E::Write { .. } => PyOSError::new_err(msg),
+        E::Numerical { .. } => PyRuntimeError::new_err(msg),
+        E::BadData { .. } | E::Shape { .. } | E::Param { .. } | E::BadFile { .. } | E::UnknownDomain { .. } => {
+            PyValueError::new_err(msg)
+        }
+    }
+}
+
+/// Class indices from Python integers (the package passes 0..c-1); a negative one is a
+/// `ValueError` naming its row.
+fn labels_to_indices(what: &str, y: &[i64]) -> PyResult<Vec<usize>> {
+    y.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{what}: label {v} at row {i} is negative")))
+        })
+        .collect()
+}
+
+/// The settings of a fit, resolved as `glshift fit` resolves them: the defaults, then a TOML
+/// file (`config_path`, like `--config`) or a JSON object of partial settings (`config_json`,
+/// the same keys as the TOML file), then the explicit values (`method`, `seed`, iterations).
+fn resolve_config(
+    config_json: Option<&str>,
+    config_path: Option<&Path>,
+    method: Option<&str>,
+    seed: Option<u64>,
+    pretrain_iters: Option<usize>,
+    adapt_iters: Option<usize>,
+) -> glshift::Result<CheckedParams> {
+    let mut cfg = match (config_path, config_json) {
+        (Some(_), Some(_)) => {
+            return Err(glshift::Error::param("config", "file and dict", "give a TOML file or a dict of settings, not both"))
+        }
+        (Some(p), None) => FitConfig::from_toml_file(p)?,
+        (None, Some(j)) => serde_json::from_str::<FitConfig>(j)
+            .map_err(|e| glshift::Error::param("config", j, format!("invalid settings: {e}")))?,
+        (None, None) => FitConfig::default(),
+    };
+    if let Some(m) = method {
+        cfg.method = m.parse::<MethodKind>()?;
+    }
+    if let Some(s) = seed {
+        cfg.seed = s;
+    }
+    if let Some(n) = pretrain_iters {
+        cfg.pretrain_iters = n;
+    }
+    if let Some(n) = adapt_iters {
+        cfg.adapt_iters = n;
+    }
+    FitParams::from_config(cfg).check()
+}
+
+/// The settings `fit` would use, as JSON (validated): for `get_params`-style inspection and the
+/// docs. Same arguments as `fit`'s settings.
+#[pyfunction]
+#[pyo3(signature = (config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None))]
+fn resolved_config(
+    config_json: Option<String>,
+    config_path: Option<PathBuf>,
+    method: Option<String>,
+    seed: Option<u64>,
+    pretrain_iters: Option<usize>,
+    adapt_iters: Option<usize>,
+) -> PyResult<String> {
+    let p = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters)
+        .map_err(py_err)?;
+    Ok(serde_json::to_string(p.config()).expect("a config serialises"))
+}
+
+/// Marker payload of the unwind that stops a fit after Ctrl-C (raised from the progress
+/// callback with `resume_unwind`, so no panic message is printed, and caught in the worker).
+struct Cancelled;
+
+/// Runs `params.fit_detailed(data)` on a worker thread without the GIL; the calling thread
+/// wakes every 100 ms to run Python's signal handlers. On KeyboardInterrupt (or any exception a
+/// handler raises) the worker stops at its next iteration (the progress callback unwinds with
+/// [`Cancelled`]), is joined, and the exception is returned.
+fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: &Dataset) -> PyResult<FitOutcome> {
+    let cancel = AtomicBool::new(false);
+    let done = (Mutex::new(false), Condvar::new());
+    std::thread::scope(|s| {
+        let (cancel, done) = (&cancel, &done);
+        let worker = s.spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut progress = |_: Progress| {
+                    if cancel.load(Ordering::Relaxed) {
+                        std::panic::resume_unwind(Box::new(Cancelled));
+                    }
+                };
+                params.fit_detailed(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+            }));
+            *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            done.1.notify_all();
+            result
+        });
+        loop {
+            let finished = py.detach(|| {
+                let guard = done.0.lock().unwrap_or_else(|e| e.into_inner());
+                let (guard, _) = done
+                    .1
+                    .wait_timeout_while(guard, Duration::from_millis(100), |d| !*d)
+                    .unwrap_or_else(|e| e.into_inner());
+                *guard
+            });
+            if finished {
+                break;
+            }
+            if let Err(e) = py.check_signals() {
+                cancel.store(true, Ordering::Relaxed);
+                let _ = py.detach(move || worker.join());
+                return Err(e);
+            }
+        }
+        match worker.join() {
+            Ok(Ok(outcome)) => outcome.map_err(py_err),
+            Ok(Err(payload)) | Err(payload) => {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(PyRuntimeError::new_err(format!("internal error in glshift's fit (please report): {what}")))
+            }
+        }
+    })
+}
+
+/// Trains a model: `source_x` (n_s × d, float32), `source_y` (n_s class indices in
+/// 0..len(class_names)), `target_x` (n_t × d, float32). Returns `(model, warnings)`.
+#[pyfunction]
+#[pyo3(signature = (source_x, source_y, target_x, class_names, config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None))]
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    py: Python<'_>,
+    source_x: PyReadonlyArray2<'_, f32>,
+    source_y: PyReadonlyArray1<'_, i64>,
+    target_x: PyReadonlyArray2<'_, f32>,
+    class_names: Vec<String>,
+    config_json: Option<String>,
+    config_path: Option<PathBuf>,
+    method: Option<String>,
+    seed: Option<u64>,
+    pretrain_iters: Option<usize>,
+    adapt_iters: Option<usize>,
+) -> PyResult<(Model, Vec<String>)> {
+    let params = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters)
+        .map_err(py_err)?;
+    let ys = labels_to_indices("source labels", &source_y.as_array().to_vec())?;
+    let data = Dataset::new(source_x.as_array().to_owned(), ys, target_x.as_array().to_owned())
+        .and_then(|d| d.with_class_names(class_names))
+        .map_err(py_err)?;
+    let outcome = fit_interruptible(py, &params, &data)?;
+    Ok((Model { inner: outcome.model }, outcome.warnings))
+}
+
+/// A fitted glshift model (`glshift::model::FittedModel`).
+#[pyclass(module = "glshift._core", name = "Model", frozen)]
+struct Model {
+    inner: FittedModel,
+}
+
+fn owned(x: &PyReadonlyArray2<'_, f32>) -> Array2<f32> {
+    x.as_array().to_owned()
+}
+
+impl Model {
+    fn run<T: Send>(&self, py: Python<'_>, x: Array2<f32>, f: impl Fn(&FittedModel, ArrayView2<f32>) -> glshift::Result<T> + Send) -> PyResult<T> {
+        let m = &self.inner;
+        py.detach(move || f(m, x.view())).map_err(py_err)
+    }
+}
+
+#[pymethods]
+impl Model {
+    /// Class indices (argmax of `predict_proba`).
+    fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let labels = self.run(py, owned(&x), |m, x| m.predict(x))?;
+        Ok(labels.into_iter().map(|k| k as i64).collect::<Vec<i64>>().into_pyarray(py))
+    }
+
+    /// Class probabilities, n × c.
+    fn predict_proba<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        Ok(self.run(py, owned(&x), |m, x| m.predict_proba(x))?.into_pyarray(py))
+    }
+
+    /// The representations Z = G(x), n × (width of G's last layer).
+    fn transform<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        Ok(self.run(py, owned(&x), |m, x| m.transform(x))?.into_pyarray(py))
+    }
+
+    #[getter]
+    fn target_prior(&self) -> Option<Vec<f64>> {
+        self.inner.target_prior().map(<[f64]>::to_vec)
+    }
+
+    #[getter]
+    fn importance_weights(&self) -> Option<Vec<f64>> {
+        self.inner.importance_weights().map(<[f64]>::to_vec)
+    }
+
+    #[getter]
+    fn source_prior(&self) -> Vec<f64> {
+        self.inner.source_prior().to_vec()
+    }
+
+    #[getter]
+    fn class_names(&self) -> Vec<String> {
+        self.inner.class_names().to_vec()
+    }
+
+    #[getter]
+    fn input_dim(&self) -> usize {
+        self.inner.input_dim()
+    }
+
+    /// The model file's header (`ModelInfo`: version, config, class names, priors, history) as
+    /// JSON.
+    fn info_json(&self) -> String {
+        serde_json::to_string(self.inner.info()).expect("the header serialises")
+    }
+
+    /// The bytes of the model file (`model.glshift`).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.inner.to_bytes().map_err(py_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Reads the bytes of a model file; `name` only labels error messages.
+    #[staticmethod]
+    #[pyo3(signature = (data, name="<bytes>"))]
+    fn from_bytes(data: &[u8], name: &str) -> PyResult<Model> {
+        FittedModel::from_bytes(data, Path::new(name)).map(|inner| Model { inner }).map_err(py_err)
+    }
+
+    /// Writes the model file (the format of `glshift fit`'s `model.glshift`).
+    fn save(&self, path: PathBuf) -> PyResult<()> {
+        self.inner.save(&path).map_err(py_err)
+    }
+
+    /// Reads a model file written by `save` or by `glshift fit`.
+    #[staticmethod]
+    fn load(path: PathBuf) -> PyResult<Model> {
+        FittedModel::load(&path).map(|inner| Model { inner }).map_err(py_err)
+    }
+}
+
+/// Label-shift estimation (`glshift shift estimate` on probabilities): runs the estimators
+/// `names` (`all` = bbse, bbse-qp, rlls, mlls) and returns, per name in order, its entry of the
+/// report's `estimators` object as JSON (variant, prior, weights, intervals, warnings, or an error).
+#[pyfunction]
+#[pyo3(signature = (source_probs, source_labels, target_probs, names, source_prior=None, bootstrap=0, level=0.9, interval="basic", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn estimate_shift(
+    py: Python<'_>,
+    source_probs: PyReadonlyArray2<'_, f32>,
+    source_labels: PyReadonlyArray1<'_, i64>,
+    target_probs: PyReadonlyArray2<'_, f32>,
+    names: Vec<String>,
+    source_prior: Option<Vec<f64>>,
+    bootstrap: usize,
+    level: f64,
+    interval: &str,
+    seed: u64,
+) -> PyResult<Vec<(String, String)>> {
+    let names = resolve_names(&names).map_err(py_err)?;
+    let method = IntervalMethod::parse(interval).map_err(py_err)?;
+    let labels = labels_to_indices("source labels", &source_labels.as_array().to_vec())?;
+    let (sp, tp) = (owned(&source_probs), owned(&target_probs));
+    let boot = (bootstrap > 0).then_some(BootstrapSpec { resamples: bootstrap, level, seed, method });
+    let results = py
+        .detach(|| {
+            let inp = ShiftInputs {
+                source_probs: sp.view(),
+                source_labels: &labels,
+                target_probs: tp.view(),
+                source_prior: source_prior.as_deref(),
+            };
+            run_suite(&names, &inp, boot.as_ref(), None)
+        })
+        .map_err(py_err)?;
+    // One JSON object per estimator, in the order asked (a JSON map would sort the names).
+    Ok(results
+        .iter()
+        .map(|item| (item.0.clone(), suite_json(std::slice::from_ref(item))[&item.0].to_string()))
+        .collect())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Model>()?;
+    m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(resolved_config, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_shift, m)?)?;
+    Ok(())
+}
