@@ -561,20 +561,6 @@ fn zero_variance_column_under_z_score_trains() {
 
 // ---- model files (`glshift predict`) ------------------------------------------------------------
 
-fn fit_fixture(dir: &Path) -> std::path::PathBuf {
-    let out = dir.join("fit");
-    let (d, cfg) = (dir.to_str().unwrap(), fast_config(dir));
-    let o = run(&["fit", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    out
-}
-
-fn predict(args: &[&str]) -> std::process::Output {
-    let mut all = vec!["predict"];
-    all.extend(args);
-    run(&all)
-}
-
 /// `predict` fails with every phrase of `expect` in its message, no panic, and leaves no output.
 fn expect_predict_failure(args: &[&str], out: &Path, expect: &[&str]) {
     let o = predict(args);
@@ -591,7 +577,7 @@ fn expect_predict_failure(args: &[&str], out: &Path, expect: &[&str]) {
 fn bad_inputs_to_predict_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
-    let fit = fit_fixture(dir.path());
+    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &fast_config(dir.path()));
     let good = std::fs::read(fit.join("model.glshift")).unwrap();
     let out = dir.path().join("never");
     let (d, o) = (dir.path().to_str().unwrap(), out.to_str().unwrap());

@@ -9,22 +9,6 @@ use std::path::Path;
 use common::*;
 use ndarray_npy::write_npy;
 
-fn fit_fixture(dir: &Path, source: &str, target: &str, data: &Path, cfg: &Path) -> std::path::PathBuf {
-    let out = dir.join(format!("fit-{source}-{target}"));
-    let o = run(&[
-        "fit", "--data", data.to_str().unwrap(), "--source", source, "--target", target,
-        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    out
-}
-
-fn predict(args: &[&str]) -> std::process::Output {
-    let mut all = vec!["predict"];
-    all.extend(args);
-    run(&all)
-}
-
 #[test]
 fn predict_on_the_fit_target_reproduces_fit_predictions_on_office_caltech10() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/office_caltech10_effnetlite2");

@@ -122,3 +122,22 @@ pub fn write_csv_domain(dir: &Path, name: &str, x: &Array2<f32>, y: Option<&Arra
     }
     std::fs::write(dir.join(format!("{name}.csv")), text).unwrap();
 }
+
+/// Runs `glshift fit` of `source` → `target` in `data` with `cfg` into `dir/fit-SOURCE-TARGET`
+/// (asserting success) and returns that folder.
+pub fn fit_fixture(dir: &Path, source: &str, target: &str, data: &Path, cfg: &Path) -> std::path::PathBuf {
+    let out = dir.join(format!("fit-{source}-{target}"));
+    let o = run(&[
+        "fit", "--data", data.to_str().unwrap(), "--source", source, "--target", target,
+        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// Runs `glshift predict` with `args`.
+pub fn predict(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["predict"];
+    all.extend(args);
+    run(&all)
+}
