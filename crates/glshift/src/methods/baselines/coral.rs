@@ -104,22 +104,10 @@ impl Method for Coral {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::baselines::tests::fd;
     use crate::nn::testutil::random_matrix;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    fn fd(x: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64> {
-        let step = 1e-6;
-        let mut xp = x.clone();
-        Array2::from_shape_fn(x.dim(), |(i, j)| {
-            xp[[i, j]] = x[[i, j]] + step;
-            let up = f(&xp);
-            xp[[i, j]] = x[[i, j]] - step;
-            let down = f(&xp);
-            xp[[i, j]] = x[[i, j]];
-            (up - down) / (2.0 * step)
-        })
-    }
 
     fn max_err(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
         a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))

@@ -98,8 +98,8 @@ fn inputs<'a>(d: &'a Data, zs: ArrayView2<'a, f64>, zt: ArrayView2<'a, f64>, ls:
     }
 }
 
-/// Central differences of `f` over every entry of `x`.
-fn fd(x: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64> {
+/// Central differences of `f` over every entry of `x` (also used by the baselines' own tests).
+pub(super) fn fd(x: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64> {
     let step = 1e-6;
     let mut xp = x.clone();
     Array2::from_shape_fn(x.dim(), |(i, j)| {
