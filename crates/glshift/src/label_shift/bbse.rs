@@ -5,7 +5,8 @@ use faer::Mat;
 use ndarray::Array2;
 
 use super::diagnostics::{confusion_diagnostics, sampling_warning, Diagnostics};
-use super::estimators::{finish_from_weights, prepare, EstimateOutput, ShiftEstimator, ShiftInputs};
+use super::estimators::{finish_from_weights, prepare, ShiftEstimator, ShiftInputs};
+use super::ShiftEstimate;
 use super::{bbse_qp, confusion_matrix, predicted_distribution};
 use crate::Result;
 
@@ -81,7 +82,7 @@ impl ShiftEstimator for Bbse {
         }
     }
 
-    fn estimate(&self, inp: &ShiftInputs) -> Result<EstimateOutput> {
+    fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         let mut m = moments(inp, self.soft)?;
         let c = m.q.len();
         let solved = if m.diag.is_singular() {
@@ -132,7 +133,7 @@ impl ShiftEstimator for BbseQp {
         }
     }
 
-    fn estimate(&self, inp: &ShiftInputs) -> Result<EstimateOutput> {
+    fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         let m = moments(inp, self.soft)?;
         let est = bbse_qp(m.c_mat.view(), &m.q, &m.source_prior)?;
         finish_from_weights(self.name(), &est.weights, &m.source_prior, m.warnings, None)

@@ -162,6 +162,8 @@ pub fn bbse_qp(
     Ok(ShiftEstimate {
         weights,
         target_prior,
-        objective,
+        objective: Some(objective),
+        warnings: Vec::new(),
+        iterations: None,
     })
 }

@@ -89,7 +89,7 @@ fn all_estimators() -> Vec<Box<dyn ShiftEstimator>> {
     ]
 }
 
-fn assert_valid(out: &EstimateOutput, what: &str) {
+fn assert_valid(out: &ShiftEstimate, what: &str) {
     assert!(out.weights.iter().chain(&out.target_prior).all(|v| v.is_finite() && *v >= 0.0), "{what}: {out:?}");
     assert!((out.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{what}: {out:?}");
 }

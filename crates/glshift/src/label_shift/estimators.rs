@@ -13,7 +13,7 @@
 use ndarray::ArrayView2;
 
 use super::prior::{check_labels, check_len, check_prior, check_probs};
-use super::class_prior;
+use super::{class_prior, ShiftEstimate};
 use crate::{Error, Result};
 
 /// Inputs shared by all estimators.
@@ -29,26 +29,13 @@ pub struct ShiftInputs<'a> {
     pub source_prior: Option<&'a [f64]>,
 }
 
-/// Output of [`ShiftEstimator::estimate`].
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct EstimateOutput {
-    /// Importance weights `w_k = p̂ᵗ_k / pˢ_k` (0 where `pˢ_k = 0`), length c.
-    pub weights: Vec<f64>,
-    /// Estimated target prior (length c, ≥ 0, sums to 1).
-    pub target_prior: Vec<f64>,
-    /// Fallbacks taken and reliability warnings (empty when nothing is suspicious).
-    pub warnings: Vec<String>,
-    /// Iterations of an iterative estimator (EM of [`super::Mlls`]); `None` for direct ones.
-    pub iterations: Option<usize>,
-}
-
 /// A label-shift estimator. `Send + Sync` so that [`super::bootstrap`] can run replicates
 /// in parallel.
 pub trait ShiftEstimator: Send + Sync {
     /// Short stable name ("bbse-hard", "mlls-bcts", ...).
     fn name(&self) -> &'static str;
     /// Estimate `w` and `p̂ᵗ`; see the module doc for the shared rules.
-    fn estimate(&self, inp: &ShiftInputs) -> Result<EstimateOutput>;
+    fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate>;
 }
 
 /// Checked inputs.
@@ -109,7 +96,7 @@ pub(crate) fn finish_from_weights(
     source_prior: &[f64],
     warnings: Vec<String>,
     iterations: Option<usize>,
-) -> Result<EstimateOutput> {
+) -> Result<ShiftEstimate> {
     if raw.iter().any(|v| !v.is_finite()) {
         return Err(Error::numerical(what, format!("non-finite weights {raw:?}")));
     }
@@ -128,7 +115,7 @@ pub(crate) fn finish_from_prior(
     source_prior: &[f64],
     mut warnings: Vec<String>,
     iterations: Option<usize>,
-) -> Result<EstimateOutput> {
+) -> Result<ShiftEstimate> {
     let mut target_prior: Vec<f64> = prior.iter().map(|v| v.max(0.0)).collect();
     let s: f64 = target_prior.iter().sum();
     if !(s.is_finite() && s > 0.0) {
@@ -162,9 +149,10 @@ pub(crate) fn finish_from_prior(
     if weights.iter().chain(&target_prior).any(|v| !v.is_finite()) {
         return Err(Error::numerical(what, "non-finite output"));
     }
-    Ok(EstimateOutput {
+    Ok(ShiftEstimate {
         weights,
         target_prior,
+        objective: None,
         warnings,
         iterations,
     })

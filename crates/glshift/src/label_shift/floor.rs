@@ -13,7 +13,7 @@ use super::ShiftEstimate;
 /// Never zeroes everything: if every entry is below the floor (e.g. `floor > 1/c`), the floor
 /// says nothing about which classes are absent, an all-zero prior is not a distribution and
 /// all-zero weights would erase every source row, so `est` is returned unchanged. A `floor`
-/// ≤ 0 or NaN zeroes nothing. `objective` is copied from `est` (the QP optimum before the
+/// ≤ 0 or NaN zeroes nothing. `objective`, `warnings` and `iterations` are copied from `est` (the QP optimum before the
 /// floor). If `source_prior` does not have the length of `est`, or has a zero where a kept
 /// class is, the kept weights are rescaled as `w_k / s` instead (`s` = kept prior mass),
 /// which is the same value when `est.target_prior = est.weights ⊙ pˢ`.
@@ -46,11 +46,7 @@ pub fn apply_prior_floor(est: &ShiftEstimate, source_prior: &[f64], floor: f64) 
             (true, _) => est.weights.get(k).map_or(0.0, |w| w / s),
         })
         .collect();
-    ShiftEstimate {
-        weights,
-        target_prior,
-        objective: est.objective,
-    }
+    ShiftEstimate { weights, target_prior, ..est.clone() }
 }
 
 #[cfg(test)]
@@ -62,7 +58,8 @@ mod tests {
         ShiftEstimate {
             weights,
             target_prior: prior.to_vec(),
-            objective: 0.5,
+            objective: Some(0.5),
+            ..ShiftEstimate::default()
         }
     }
 
@@ -80,7 +77,7 @@ mod tests {
         for ((w, p), t) in f.weights.iter().zip(ps).zip(&f.target_prior) {
             assert!((w * p - t).abs() < 1e-12);
         }
-        assert_eq!(f.objective, 0.5);
+        assert_eq!(f.objective, Some(0.5));
     }
 
     #[test]
@@ -131,7 +128,7 @@ pub fn restrict_to_support(est: &ShiftEstimate, source_prior: &[f64], support: &
         .zip(source_prior)
         .map(|(&p, &ps)| if ps > 0.0 { p / ps } else { 0.0 })
         .collect();
-    ShiftEstimate { weights, target_prior, objective: est.objective }
+    ShiftEstimate { weights, target_prior, ..est.clone() }
 }
 
 #[cfg(test)]
@@ -140,7 +137,7 @@ mod support_tests {
 
     #[test]
     fn support_keeps_present_classes_at_least_at_the_floor_and_zeroes_the_rest() {
-        let est = ShiftEstimate { weights: vec![0.0; 4], target_prior: vec![0.6, 0.0, 0.3, 0.1], objective: 0.0 };
+        let est = ShiftEstimate { weights: vec![0.0; 4], target_prior: vec![0.6, 0.0, 0.3, 0.1], ..ShiftEstimate::default() };
         let ps = [0.25; 4];
         let out = restrict_to_support(&est, &ps, &[true, true, true, false], 0.05);
         assert_eq!(out.target_prior[3], 0.0);

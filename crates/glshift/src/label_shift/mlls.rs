@@ -5,7 +5,8 @@ use ndarray::ArrayView2;
 
 use super::bcts::fit_bcts;
 use super::class_prior;
-use super::estimators::{finish_from_prior, prepare, EstimateOutput, ShiftEstimator, ShiftInputs};
+use super::estimators::{finish_from_prior, prepare, ShiftEstimator, ShiftInputs};
+use super::ShiftEstimate;
 use crate::{Error, Result};
 
 /// Default EM stopping tolerance on `‖p^{t+1} − p^t‖₁`.
@@ -118,7 +119,7 @@ pub fn em_prior(
 
 /// MLLS with BCTS: fit BCTS on the source hold-out, calibrate the target probabilities with
 /// it, run [`em_prior`] with `π` = the hold-out label frequencies (the prior the calibrated
-/// posteriors refer to), then `w = p̂ᵗ / pˢ`. [`EstimateOutput::iterations`] = EM iterations;
+/// posteriors refer to), then `w = p̂ᵗ / pˢ`. [`ShiftEstimate::iterations`] = EM iterations;
 /// a warning is added if EM hit its cap.
 #[derive(Clone, Copy, Debug)]
 pub struct Mlls {
@@ -150,7 +151,7 @@ impl ShiftEstimator for Mlls {
         }
     }
 
-    fn estimate(&self, inp: &ShiftInputs) -> Result<EstimateOutput> {
+    fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         let prep = prepare(inp)?;
         let mut warnings = prep.warnings;
         let pi = class_prior(inp.source_labels, prep.c)?;

@@ -46,7 +46,7 @@ pub use bbse_qp::bbse_qp;
 pub use bcts::{fit_bcts, Bcts};
 pub use bootstrap::{bootstrap, Interval, IntervalMethod};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
-pub use estimators::{EstimateOutput, ShiftEstimator, ShiftInputs};
+pub use estimators::{ShiftEstimator, ShiftInputs};
 pub use mlls::{em_prior, EmFit, Mlls};
 pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};
@@ -55,13 +55,22 @@ pub use floor::{apply_prior_floor, restrict_to_support};
 pub use holdout::{stratified_folds, stratified_holdout};
 pub use prior::{class_prior, l1_distance, predicted_distribution};
 
-/// Result of [`bbse_qp`].
-#[derive(Clone, Debug, serde::Serialize)]
+/// A label-shift estimate: what [`bbse_qp`], every [`ShiftEstimator`] and the training loop's
+/// shift tracker produce, and what a fit keeps. One record for writer and reader alike.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ShiftEstimate {
-    /// Importance weights `w` (length c), `w ≥ 0`, `wᵀpˢ = 1`.
+    /// Importance weights `w_k = p̂ᵗ_k / pˢ_k` (length c), `w ≥ 0`, `wᵀpˢ = 1` (0 where `pˢ_k = 0`).
     pub weights: Vec<f64>,
-    /// Estimated target prior `p̂ᵗ = w ⊙ pˢ` (length c, sums to 1).
+    /// Estimated target prior `p̂ᵗ = w ⊙ pˢ` (length c, ≥ 0, sums to 1).
     pub target_prior: Vec<f64>,
-    /// `‖q − C w‖²` at the solution of the QP.
-    pub objective: f64,
+    /// `‖q − C w‖²` at the solution of the QP when the estimate comes from [`bbse_qp`] (kept
+    /// through [`apply_prior_floor`] and [`restrict_to_support`]); `None` for the other estimators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<f64>,
+    /// Fallbacks taken and reliability warnings (empty when nothing is suspicious).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Iterations of an iterative estimator (EM of [`Mlls`]); `None` for direct ones.
+    #[serde(default)]
+    pub iterations: Option<usize>,
 }

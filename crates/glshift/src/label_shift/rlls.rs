@@ -5,7 +5,8 @@ use clarabel::algebra::CscMatrix;
 use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT::*};
 
 use super::bbse::moments;
-use super::estimators::{finish_from_weights, EstimateOutput, ShiftEstimator, ShiftInputs};
+use super::estimators::{finish_from_weights, ShiftEstimator, ShiftInputs};
+use super::ShiftEstimate;
 use crate::{Error, Result};
 
 /// Confidence level `δ` of the concentration bound that sets [`rlls_regulariser`] (the value the
@@ -79,7 +80,7 @@ impl ShiftEstimator for Rlls {
         }
     }
 
-    fn estimate(&self, inp: &ShiftInputs) -> Result<EstimateOutput> {
+    fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         let m = moments(inp, self.soft)?;
         let c = m.q.len();
         let delta = rlls_regulariser(c, inp.source_labels.len());

@@ -78,7 +78,7 @@ fn data() -> Data {
     let ls = random_matrix(NS, C, &mut rng);
     let lt = random_matrix(NT, C, &mut rng);
     let probs_t = softmax(lt.view());
-    let estimate = ShiftEstimate { weights: vec![1.6, 0.2, 1.0], target_prior: vec![0.5, 0.1, 0.4], objective: 0.0 };
+    let estimate = ShiftEstimate { weights: vec![1.6, 0.2, 1.0], target_prior: vec![0.5, 0.1, 0.4], ..ShiftEstimate::default() };
     Data { zs, zt, ls, lt, probs_t, ys: vec![0, 1, 2, 0, 1, 2, 1], estimate }
 }
 
