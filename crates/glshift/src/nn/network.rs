@@ -1,4 +1,7 @@
 //! The MUL network: feature extractor G (features → Z) and classifier F (Z → logits).
+//!
+//! Its architecture and forward mode live in `config`, its parameter and gradient tensors in
+//! `params`; both are re-exported here.
 
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::SeedableRng;
@@ -7,120 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use super::activation::Activation;
 use super::batchnorm::BatchNorm;
-use super::linear::{Linear, LinearGrad};
+use super::linear::Linear;
 use super::loss::softmax;
-use super::mlp::{Block, BlockGrad, BnStats, Mlp, MlpCache};
+use super::mlp::{Block, BnStats, Mlp, MlpCache};
 use crate::{Error, Real, Result};
 
-/// Architecture of the network.
-///
-/// G is an MLP over `hidden` widths, each block `Linear → [BatchNorm] → activation → [dropout]`;
-/// the LAST width is the dimension of Z (the representation the kernel terms act on). When
-/// `activation_on_z` is false, the last block has no activation (BatchNorm and dropout, if
-/// enabled, still apply). F = Linear(z_dim → c); its softmax lives in the loss.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct NetworkConfig {
-    /// Widths of G's blocks, input side first; the last is z_dim. Default `[512, 256]`.
-    pub hidden: Vec<usize>,
-    /// Non-linearity of G. Default `relu`.
-    pub activation: Activation,
-    /// Dropout probability after each G block, in [0, 1); training mode only. Default 0.
-    /// It applies to the last block as well, so in training mode Z itself is dropped out.
-    pub dropout: f32,
-    /// BatchNorm after each Linear of G (statistics: see [`Forward`]: always the source training
-    /// rows, so target rows are normalised with source statistics). Default true.
-    pub batch_norm: bool,
-    /// Whether the last G block (producing Z) has the activation too. Default true.
-    pub activation_on_z: bool,
-}
+mod config;
+mod params;
 
-impl Default for NetworkConfig {
-    fn default() -> Self {
-        NetworkConfig {
-            hidden: vec![512, 256],
-            activation: Activation::Relu,
-            dropout: 0.0,
-            batch_norm: true,
-            activation_on_z: true,
-        }
-    }
-}
-
-impl NetworkConfig {
-    /// Checks: `hidden` non-empty with every width ≥ 1; `dropout` finite and in [0, 1).
-    pub fn validate(&self) -> Result<()> {
-        if self.hidden.is_empty() {
-            return Err(Error::param(
-                "network.hidden",
-                "[]",
-                "G needs at least one layer (the last width is z_dim)",
-            ));
-        }
-        if self.hidden.contains(&0) {
-            return Err(Error::param(
-                "network.hidden",
-                format!("{:?}", self.hidden),
-                "every width must be at least 1",
-            ));
-        }
-        if !(self.dropout.is_finite() && (0.0..1.0).contains(&self.dropout)) {
-            return Err(Error::param("network.dropout", self.dropout, "must be in [0, 1)"));
-        }
-        Ok(())
-    }
-
-    /// Dimension of Z (the last hidden width). Assumes a validated config.
-    pub fn z_dim(&self) -> usize {
-        *self.hidden.last().expect("validated config has a layer")
-    }
-}
-
-/// Mode of a forward pass.
-///
-/// BatchNorm statistics (mean, biased variance) are taken from rows `0..stats_rows` of the input
-/// and applied to ALL rows: the caller puts the source rows first (and the target rows after
-/// them), so the target is normalised with source statistics (pitfall 4). `stats_rows` must be in
-/// `1..=n` when the network has BatchNorm; it is ignored otherwise. `train = false` (evaluation)
-/// keeps the same statistics rule and turns dropout off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Forward {
-    /// Dropout on (training) or off (evaluation).
-    pub train: bool,
-    /// Number of leading rows whose batch statistics BatchNorm uses.
-    pub stats_rows: usize,
-}
-
-impl Forward {
-    /// Training mode, statistics from the first `stats_rows` rows.
-    pub fn training(stats_rows: usize) -> Self {
-        Forward {
-            train: true,
-            stats_rows,
-        }
-    }
-
-    /// Evaluation mode (no dropout), statistics from the first `stats_rows` rows.
-    pub fn evaluation(stats_rows: usize) -> Self {
-        Forward {
-            train: false,
-            stats_rows,
-        }
-    }
-}
-
-/// Role of a parameter tensor; AdamW decays only [`ParamKind::Weight`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParamKind {
-    /// Linear weight matrix.
-    Weight,
-    /// Linear bias.
-    Bias,
-    /// BatchNorm scale γ.
-    BnScale,
-    /// BatchNorm shift β.
-    BnShift,
-}
+pub use config::{Forward, NetworkConfig};
+pub use params::{Grads, ParamKind};
 
 /// G (an [`Mlp`]) followed by F (a [`Linear`] z_dim → c), in precision `T` (f32 for training;
 /// f64 is used by the finite-difference tests).
@@ -150,14 +49,6 @@ pub struct Pass<T = f32> {
     cache: MlpCache<T>,
 }
 
-/// Parameter gradients, laid out like the parameters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Grads<T = f32> {
-    /// One entry per G block.
-    pub g: Vec<BlockGrad<T>>,
-    /// Gradients of F.
-    pub f: LinearGrad<T>,
-}
 
 impl Network<f32> {
     /// A new f32 network for `input_dim` features and `n_classes` classes (see the type's docs
@@ -356,75 +247,6 @@ impl<T: Real> Network<T> {
     pub fn predict_proba(&self, x: ArrayView2<T>, stats_x: Option<ArrayView2<T>>) -> Array2<T> {
         softmax(self.eval_outputs(x, stats_x).1.view())
     }
-
-    /// Parameter tensors in a fixed order (per G block: W, b, [γ, β]; then F's W, b), each as a
-    /// flat row-major slice with its role. [`Grads::tensors`] uses the same order.
-    pub fn params(&self) -> Vec<(ParamKind, &[T])> {
-        let mut out = Vec::new();
-        for b in &self.g.blocks {
-            out.push((
-                ParamKind::Weight,
-                b.linear.w.as_slice().expect("standard layout"),
-            ));
-            out.push((
-                ParamKind::Bias,
-                b.linear.b.as_slice().expect("standard layout"),
-            ));
-            if let Some(bn) = &b.bn {
-                out.push((
-                    ParamKind::BnScale,
-                    bn.gamma.as_slice().expect("standard layout"),
-                ));
-                out.push((
-                    ParamKind::BnShift,
-                    bn.beta.as_slice().expect("standard layout"),
-                ));
-            }
-        }
-        out.push((
-            ParamKind::Weight,
-            self.f.w.as_slice().expect("standard layout"),
-        ));
-        out.push((
-            ParamKind::Bias,
-            self.f.b.as_slice().expect("standard layout"),
-        ));
-        out
-    }
-
-    /// Mutable version of [`Network::params`], same order.
-    pub fn params_mut(&mut self) -> Vec<(ParamKind, &mut [T])> {
-        let mut out = Vec::new();
-        for b in &mut self.g.blocks {
-            out.push((
-                ParamKind::Weight,
-                b.linear.w.as_slice_mut().expect("standard layout"),
-            ));
-            out.push((
-                ParamKind::Bias,
-                b.linear.b.as_slice_mut().expect("standard layout"),
-            ));
-            if let Some(bn) = &mut b.bn {
-                out.push((
-                    ParamKind::BnScale,
-                    bn.gamma.as_slice_mut().expect("standard layout"),
-                ));
-                out.push((
-                    ParamKind::BnShift,
-                    bn.beta.as_slice_mut().expect("standard layout"),
-                ));
-            }
-        }
-        out.push((
-            ParamKind::Weight,
-            self.f.w.as_slice_mut().expect("standard layout"),
-        ));
-        out.push((
-            ParamKind::Bias,
-            self.f.b.as_slice_mut().expect("standard layout"),
-        ));
-        out
-    }
 }
 
 /// He (Kaiming-normal) for rectifier-like activations, Xavier (Glorot-normal) otherwise.
@@ -432,64 +254,6 @@ fn init_std(activation: Activation, fan_in: usize, fan_out: usize) -> f64 {
     match activation {
         Activation::Relu | Activation::LeakyRelu | Activation::Elu => (2.0 / fan_in as f64).sqrt(),
         Activation::Tanh | Activation::Identity => (2.0 / (fan_in + fan_out) as f64).sqrt(),
-    }
-}
-
-impl<T: Real> Grads<T> {
-    /// Gradient tensors as flat slices, in the order of [`Network::params`].
-    pub fn tensors(&self) -> Vec<&[T]> {
-        let mut out = Vec::new();
-        for b in &self.g {
-            out.push(b.linear.dw.as_slice().expect("standard layout"));
-            out.push(b.linear.db.as_slice().expect("standard layout"));
-            if let Some(bn) = &b.bn {
-                out.push(bn.dgamma.as_slice().expect("standard layout"));
-                out.push(bn.dbeta.as_slice().expect("standard layout"));
-            }
-        }
-        out.push(self.f.dw.as_slice().expect("standard layout"));
-        out.push(self.f.db.as_slice().expect("standard layout"));
-        out
-    }
-
-    /// Mutable version of [`Grads::tensors`].
-    pub fn tensors_mut(&mut self) -> Vec<&mut [T]> {
-        let mut out = Vec::new();
-        for b in &mut self.g {
-            out.push(b.linear.dw.as_slice_mut().expect("standard layout"));
-            out.push(b.linear.db.as_slice_mut().expect("standard layout"));
-            if let Some(bn) = &mut b.bn {
-                out.push(bn.dgamma.as_slice_mut().expect("standard layout"));
-                out.push(bn.dbeta.as_slice_mut().expect("standard layout"));
-            }
-        }
-        out.push(self.f.dw.as_slice_mut().expect("standard layout"));
-        out.push(self.f.db.as_slice_mut().expect("standard layout"));
-        out
-    }
-
-    /// True when no gradient entry is NaN or infinite.
-    pub fn is_finite(&self) -> bool {
-        self.tensors()
-            .iter()
-            .all(|t| t.iter().all(|v| v.is_finite()))
-    }
-
-    /// Euclidean norm of all gradient entries together, accumulated in f64.
-    pub fn global_norm(&self) -> f64 {
-        self.tensors()
-            .iter()
-            .map(|t| t.iter().map(|v| v.to_f64_() * v.to_f64_()).sum::<f64>())
-            .sum::<f64>()
-            .sqrt()
-    }
-
-    /// Multiplies every gradient by `s` (e.g. for clipping to a maximum global norm).
-    pub fn scale(&mut self, s: f64) {
-        let s = T::from_f64_(s);
-        for t in self.tensors_mut() {
-            t.iter_mut().for_each(|v| *v = *v * s);
-        }
     }
 }
 
