@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use glshift::kernel::{self, DuRows, Labelled, McmdEstimator, McmdParams, MulObjectives};
 
-use super::workload::one_hot;
+use glshift::nn::one_hot;
 use super::Workload;
 use crate::{Error, Result};
 

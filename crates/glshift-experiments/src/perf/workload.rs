@@ -13,6 +13,7 @@ use glshift::kernel::{
     bandwidth, j_tu_du, j_tu_du_flops, DuRows, LabelKernel, Labelled, McmdEstimator,
     McmdParams, MulObjectives, TuDuGrad,
 };
+use glshift::nn::one_hot;
 use crate::{Error, Result};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -30,15 +31,6 @@ pub struct Workload {
     pub prior: Vec<f64>,
     pub params: McmdParams,
     pub h: f64,
-}
-
-// TODO(merge): one shared public `one_hot` is coming to the core (methods side); use it here.
-pub(crate) fn one_hot(labels: &[usize], c: usize) -> Array2<f32> {
-    let mut y = Array2::zeros((labels.len(), c));
-    for (i, &k) in labels.iter().enumerate() {
-        y[[i, k]] = 1.0;
-    }
-    y
 }
 
 impl Workload {

@@ -7,10 +7,11 @@
 //! scalar keeps the geometry (J_b/J_w is scale-free) while making J_b, J_w and the distance
 //! matrices comparable between runs and methods.
 
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{bandwidth, mcmd2_matrix, Labelled, McmdParams};
+use crate::nn::one_hot;
 use crate::{Error, Result};
 
 /// LDA-like separability of one domain's representation (paper, "Quantitative evaluation").
@@ -127,12 +128,6 @@ fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
     if m == 0 { f64::NAN } else { s / m as f64 }
 }
 
-fn one_hot(y: &[usize], c: usize) -> Array2<f64> {
-    let mut out = Array2::zeros((y.len(), c));
-    y.iter().enumerate().for_each(|(i, &k)| out[[i, k]] = 1.0);
-    out
-}
-
 /// All metrics of [`EmbeddingMetrics`] from the source and target representations (`zs`
 /// n_s×d, `zt` n_t×d), their labels (0-based, `< c`; the target's are the true labels, read for
 /// evaluation only) and the MCMD parameters of the fit.
@@ -167,7 +162,7 @@ pub fn embedding_metrics(
     let h = bandwidth(&[zs.view(), zt.view()], 1.0).ok();
     let mcmd2_per_class = match h {
         Some(h) => {
-            let (ys1, yt1) = (one_hot(ys, c), one_hot(yt, c));
+            let (ys1, yt1) = (one_hot::<f64>(ys, c), one_hot::<f64>(yt, c));
             let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
             (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect()
         }
