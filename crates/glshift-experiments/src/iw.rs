@@ -38,14 +38,16 @@ impl Default for IwOptions {
     }
 }
 
-/// F's decisions on a grid over the 2-D Z, with the target rows and the source prototypes.
+/// F's decisions on a grid over the 2-D Z, with the target rows and the source prototypes;
+/// `glshift_report`'s decision-region figure draws this record as it is.
 #[derive(Clone, Debug, Default)]
 pub struct IwRegions {
     pub x_range: (f64, f64),
     pub y_range: (f64, f64),
     /// Grid cells per axis.
     pub res: usize,
-    /// F's class per grid cell (res × res, x fastest).
+    /// F's class per grid cell (res × res, x fastest: `grid[j * res + i]` for column i, row j
+    /// from the bottom).
     pub grid: Vec<usize>,
     /// (z₁, z₂, true class) of every target row.
     pub targets: Vec<(f64, f64, usize)>,

@@ -24,15 +24,9 @@ pub fn figure(a: &IwAblation) -> Result<Figure> {
 }
 
 fn panel(r: &IwRun) -> BoundaryPanel {
-    let g = &r.regions;
     BoundaryPanel {
         title: format!("MUL {} IW: accuracy {}%", if r.importance_weighting { "with" } else { "without" }, pct(r.target_accuracy)),
-        x_range: g.x_range,
-        y_range: g.y_range,
-        res: g.res,
-        grid: g.grid.clone(),
-        targets: g.targets.clone(),
-        prototypes: g.prototypes.clone(),
+        regions: r.regions.clone(),
     }
 }
 

@@ -4,6 +4,7 @@
 mod common;
 
 use common::assert_figure;
+use glshift_experiments::iw::IwRegions;
 use glshift_report::figure::Figure;
 use glshift_report::figures::{Boundaries, BoundaryPanel, CurvePoint, Heatmap, MethodBars, PriorFigure, Scatter, TrainingCurves};
 use glshift_report::run::figure_files;
@@ -95,12 +96,14 @@ fn decision_boundary_files_are_valid() {
     let res = 20;
     let panel = |shift: usize| BoundaryPanel {
         title: "panel".into(),
-        x_range: (-1.0, 1.0),
-        y_range: (-1.0, 1.0),
-        res,
-        grid: (0..res * res).map(|i| ((i % res) * 4 / res + shift) % 4).collect(),
-        targets: vec![(-0.5, 0.5, 0), (-0.4, 0.4, 1)],
-        prototypes: vec![Some((-0.5, 0.0)), Some((0.0, 0.5)), Some((0.5, 0.0)), None],
+        regions: IwRegions {
+            x_range: (-1.0, 1.0),
+            y_range: (-1.0, 1.0),
+            res,
+            grid: (0..res * res).map(|i| ((i % res) * 4 / res + shift) % 4).collect(),
+            targets: vec![(-0.5, 0.5, 0), (-0.4, 0.4, 1)],
+            prototypes: vec![Some((-0.5, 0.0)), Some((0.0, 0.5)), Some((0.5, 0.0)), None],
+        },
     };
     let b = Boundaries { title: "IW".into(), class_names: names(4), shared: vec![true, true, false, false], panels: vec![panel(0), panel(1)] };
     let dir = write(&b.render("iw_boundary", "test").unwrap());

@@ -5,20 +5,18 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use glshift_experiments::iw::IwRegions;
+
 use crate::error::{Error, Result};
 use crate::figure::{class_color, font, render, short_label, Draw, DrawResult, Figure};
 
-/// One panel: the predicted class on a `res × res` grid over `x_range × y_range`
-/// (`grid[j * res + i]` for column i, row j from the bottom), target points, source prototypes.
+/// One panel: a title over the regions the ablation computed (the predicted class on a
+/// `res × res` grid over `x_range × y_range`, `grid[j * res + i]` for column i, row j from the
+/// bottom; target points; source prototypes).
 #[derive(Clone, Debug)]
 pub struct BoundaryPanel {
     pub title: String,
-    pub x_range: (f64, f64),
-    pub y_range: (f64, f64),
-    pub res: usize,
-    pub grid: Vec<usize>,
-    pub targets: Vec<(f64, f64, usize)>,
-    pub prototypes: Vec<Option<(f64, f64)>>,
+    pub regions: IwRegions,
 }
 
 /// Panels side by side with a shared class legend.
@@ -34,7 +32,7 @@ pub struct Boundaries {
 impl Boundaries {
     pub fn render(&self, name: &str, caption: &str) -> Result<Figure> {
         let c = self.class_names.len();
-        for p in &self.panels {
+        for p in self.panels.iter().map(|p| &p.regions) {
             if p.res < 2 || p.grid.len() != p.res * p.res || p.grid.iter().any(|&k| k >= c) || p.prototypes.len() != c {
                 return Err(Error::bad_input(name, "each panel needs a res × res grid of classes < c and c prototypes"));
             }
@@ -56,9 +54,10 @@ impl Draw for Boundaries {
         let root = root.titled(&self.title, font(17.0))?;
         let (plots, legend) = root.split_horizontally(460 * self.panels.len() as u32);
         let areas = plots.split_evenly((1, self.panels.len()));
-        for (p, area) in self.panels.iter().zip(&areas) {
+        for (panel, area) in self.panels.iter().zip(&areas) {
+            let p = &panel.regions;
             let mut chart = ChartBuilder::on(area)
-                .caption(&p.title, font(14.0))
+                .caption(&panel.title, font(14.0))
                 .margin(10)
                 .x_label_area_size(24)
                 .y_label_area_size(40)
