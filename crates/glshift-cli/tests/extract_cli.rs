@@ -3,21 +3,12 @@
 //! damaged weights) as errors that name the problem and leave no output.
 
 mod common;
-
-use std::path::{Path, PathBuf};
+#[path = "../../glshift-extract/tests/support/shared.rs"]
+mod support;
 
 use common::{run, stderr};
 use ndarray::{Array1, Array2};
-
-fn shared(rel: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("SKIPPED: {} not found (test skipped)", p.display());
-        None
-    }
-}
+use support::shared;
 
 #[test]
 fn extracts_two_images_skips_a_text_file_and_reports_it() {

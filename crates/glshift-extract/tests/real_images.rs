@@ -3,20 +3,12 @@
 //! copies of the real weights must be errors. When the shared folder is absent each test prints
 //! `SKIPPED: <reason>` and returns without checking anything.
 
-use std::path::{Path, PathBuf};
+#[path = "support/shared.rs"]
+mod support;
 
 use glshift_extract::{extract, preprocess, walk, EffNetLite2, Error};
 use ndarray::Array2;
-
-fn shared(rel: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("SKIPPED: {} not found (test skipped)", p.display());
-        None
-    }
-}
+use support::shared;
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
