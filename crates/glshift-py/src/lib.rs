@@ -46,6 +46,18 @@ fn labels_to_indices(what: &str, y: &[i64]) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+/// The NumPy inputs of a labelled source and an unlabelled target, copied out of Python:
+/// `(source rows n_s × k, source class indices n_s, target rows n_t × k)`. Shapes and values are
+/// checked by the core (`Dataset::new`, the label-shift estimators); negative labels here.
+fn labelled_pair(
+    source: &PyReadonlyArray2<'_, f32>,
+    labels: &PyReadonlyArray1<'_, i64>,
+    target: &PyReadonlyArray2<'_, f32>,
+) -> PyResult<(Array2<f32>, Vec<usize>, Array2<f32>)> {
+    let ys = labels_to_indices("source labels", &labels.as_array().to_vec())?;
+    Ok((owned(source), ys, owned(target)))
+}
+
 /// The settings of a fit, resolved as `glshift fit` resolves them: the defaults, then a TOML
 /// file (`config_path`, like `--config`) or a JSON object of partial settings (`config_json`,
 /// the same keys as the TOML file), then the explicit values (`method`, `seed`, iterations).
@@ -176,8 +188,8 @@ fn fit(
 ) -> PyResult<(Model, Vec<String>)> {
     let params = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters)
         .map_err(py_err)?;
-    let ys = labels_to_indices("source labels", &source_y.as_array().to_vec())?;
-    let data = Dataset::new(source_x.as_array().to_owned(), ys, target_x.as_array().to_owned())
+    let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
+    let data = Dataset::new(xs, ys, xt)
         .and_then(|d| d.with_class_names(class_names))
         .map_err(py_err)?;
     let outcome = fit_interruptible(py, &params, &data)?;
@@ -295,8 +307,7 @@ fn estimate_shift(
 ) -> PyResult<Vec<(String, String)>> {
     let names = resolve_names(&names).map_err(py_err)?;
     let method = IntervalMethod::parse(interval).map_err(py_err)?;
-    let labels = labels_to_indices("source labels", &source_labels.as_array().to_vec())?;
-    let (sp, tp) = (owned(&source_probs), owned(&target_probs));
+    let (sp, labels, tp) = labelled_pair(&source_probs, &source_labels, &target_probs)?;
     let boot = (bootstrap > 0).then_some(BootstrapSpec { resamples: bootstrap, level, seed, method });
     let results = py
         .detach(|| {
