@@ -45,12 +45,17 @@ pub struct Dann<T: Real = f32> {
     disc: Discriminator<T>,
     trade_off: f64,
     gamma: f64,
+    pada_interval: usize,
 }
 
 impl<T: Real> Dann<T> {
     pub fn new(kind: MethodKind, z_dim: usize, cfg: &FitConfig) -> Result<Self> {
-        let disc = Discriminator::new(z_dim, &cfg.baselines, &cfg.optimizer, cfg.seed ^ DISCRIMINATOR_SEED)?;
-        Ok(Dann { kind, disc, trade_off: cfg.baselines.trade_off, gamma: cfg.baselines.grl_gamma })
+        let mut disc = Discriminator::new(z_dim, &cfg.baselines, &cfg.optimizer, cfg.seed ^ DISCRIMINATOR_SEED)?;
+        if cfg.baselines.minibatch(kind) {
+            disc = disc.with_sgd(&cfg.baselines);
+        }
+        let b = &cfg.baselines;
+        Ok(Dann { kind, disc, trade_off: b.trade_off, gamma: b.grl_gamma, pada_interval: b.pada_update_interval })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
@@ -60,7 +65,7 @@ impl<T: Real> Dann<T> {
         let wt = vec![T::one(); inp.zt.nrows()];
         let h = concatenate![Axis(0), inp.zs, inp.zt];
         let loss = self.disc.loss(h.view(), &ws, &wt);
-        self.disc.update(&loss);
+        self.disc.update(&loss, inp.progress);
         let g: Array2<T> = reverse_gradient(&loss.grad_input, lambda);
         let ns = inp.zs.nrows();
         Ok(AdaptOutput {
@@ -88,6 +93,16 @@ impl Method for Dann<f32> {
 
     fn calibrates(&self) -> bool {
         self.kind == MethodKind::IwDann
+    }
+
+    /// IW-DANN: once per pass over the source (IWDAN's per-epoch update); PADA: every
+    /// `pada_update_interval` iterations (PADA's code).
+    fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
+        match self.kind {
+            MethodKind::IwDann => Some(batches_per_pass),
+            MethodKind::Pada => Some(self.pada_interval),
+            _ => None,
+        }
     }
 
     fn gradient_name(&self) -> &'static str {

@@ -23,7 +23,7 @@ pub mod dann;
 pub mod mmd;
 
 pub use adversary::{grl_coefficient, reverse_gradient, Discriminator};
-pub use config::BaselineConfig;
+pub use config::{BaselineConfig, BaselineTraining};
 
 use ndarray::{Array2, ArrayView2};
 

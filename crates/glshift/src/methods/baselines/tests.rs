@@ -192,11 +192,11 @@ fn discriminator_learns_to_separate_distinct_domains() {
     let mut disc = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
     let ones = vec![1.0; 40];
     let first = disc.loss(h.view(), &ones, &ones);
-    disc.update(&first);
+    disc.update(&first, 0.0);
     let mut last = first.value;
     for _ in 0..100 {
         let l = disc.loss(h.view(), &ones, &ones);
-        disc.update(&l);
+        disc.update(&l, 0.0);
         last = l.value;
     }
     // Chance level is 2·log 2 ≈ 1.386 (the sum of the two domain means).
