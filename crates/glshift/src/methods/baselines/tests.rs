@@ -204,6 +204,31 @@ fn discriminator_learns_to_separate_distinct_domains() {
 }
 
 #[test]
+fn discriminator_with_annealed_sgd_learns_too_and_differs_from_adamw() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let zs = random_matrix(40, 4, &mut rng);
+    let zt = random_matrix(40, 4, &mut rng) + 1.5;
+    let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
+    let cfg = BaselineConfig { discriminator_hidden: vec![16], discriminator_dropout: 0.0, lr: 0.1, ..Default::default() };
+    let opt = crate::nn::AdamConfig::default();
+    let mut sgd = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap().with_sgd(&cfg);
+    let mut adam = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
+    let ones = vec![1.0; 40];
+    let first = sgd.loss(h.view(), &ones, &ones).value;
+    let mut last = first;
+    for k in 0..200 {
+        let p = k as f64 / 200.0;
+        let l = sgd.loss(h.view(), &ones, &ones);
+        sgd.update(&l, p);
+        let la = adam.loss(h.view(), &ones, &ones);
+        adam.update(&la, p);
+        last = l.value;
+    }
+    assert!(first > 1.0 && last < 0.3, "SGD: L_D {first} → {last}");
+    assert_ne!(sgd.loss(h.view(), &ones, &ones).value, adam.loss(h.view(), &ones, &ones).value);
+}
+
+#[test]
 fn pada_weights_are_the_average_target_prediction_over_its_maximum() {
     let p = ndarray::array![[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.9, 0.05, 0.05]];
     let w = pada_class_weights(p.view());
