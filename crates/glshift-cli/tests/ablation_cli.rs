@@ -56,7 +56,7 @@ fn bench_and_fit_accept_every_baseline() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
     let cfg = dir.path().join("tiny.toml");
-    std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 10\n[network]\nhidden = [16]\n[baselines]\ndiscriminator_hidden = [16]\n").unwrap();
+    std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 10\n[network]\nhidden = [16]\n[baselines]\ndiscriminator_hidden = [16]\niterations = 6\n").unwrap();
     let out = dir.path().join("bench");
     let methods = "source,dan,dann,cdan,cdan-e,jan,iw-dann,iw-cdan,pada,mmd-classwise,mul";
     let o = run(&[

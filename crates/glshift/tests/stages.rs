@@ -14,7 +14,7 @@ fn tiny(method: MethodKind, seed: u64) -> FitConfig {
         pretrain_iters: 15,
         adapt_iters: 8,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
-        baselines: BaselineConfig { discriminator_hidden: vec![16], ..Default::default() },
+        baselines: BaselineConfig { discriminator_hidden: vec![16], iterations: 6, ..Default::default() },
         ..Default::default()
     }
 }

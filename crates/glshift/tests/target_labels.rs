@@ -18,7 +18,7 @@ fn tiny(method: MethodKind) -> FitConfig {
         pretrain_iters: 12,
         adapt_iters: 6,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
-        baselines: BaselineConfig { discriminator_hidden: vec![16], ..Default::default() },
+        baselines: BaselineConfig { discriminator_hidden: vec![16], iterations: 6, ..Default::default() },
         ..Default::default()
     }
 }

@@ -120,6 +120,13 @@ pub trait Method {
         true
     }
 
+    /// Mini-batch training only: every how many iterations the method needs the evaluation-mode
+    /// probabilities of every row (BBSE-QP's estimate, PADA's γ), given the number of batches
+    /// in one pass over the source; `None` = never (its inputs are the batch alone).
+    fn full_view_interval(&self, _batches_per_pass: usize) -> Option<usize> {
+        None
+    }
+
     /// How the loop's error names this method's gradient wrt Z when it is not finite.
     fn gradient_name(&self) -> &'static str {
         "the gradient of the method's term with respect to Z"

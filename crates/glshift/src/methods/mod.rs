@@ -10,7 +10,7 @@ pub mod mul;
 pub mod train;
 
 pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
-pub use baselines::BaselineConfig;
+pub use baselines::{BaselineConfig, BaselineTraining};
 pub use config::{ConfusionRows, FitConfig, LabelShiftConfig, MethodKind, MulConfig};
 pub use kind::{build_method, BuildContext};
 pub use method::{AdaptInputs, CeWeights, Method, StepOutput};

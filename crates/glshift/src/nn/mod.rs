@@ -18,6 +18,7 @@ mod linear;
 mod loss;
 mod mlp;
 mod network;
+mod sgd;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -27,4 +28,5 @@ pub use batchnorm::{column_stats, BatchNorm, BnCache, BnGrad, BN_EPS};
 pub use linear::{Linear, LinearGrad};
 pub use loss::{argmax_row, one_hot, softmax, weighted_cross_entropy};
 pub use mlp::{dropout_mask, Block, BlockGrad, BnStats, Mlp};
+pub use sgd::{Optimizer, Sgd};
 pub use network::{stack_rows, Forward, Grads, Network, NetworkConfig, ParamKind, Pass};

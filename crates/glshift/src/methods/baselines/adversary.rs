@@ -6,18 +6,20 @@
 //! one step down its domain loss L_D while the feature network receives −λ_p·∂L_D/∂input: the
 //! gradient reversal layer, which turns the minimax min_G max_D −L_D into one backward pass.
 //!
-//! Known behaviour: G and D step with the loop's AdamW (shared with MUL), while the papers used
-//! SGD with momentum and an annealed learning rate, under which a step scales with λ_p. Adam
-//! normalises the step, so when the source CE is ≈ 0 after pre-training (a tiny source such as
-//! DSLR) the first adversarial steps are full-size whatever λ_p: L_D spikes (≈ 35–55 at p ≈ 0.05
-//! on partial DA D→A, seed 0) and the target representation is wrecked; λ = 0.1 spikes alike.
+//! Optimiser: under `baselines.training = "paper"` (the default) D steps with SGD at the
+//! annealed learning rate of G and F (`BaselineConfig::annealed_lr`; CDAN's code gives the
+//! discriminator the same ×10 multiplier as the new layers). Under `full-batch`, D steps with
+//! the loop's AdamW settings. Known behaviour of the full-batch AdamW path: Adam normalises the
+//! step, so when the source CE is ≈ 0 after pre-training (a tiny source such as DSLR) the first
+//! adversarial steps are full-size whatever λ_p: L_D spikes (≈ 35–55 at p ≈ 0.05 on partial DA
+//! D→A, seed 0) and the target representation is wrecked; λ = 0.1 spikes alike.
 
 use ndarray::{Array2, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::BaselineConfig;
-use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig};
+use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig, Optimizer, Sgd};
 use crate::{Real, Result};
 
 /// λ_p = λ·(2/(1 + exp(−γp)) − 1) (Ganin et al. 2016, sec. 5.2.2): the reversal starts at 0,
@@ -36,7 +38,9 @@ pub fn reverse_gradient<T: Real>(grad: &Array2<T>, lambda: f64) -> Array2<T> {
 #[derive(Clone, Debug)]
 pub struct Discriminator<T: Real = f32> {
     net: Network<T>,
-    adam: Adam<T>,
+    opt: Optimizer<T>,
+    /// The SGD schedule (`paper` training), `None` for AdamW at a constant rate.
+    schedule: Option<BaselineConfig>,
     rng: ChaCha8Rng,
 }
 
@@ -61,8 +65,16 @@ impl<T: Real> Discriminator<T> {
             activation_on_z: true,
         };
         let net = Network::new_generic(input_dim, 2, &arch, seed)?;
-        let adam = Adam::new(optimizer, &net);
-        Ok(Discriminator { net, adam, rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_d15c) })
+        let opt = Optimizer::Adam(Adam::new(optimizer, &net));
+        Ok(Discriminator { net, opt, schedule: None, rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_d15c) })
+    }
+
+    /// The same discriminator stepping with SGD at `cfg`'s annealed learning rate (the papers'
+    /// training, `baselines.training = "paper"`).
+    pub fn with_sgd(mut self, cfg: &BaselineConfig) -> Self {
+        self.opt = Optimizer::Sgd(Sgd::new(&self.net, cfg.lr, cfg.momentum, cfg.nesterov, cfg.weight_decay));
+        self.schedule = Some(cfg.clone());
+        self
     }
 
     /// L_D = (1/n_s) Σᵢ ωᵢ ℓ(D(hᵢ), source) + (1/n_t) Σⱼ ωⱼ ℓ(D(hⱼ), target) on the rows
@@ -99,8 +111,12 @@ impl<T: Real> Discriminator<T> {
         DomainLoss { value: mean * total, grad_input, grad_weights, grads }
     }
 
-    /// One AdamW step of D down the gradient of a loss from [`Discriminator::loss`].
-    pub fn update(&mut self, loss: &DomainLoss<T>) {
-        self.adam.step(&mut self.net, &loss.grads);
+    /// One step of D down the gradient of a loss from [`Discriminator::loss`], at adaptation
+    /// progress `progress` ∈ [0, 1] (which sets the SGD learning rate).
+    pub fn update(&mut self, loss: &DomainLoss<T>, progress: f64) {
+        if let Some(s) = &self.schedule {
+            self.opt.set_lr(s.annealed_lr(progress));
+        }
+        self.opt.step(&mut self.net, &loss.grads);
     }
 }

@@ -146,7 +146,10 @@ impl<T: Real> Cdan<T> {
             ConditioningMap::Multilinear => z_dim * c,
             ConditioningMap::Randomized { rf, .. } => rf.ncols(),
         };
-        let disc = Discriminator::new(input_dim, b, &cfg.optimizer, seed)?;
+        let mut disc = Discriminator::new(input_dim, b, &cfg.optimizer, seed)?;
+        if b.minibatch(kind) {
+            disc = disc.with_sgd(b);
+        }
         Ok(Cdan { kind, map, disc, trade_off: b.trade_off, gamma: b.grl_gamma })
     }
 
@@ -168,7 +171,7 @@ impl<T: Real> Cdan<T> {
             }
         }
         let loss = self.disc.loss(h.view(), &ws, &wt);
-        self.disc.update(&loss);
+        self.disc.update(&loss, inp.progress);
 
         // Objective −λ_p·L_D: through T(f, g) into Z and g, and (CDAN-E) through ω = 1 + e^{−H}.
         let dh = reverse_gradient(&loss.grad_input, lambda);
@@ -206,6 +209,11 @@ impl Method for Cdan<f32> {
 
     fn calibrates(&self) -> bool {
         self.kind == MethodKind::IwCdan
+    }
+
+    /// IW-CDAN: the estimate once per pass over the source (IWCDAN's per-epoch update).
+    fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
+        (self.kind == MethodKind::IwCdan).then_some(batches_per_pass)
     }
 
     fn gradient_name(&self) -> &'static str {

@@ -30,27 +30,37 @@ pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
 ///   "Domain-Adversarial Training of Neural Networks", JMLR 17 (2016): min over G, F of
 ///   CE − λ_p·L_D while D minimises L_D = (1/n_s)Σ ℓ(D(zᵢ), 0) + (1/n_t)Σ ℓ(D(zⱼ), 1).
 ///   Defaults from the paper: D = 1024 → 1024 → 1 with ReLU and dropout 0.5 (its Office
-///   set-up), λ_p = 2/(1 + exp(−10p)) − 1. Not from the paper: AdamW at G's settings for D
-///   instead of annealed SGD, full batch.
+///   set-up; the same in CDAN's released `AdversarialNetwork`), λ_p = 2/(1 + exp(−10p)) − 1,
+///   mini-batch SGD with momentum 0.9 at lr₀·(1 + 10p)^−0.75 for G, F and D (`BaselineConfig`
+///   names the source of each setting). Not from the paper: D's initialisation is this
+///   crate's He/Xavier rule, not the reference code's N(0, 0.01) / N(0, 0.3); the 2-logit
+///   softmax head is the 1-logit sigmoid head's equivalent.
 /// - `iw-dann` — Combes, Zhao, Wang & Gordon, "Domain Adaptation with Conditional Distribution
 ///   Matching and Generalized Label Shift", NeurIPS 2020 (IWDAN): the source terms of L_D and
-///   the source CE weighted by w_{yᵢ}, w from BBSE-QP — here the loop's per-iteration estimate
-///   that MUL uses (hold-out confusion, calibrated, floored), instead of the paper's per-epoch
-///   moving average.
+///   the source CE weighted by w_{yᵢ}, w from BBSE-QP (hold-out confusion, calibrated,
+///   floored, as MUL's) recomputed once per pass over the source by mini-batch, as the
+///   paper's per-epoch update (without its moving average); every iteration full-batch.
 /// - `pada` — Cao et al. 2018 (see [`pada_class_weights`]): source terms of L_D and source CE
-///   weighted by γ_{yᵢ}, γ recomputed every iteration from all target rows (full batch).
+///   weighted by γ_{yᵢ}, γ recomputed from all target rows every `pada_update_interval` = 500
+///   iterations by mini-batch (the `update_iter` of PADA's released script; from iteration 0,
+///   where that script starts from uniform weights), every iteration full-batch.
 #[derive(Clone, Debug)]
 pub struct Dann<T: Real = f32> {
     kind: MethodKind,
     disc: Discriminator<T>,
     trade_off: f64,
     gamma: f64,
+    pada_interval: usize,
 }
 
 impl<T: Real> Dann<T> {
     pub fn new(kind: MethodKind, z_dim: usize, cfg: &FitConfig) -> Result<Self> {
-        let disc = Discriminator::new(z_dim, &cfg.baselines, &cfg.optimizer, cfg.seed ^ DISCRIMINATOR_SEED)?;
-        Ok(Dann { kind, disc, trade_off: cfg.baselines.trade_off, gamma: cfg.baselines.grl_gamma })
+        let mut disc = Discriminator::new(z_dim, &cfg.baselines, &cfg.optimizer, cfg.seed ^ DISCRIMINATOR_SEED)?;
+        if cfg.baselines.minibatch(kind) {
+            disc = disc.with_sgd(&cfg.baselines);
+        }
+        let b = &cfg.baselines;
+        Ok(Dann { kind, disc, trade_off: b.trade_off, gamma: b.grl_gamma, pada_interval: b.pada_update_interval })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
@@ -60,7 +70,7 @@ impl<T: Real> Dann<T> {
         let wt = vec![T::one(); inp.zt.nrows()];
         let h = concatenate![Axis(0), inp.zs, inp.zt];
         let loss = self.disc.loss(h.view(), &ws, &wt);
-        self.disc.update(&loss);
+        self.disc.update(&loss, inp.progress);
         let g: Array2<T> = reverse_gradient(&loss.grad_input, lambda);
         let ns = inp.zs.nrows();
         Ok(AdaptOutput {
@@ -88,6 +98,16 @@ impl Method for Dann<f32> {
 
     fn calibrates(&self) -> bool {
         self.kind == MethodKind::IwDann
+    }
+
+    /// IW-DANN: once per pass over the source (IWDAN's per-epoch update); PADA: every
+    /// `pada_update_interval` iterations (PADA's code).
+    fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
+        match self.kind {
+            MethodKind::IwDann => Some(batches_per_pass),
+            MethodKind::Pada => Some(self.pada_interval),
+            _ => None,
+        }
     }
 
     fn gradient_name(&self) -> &'static str {

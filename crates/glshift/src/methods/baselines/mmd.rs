@@ -14,8 +14,9 @@ use crate::{Real, Result};
 /// MLP); k_u are `mk_kernels` = 5 Gaussians with bandwidths 2^(−2..=2) × the mean pairwise
 /// squared distance of the pooled Z (the family of the authors' released code; the paper spans a
 /// wider family); β_u = 1/5 equal weights instead of the paper's β learned by a QP per step;
-/// the quadratic-time (biased) estimate over all rows instead of the paper's linear-time
-/// mini-batch estimate, since training is full-batch; λ = 1 (`trade_off`), not tuned.
+/// the quadratic-time (biased) estimate over the mini-batch (36 + 36 rows, SGD as the other
+/// baselines, `BaselineConfig`) instead of the paper's linear-time estimate; λ = 1
+/// (`trade_off`), not tuned.
 #[derive(Clone, Debug)]
 pub struct Dan {
     trade_off: f64,
@@ -73,7 +74,7 @@ impl Method for Dan {
 /// bandwidths 2^(−2..=2) × the mean pairwise squared distance, summed; on the predictions one
 /// Gaussian exp(−‖ŷ − ŷ'‖²/1.68) (`jan_prediction_bandwidth`). The gradient flows into Z and,
 /// through the softmax, into the logits (F is adapted too, as in the paper). Quadratic-time
-/// estimate over all rows (full batch); λ = 1 (`trade_off`), not tuned.
+/// estimate over the mini-batch (SGD as the other baselines); λ = 1 (`trade_off`), not tuned.
 #[derive(Clone, Debug)]
 pub struct Jan {
     trade_off: f64,

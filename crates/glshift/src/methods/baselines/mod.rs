@@ -1,5 +1,6 @@
 //! The baselines of the paper's tables, each a transfer loss added to the one training loop
-//! (`train::fit`) on the same network G + F, after the same pre-training, full batch:
+//! (`train::fit`) on the same network G + F, after the same pre-training; all but CORAL adapt
+//! by mini-batch SGD as their papers (`BaselineConfig`, the loop's `minibatch` stage):
 //!
 //! | method | file | reference |
 //! |---|---|---|
@@ -23,7 +24,7 @@ pub mod dann;
 pub mod mmd;
 
 pub use adversary::{grl_coefficient, reverse_gradient, Discriminator};
-pub use config::BaselineConfig;
+pub use config::{BaselineConfig, BaselineTraining};
 
 use ndarray::{Array2, ArrayView2};
 

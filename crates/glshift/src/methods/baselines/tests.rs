@@ -192,15 +192,40 @@ fn discriminator_learns_to_separate_distinct_domains() {
     let mut disc = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
     let ones = vec![1.0; 40];
     let first = disc.loss(h.view(), &ones, &ones);
-    disc.update(&first);
+    disc.update(&first, 0.0);
     let mut last = first.value;
     for _ in 0..100 {
         let l = disc.loss(h.view(), &ones, &ones);
-        disc.update(&l);
+        disc.update(&l, 0.0);
         last = l.value;
     }
     // Chance level is 2·log 2 ≈ 1.386 (the sum of the two domain means).
     assert!(first.value > 1.0 && last < 0.3, "L_D {} → {last}", first.value);
+}
+
+#[test]
+fn discriminator_with_annealed_sgd_learns_too_and_differs_from_adamw() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let zs = random_matrix(40, 4, &mut rng);
+    let zt = random_matrix(40, 4, &mut rng) + 1.5;
+    let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
+    let cfg = BaselineConfig { discriminator_hidden: vec![16], discriminator_dropout: 0.0, lr: 0.1, ..Default::default() };
+    let opt = crate::nn::AdamConfig::default();
+    let mut sgd = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap().with_sgd(&cfg);
+    let mut adam = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
+    let ones = vec![1.0; 40];
+    let first = sgd.loss(h.view(), &ones, &ones).value;
+    let mut last = first;
+    for k in 0..200 {
+        let p = k as f64 / 200.0;
+        let l = sgd.loss(h.view(), &ones, &ones);
+        sgd.update(&l, p);
+        let la = adam.loss(h.view(), &ones, &ones);
+        adam.update(&la, p);
+        last = l.value;
+    }
+    assert!(first > 1.0 && last < 0.3, "SGD: L_D {first} → {last}");
+    assert_ne!(sgd.loss(h.view(), &ones, &ones).value, adam.loss(h.view(), &ones, &ones).value);
 }
 
 #[test]

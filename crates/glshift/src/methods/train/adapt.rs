@@ -1,7 +1,9 @@
 //! The adaptation stage (Algorithm 1, second stage): the same iteration for every method —
 //! forward, label-shift estimate, pseudo-labels, the method's term (through [`Method`] only),
-//! the weighted source cross-entropy, backward through G and F, AdamW. The hold-out rows and
-//! the target rows never receive a cross-entropy gradient; target labels are not an input.
+//! the weighted source cross-entropy, backward through G and F, an optimiser step. The hold-out
+//! rows and the target rows never receive a cross-entropy gradient; target labels are not an
+//! input. Full batch with AdamW here; the baselines whose papers train by mini-batch SGD take
+//! the same iteration on sampled rows (`super::minibatch`, `BaselineConfig::minibatch`).
 
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
@@ -15,18 +17,22 @@ use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::kind::build_method;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
-use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network, Pass};
+use super::minibatch::{self, Batches};
+use crate::nn::{argmax_row, weighted_cross_entropy, Forward, Network, Optimizer, Pass, Sgd};
 use crate::Result;
 
 /// The state the adaptation iterations share.
-struct Adaptation<'a> {
-    layout: &'a Layout,
-    cfg: &'a FitConfig,
-    method: Box<dyn Method>,
-    tracker: ShiftTracker,
-    net: Network,
-    adam: Adam,
-    rng: ChaCha8Rng,
+pub(super) struct Adaptation<'a> {
+    pub layout: &'a Layout,
+    pub cfg: &'a FitConfig,
+    pub method: Box<dyn Method>,
+    pub tracker: ShiftTracker,
+    pub net: Network,
+    /// AdamW (continued from pre-training) full-batch; SGD from zero momentum by mini-batch.
+    pub opt: Optimizer,
+    pub rng: ChaCha8Rng,
+    /// The mini-batch sampler and cached full views, when the method trains by mini-batch.
+    pub batches: Option<Batches>,
 }
 
 /// The network's outputs at one iteration: the training-mode pass (kept for backward) and the
@@ -47,14 +53,22 @@ pub(super) fn run_adaptation(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let PretrainState { net, adam, rng, mut history } = state;
-    history.reserve(cfg.adapt_iters);
+    let iters = minibatch::adapt_iterations(cfg);
+    history.reserve(iters);
     let pretrain_done = history.len();
-    let total = pretrain_done + cfg.adapt_iters;
+    let total = pretrain_done + iters;
     let method = build_method(cfg, net.z_dim(), layout.c)?;
     let tracker = ShiftTracker::new(cfg, layout.c);
-    let mut a = Adaptation { layout, cfg, method, tracker, net, adam, rng };
-    for it in 0..cfg.adapt_iters {
-        let record = a.step(it, pretrain_done + it)?;
+    let b = &cfg.baselines;
+    let (opt, batches) = if b.minibatch(cfg.method) {
+        let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
+        (Optimizer::Sgd(sgd), Some(Batches::new(layout, cfg)))
+    } else {
+        (Optimizer::Adam(adam), None)
+    };
+    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches };
+    for it in 0..iters {
+        let record = if a.batches.is_some() { a.minibatch_step(it, pretrain_done + it, iters)? } else { a.step(it, pretrain_done + it)? };
         let loss = record.total;
         history.push(record);
         progress(Progress { done: pretrain_done + it + 1, total, stage: Stage::Adapt, loss });
@@ -95,19 +109,7 @@ impl Adaptation<'_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        let (d_logits, d_z) = output_gradients(layout, &obs.pass, &d_train_logits, &out);
-        let grads = self.net.backward(&obs.pass, d_logits.view(), Some(d_z.view()));
-        if !grads.is_finite() {
-            let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
-                self.method.gradient_name()
-            } else if !all_finite(&d_train_logits) {
-                "the gradient of the cross-entropy"
-            } else {
-                "the gradient of the network's parameters"
-            };
-            return Err(gradient_error(Stage::Adapt, it, term, cfg));
-        }
-        self.adam.step(&mut self.net, &grads);
+        self.backward_and_step(it, &obs.pass, (n_train, off), &d_train_logits, &out)?;
         Ok(IterRecord {
             stage: Stage::Adapt,
             iter,
@@ -122,6 +124,26 @@ impl Adaptation<'_> {
             target_prior: estimate.map(|e| e.target_prior),
             transfer: out.transfer,
         })
+    }
+
+    /// Backward through G and F of the cross-entropy's gradient on the first `rows.0` rows of
+    /// `pass` and the method's on its source rows (from 0) and target rows (from `rows.1`),
+    /// then one optimiser step. Rows in between (the hold-out) get no gradient.
+    pub(super) fn backward_and_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+        let (d_logits, d_z) = output_gradients(rows, pass, d_train_logits, out);
+        let grads = self.net.backward(pass, d_logits.view(), Some(d_z.view()));
+        if !grads.is_finite() {
+            let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
+                self.method.gradient_name()
+            } else if !all_finite(d_train_logits) {
+                "the gradient of the cross-entropy"
+            } else {
+                "the gradient of the network's parameters"
+            };
+            return Err(gradient_error(Stage::Adapt, it, term, self.cfg));
+        }
+        self.opt.step(&mut self.net, &grads);
+        Ok(())
     }
 
     /// Forward of the rows the method sees (`[train; hold-out; target]`, or the source rows
@@ -147,7 +169,7 @@ impl Adaptation<'_> {
     }
 
     /// BBSE-QP on the hold-out (or, without one, the training rows) and the target rows.
-    fn estimate(&mut self, probs: ArrayView2<f32>) -> Result<ShiftEstimate> {
+    pub(super) fn estimate(&mut self, probs: ArrayView2<f32>) -> Result<ShiftEstimate> {
         let layout = self.layout;
         let target = probs.slice(s![layout.target_offset().., ..]);
         let (conf_probs, conf_labels) = if layout.n_hold() > 0 {
@@ -203,7 +225,7 @@ fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec
 /// The source cross-entropy J_E on the training rows, weighted as the method asks, and its
 /// gradient wrt their logits. All-zero weights fall back to the plain mean (no labelled mass
 /// would leave the classifier without a loss).
-fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
+pub(super) fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
     let uniform = vec![1.0f32; y.len()];
     let (weights, sum_form) = match weighting {
         CeWeights::Uniform => (uniform.clone(), false),
@@ -221,10 +243,10 @@ fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeig
     (ce, grad)
 }
 
-/// ∂/∂logits and ∂/∂Z of every row of the pass: the cross-entropy's on the training rows plus
-/// the method's on the training and target rows; the hold-out rows get none.
-fn output_gradients(layout: &Layout, pass: &Pass, d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
-    let (n_train, off) = (layout.n_train(), layout.target_offset());
+/// ∂/∂logits and ∂/∂Z of every row of the pass: the cross-entropy's on the `n_train` training
+/// rows plus the method's on the training rows and the target rows (from `off`); the rows in
+/// between (hold-out) get none.
+fn output_gradients((n_train, off): (usize, usize), pass: &Pass, d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
     let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
     d_logits.slice_mut(s![..n_train, ..]).assign(d_train_logits);
     let mut d_z = Array2::<f32>::zeros(pass.z.raw_dim());

@@ -8,6 +8,7 @@
 //! | pre-training, and its cache for grids | `pretrain` |
 //! | the label-shift tracker (BBSE-QP, floor, fixed support) | `shift` |
 //! | one adaptation step (forward, pseudo-labels, the method's term, CE weights, backward, AdamW) | `adapt` |
+//! | the same step on sampled mini-batches with annealed SGD (the baselines' papers) | `minibatch` |
 //! | NaN/Inf and memory guards | `guard` |
 //!
 //! `fit` = [`pretrain`] then [`adapt`]; [`fit_with_cache`] shares pre-training across the fits
@@ -16,6 +17,7 @@
 mod adapt;
 mod guard;
 mod layout;
+mod minibatch;
 mod pretrain;
 mod shift;
 
@@ -27,6 +29,7 @@ use crate::label_shift::ShiftEstimate;
 use crate::nn::Network;
 use crate::{Error, Result};
 pub use guard::{check_memory, memory_estimate_bytes};
+pub use minibatch::Sampler;
 use layout::Layout;
 use pretrain::{run_pretraining, PretrainKey};
 pub use pretrain::{PretrainCache, Pretrained};
@@ -185,7 +188,7 @@ pub fn fit_with_cache(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let layout = Layout::new(data, cfg)?;
-    let total = cfg.pretrain_iters + cfg.adapt_iters;
+    let total = cfg.pretrain_iters + minibatch::adapt_iterations(cfg);
     let (state, reused) = match cache {
         None => (run_pretraining(&layout, cfg, total, progress)?, false),
         Some(cache) => {

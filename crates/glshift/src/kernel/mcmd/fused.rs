@@ -1,0 +1,142 @@
+//! J_TU and J_DU from one pass over the kernel tiles (MUL's objective per iteration): the
+//! K^{ss}, K^{tt}, K^{st} tiles of [`super`]'s estimators serve both terms.
+
+use super::*;
+
+/// Which rows J_DU runs on in [`j_tu_du`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DuRows {
+    /// The source rows alone.
+    Source,
+    /// The source rows and the (confident, pseudo-labelled) target rows together, as
+    /// [`j_du`] on the concatenation [Z_s; Z_t] — without copying them.
+    Pooled,
+}
+
+/// What [`j_tu_du`] computes.
+#[derive(Clone, Copy, Debug)]
+pub struct MulObjectives<'a> {
+    /// Target prior weighting J_TU (length c); None: no J_TU.
+    pub prior: Option<&'a [f64]>,
+    /// Rows of J_DU; None: no J_DU.
+    pub du: Option<DuRows>,
+    /// Active-class mask of J_DU, as in [`j_du`].
+    pub du_active: Option<&'a [bool]>,
+    pub estimator: McmdEstimator,
+}
+
+/// J_TU and J_DU with their gradients from one pass over the kernel tiles (the same
+/// K^{ss}, K^{tt}, K^{st} serve both). `tu` and `du` are None when not requested; `du`'s
+/// `grad_t` is zero with [`DuRows::Source`].
+#[derive(Clone, Debug)]
+pub struct TuDuGrad<T> {
+    pub tu: Option<TuGrad<T>>,
+    pub du: Option<TuGrad<T>>,
+}
+
+/// The request of [`j_tu_du`] and the indices of its objectives (tu, du).
+#[allow(clippy::type_complexity)]
+fn tu_du_objectives<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<(Vec<Objective>, Option<usize>, Option<usize>)> {
+    spec.estimator.validate()?;
+    // The target block is only checked when an objective reads it (J_DU on the source alone
+    // may run with no confident target row).
+    let needs_t = spec.prior.is_some() || spec.du == Some(DuRows::Pooled);
+    let bm = if needs_t { prepare(s, t, p, h)? } else { prepare(s, s, p, h)? };
+    let c = bm.nrows();
+    let ws = coefficients(s, &bm, p.eps)?;
+    let mut objectives = Vec::new();
+    let mut tu_idx = None;
+    if let Some(prior) = spec.prior {
+        check_prior(prior, c)?;
+        let wt = coefficients(t, &bm, p.eps)?;
+        let [gss, gtt, gst] = tu_gammas(&ws, &wt, prior);
+        tu_idx = Some(objectives.len());
+        objectives.push(Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] });
+    }
+    let mut du_idx = None;
+    if let Some(rows) = spec.du {
+        let terms = match rows {
+            DuRows::Source => {
+                let act = du_active(&[s.y], c, spec.du_active)?;
+                vec![(0, 0, du_gamma(&ws, &act))]
+            }
+            DuRows::Pooled => {
+                let act = du_active(&[s.y, t.y], c, spec.du_active)?;
+                let to64 = |y: ArrayView2<T>| y.mapv(|v| v.to_f64_());
+                let (ys, yt) = (to64(s.y), to64(t.y));
+                let n_pooled = ys.t().dot(&ys) + yt.t().dot(&yt);
+                let wp = cme_coefficients(n_pooled.view(), bm.view(), p.eps, ys.nrows() + yt.nrows())?;
+                let g = du_gamma(&wp, &act);
+                // ⟨Γ, S^{pp}⟩ = ⟨Γ, S^{ss}⟩ + ⟨Γ, S^{tt}⟩ + ⟨Γ + Γᵀ, S^{st}⟩.
+                let cross = &g + &g.t();
+                vec![(0, 0, g.clone()), (1, 1, g), (0, 1, cross)]
+            }
+        };
+        du_idx = Some(objectives.len());
+        objectives.push(Objective { terms });
+    }
+    Ok((objectives, tu_idx, du_idx))
+}
+
+/// J_TU (as [`j_tu`]) and J_DU (as [`j_du`] on the rows `spec.du` names) with their gradients
+/// wrt `s.z` and `t.z`, from one pass over the kernel tiles, exact or with random features
+/// (`spec.estimator`). This is what one MUL iteration needs.
+pub fn j_tu_du<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<TuDuGrad<T>> {
+    let (objectives, tu_idx, du_idx) = tu_du_objectives(s, t, spec, p, h)?;
+    if objectives.is_empty() {
+        return Ok(TuDuGrad { tu: None, du: None });
+    }
+    let mut out = run(
+        &Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        },
+        spec.estimator,
+    );
+    let tu = tu_idx.map(|o| two_domain_grad(&mut out, o));
+    let du = du_idx.map(|o| two_domain_grad(&mut out, o));
+    Ok(TuDuGrad { tu, du })
+}
+
+/// Floating-point operations [`j_tu_du`] performs on these inputs (the formula is in
+/// `tiled::Plan::flops` for the exact path and [`rff::flops`] for random features).
+pub fn j_tu_du_flops<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    spec: &MulObjectives,
+    p: &McmdParams,
+    h: f64,
+) -> Result<f64> {
+    let (objectives, _, _) = tu_du_objectives(s, t, spec, p, h)?;
+    let n_obj = objectives.len();
+    Ok(match spec.estimator {
+        McmdEstimator::Exact => tiled::Plan::new(&Request {
+            domains: &[dom(s), dom(t)],
+            s_blocks: Vec::new(),
+            objectives,
+            h,
+        })
+        .flops(),
+        McmdEstimator::RandomFeatures(r) => rff::flops(
+            s.z.nrows() + t.z.nrows(),
+            s.z.ncols(),
+            s.y.ncols(),
+            r,
+            n_obj,
+        ),
+    })
+}
