@@ -6,6 +6,7 @@
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
+use super::converge::{AdaptState, AdaptStopper};
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
 use super::pretrain::PretrainState;
@@ -27,6 +28,10 @@ struct Adaptation<'a> {
     net: Network,
     adam: Adam,
     rng: ChaCha8Rng,
+    /// The label-free stopping rule (`None`: run all `adapt_iters`).
+    stopper: Option<AdaptStopper>,
+    /// Set by the iteration after which the rule says the adaptation has settled.
+    converged: bool,
 }
 
 /// The network's outputs at one iteration: the training-mode pass (kept for backward) and the
@@ -52,12 +57,18 @@ pub(super) fn run_adaptation(
     let total = pretrain_done + cfg.adapt_iters;
     let method = build_method(cfg, net.z_dim(), layout.c)?;
     let tracker = ShiftTracker::new(cfg, layout.c);
-    let mut a = Adaptation { layout, cfg, method, tracker, net, adam, rng };
+    let stopper = AdaptStopper::new(cfg);
+    let mut a = Adaptation { layout, cfg, method, tracker, net, adam, rng, stopper, converged: false };
     for it in 0..cfg.adapt_iters {
         let record = a.step(it, pretrain_done + it)?;
         let loss = record.total;
         history.push(record);
-        progress(Progress { done: pretrain_done + it + 1, total, stage: Stage::Adapt, loss });
+        // A converged fit reports its bar as complete.
+        let done = if a.converged { total } else { pretrain_done + it + 1 };
+        progress(Progress { done, total, stage: Stage::Adapt, loss });
+        if a.converged {
+            break;
+        }
     }
     Ok(a.finish(data, history, pretraining_reused))
 }
@@ -108,6 +119,16 @@ impl Adaptation<'_> {
             return Err(gradient_error(Stage::Adapt, it, term, cfg));
         }
         self.adam.step(&mut self.net, &grads);
+        if let Some(stopper) = &mut self.stopper {
+            let state = AdaptState {
+                prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
+                confident: &confident,
+                labels: &pseudo_labels,
+                n_target: target_probs.nrows(),
+                du_pooled: out.du_pooled,
+            };
+            self.converged = stopper.observe(it, &state);
+        }
         Ok(IterRecord {
             stage: Stage::Adapt,
             iter,
