@@ -226,18 +226,24 @@ mod tests {
     use super::*;
     use ndarray::Array2;
 
-    /// Rows of a 3-class classifier whose output depends only on the true class (plus seeded
-    /// noise): class-conditional `ambiguity` confuses 0 and 1 symmetrically; class 2 is clear.
-    fn rows(labels: &[usize], ambiguity: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
+    /// Rows of a 3-class classifier with logits `strength[y]·e_y + N(0, 1)` (seeded): the
+    /// output depends only on the true class y, with overlapping classes where the strength is
+    /// small, so the hold-out temperature stays moderate.
+    fn rows(labels: &[usize], strength: [f32; 3], rng: &mut ChaCha8Rng) -> Array2<f32> {
         let mut p = Array2::<f32>::zeros((labels.len(), 3));
         for (i, &y) in labels.iter().enumerate() {
-            let e: f32 = rng.random_range(-0.05..0.05);
-            let row = match y {
-                0 => [1.0 - ambiguity + e, ambiguity - e, 0.0],
-                1 => [ambiguity - e, 1.0 - ambiguity + e, 0.0],
-                _ => [0.05 + e, 0.05 - e, 0.9],
-            };
-            p.row_mut(i).assign(&ndarray::arr1(&row));
+            let logits: Vec<f32> = (0..3)
+                .map(|k| {
+                    let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
+                    let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
+                    if k == y { strength[y] + noise } else { noise }
+                })
+                .collect();
+            let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
+            for k in 0..3 {
+                p[[i, k]] = (logits[k] - m).exp() / z;
+            }
         }
         p
     }
@@ -254,27 +260,27 @@ mod tests {
     fn pure_label_shift_gives_a_small_residual_and_no_evidence_against_it() {
         for seed in 0..3 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let yh = draw([60, 60, 60]);
-            let yt = draw([200, 50, 150]);
-            let hold = rows(&yh, 0.3, &mut rng);
-            let target = rows(&yt, 0.3, &mut rng);
+            let yh = draw([150, 150, 150]);
+            let yt = draw([400, 100, 300]);
+            let hold = rows(&yh, [2.5; 3], &mut rng);
+            let target = rows(&yt, [2.5; 3], &mut rng);
             let d = fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap();
-            assert!(d.label_shift_residual < 0.02, "seed {seed}: {d:?}");
+            assert!(d.label_shift_residual < 0.05, "seed {seed}: {d:?}");
             assert!(d.label_shift_p_value > 0.01, "seed {seed}: {d:?}");
-            assert!(d.qp_mlls_l1 < 0.1, "both estimators agree on {:?}: {d:?}", [0.5, 0.125, 0.375]);
-            assert!((d.bbse_qp_prior[0] - 0.5).abs() < 0.06, "{d:?}");
+            assert!(d.qp_mlls_l1 < 0.15, "both estimators agree on {:?}: {d:?}", [0.5, 0.125, 0.375]);
+            assert!((d.bbse_qp_prior[0] - 0.5).abs() < 0.08, "{d:?}");
         }
     }
 
     #[test]
     fn conditional_shift_outside_the_cone_is_flagged() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let yh = draw([60, 60, 60]);
-        let hold = rows(&yh, 0.4, &mut rng);
-        // The target's class-0 rows look far more like class 0 than any source row does: no
+        let yh = draw([150, 150, 150]);
+        let hold = rows(&yh, [1.5; 3], &mut rng);
+        // The target's rows look far more like their class than any source row does: no
         // mixture of the source conditionals gives their predictions (q outside C's cone).
-        let yt = draw([200, 0, 100]);
-        let target = rows(&yt, 0.02, &mut rng);
+        let yt = draw([300, 0, 100]);
+        let target = rows(&yt, [8.0; 3], &mut rng);
         let d = fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap();
         assert!(d.label_shift_residual > 5.0 * d.residual_null_median, "{d:?}");
         assert_eq!(d.label_shift_p_value, 1.0 / 200.0, "{d:?}");
@@ -283,17 +289,17 @@ mod tests {
     #[test]
     fn confident_share_conditioning_and_thread_independence() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
-        let yh = draw([40, 40, 40]);
-        let hold = rows(&yh, 0.3, &mut rng);
-        let target = rows(&draw([10, 10, 80]), 0.3, &mut rng);
+        let yh = draw([100, 100, 100]);
+        let hold = rows(&yh, [1.0, 1.0, 6.0], &mut rng);
+        let target = rows(&draw([10, 10, 80]), [1.0, 1.0, 6.0], &mut rng);
         let run = |threads| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             pool.install(|| fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap())
         };
         let (one, four) = (run(1), run(4));
         assert_eq!(one, four);
-        // Class-2 rows are the confident ones (80 of 100) unless the temperature moved them.
-        assert!(one.confident_target_share > 0.5 && one.confident_target_share <= 0.8 + 1e-12, "{one:?}");
+        // Class-2 rows (80 of 100) are the confident ones; classes 0 and 1 rarely reach τ.
+        assert!(one.confident_target_share > 0.5 && one.confident_target_share < 0.9, "{one:?}");
         assert!(one.confusion_condition_number.is_some_and(|k| k > 1.0 && k.is_finite()), "{one:?}");
         assert_eq!(one.resamples, 199);
     }
