@@ -102,8 +102,18 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         eprintln!("warning: {w}");
     }
     eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
+    let n_adapt = r.history.iter().filter(|h| h.stage == glshift::methods::Stage::Adapt).count();
+    eprintln!(
+        "iterations: pre-training {} of {}, adaptation {n_adapt} of {}",
+        r.history.len() - n_adapt,
+        cfg.pretrain_iters,
+        cfg.adapt_iters
+    );
     if let Some(p) = &r.estimated_target_prior {
         eprintln!("estimated target prior: {}", fmt_vec(p));
+    }
+    if let Some(d) = &r.diagnostics {
+        d.summary_lines().iter().for_each(|l| eprintln!("{l}"));
     }
     if let Some(acc) = r.target_accuracy {
         eprintln!("target accuracy (evaluation only): {:.2}%", 100.0 * acc);

@@ -43,6 +43,12 @@ pub fn run(args: ReportArgs) -> Result<()> {
         }
     }
     .with_context(|| format!("report of {}", args.dir.display()))?;
+    if let FolderKind::Run = folder_kind(&args.dir)? {
+        let summary = glshift_report::run::read_summary(&args.dir.join("report.json"))?;
+        if let Some(d) = &summary.diagnostics {
+            d.summary_lines().iter().for_each(|l| eprintln!("{l}"));
+        }
+    }
     for n in &written.notes {
         eprintln!("note: {n}");
     }

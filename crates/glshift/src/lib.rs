@@ -9,6 +9,7 @@
 //! - [`methods`]: `source` and `mul` as losses plugged into one training loop.
 //! - [`model`]: the estimator API: fit on arrays, predict, save and load a model.
 //! - [`eval`]: scores computed from target labels (evaluation only).
+//! - [`scorers`]: label-free scores of a fitted candidate (label-shift IWCV, DEV, SND, entropy).
 //! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
 //! - [`records`]: record types of the files written and read back (`results.json` entries, the
 //!   protocol of a task).
@@ -29,6 +30,7 @@ pub mod output;
 pub mod pipeline;
 pub mod real;
 pub mod records;
+pub mod scorers;
 
 pub use error::{Error, Result};
 pub use real::Real;

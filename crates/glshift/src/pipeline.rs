@@ -88,6 +88,39 @@ pub struct FitReport {
     /// features after z-score); the CLI prints them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Label-free diagnostics of the final network ([`label_shift::fit_diagnostics`]): absent
+    /// without a source hold-out, or when they could not be computed (a warning says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<label_shift::FitDiagnostics>,
+}
+
+/// Bootstrap replicates of the label-shift residual in a fit's diagnostics.
+pub const DIAGNOSTICS_RESAMPLES: usize = 200;
+
+/// [`label_shift::fit_diagnostics`] of a fit's final network, or a warning saying why not.
+fn diagnose(
+    fitted: &crate::methods::Fitted,
+    holdout_labels: &[usize],
+    cfg: &FitConfig,
+    warnings: &mut Vec<String>,
+) -> Option<label_shift::FitDiagnostics> {
+    if fitted.n_holdout == 0 {
+        return None;
+    }
+    let params = label_shift::DiagnosticsParams {
+        tau: cfg.mul.tau,
+        soft: cfg.label_shift.soft,
+        resamples: DIAGNOSTICS_RESAMPLES,
+        seed: cfg.seed,
+    };
+    let d = label_shift::fit_diagnostics(
+        fitted.holdout_probs.view(),
+        holdout_labels,
+        fitted.target_probs.view(),
+        &fitted.source_prior,
+        &params,
+    );
+    d.map_err(|e| warnings.push(format!("diagnostics not computed: {e}"))).ok()
 }
 
 /// A finished run: report plus per-row target probabilities and the representations Z.
@@ -258,7 +291,7 @@ fn run_inner(
     let started = Instant::now();
     let c = source.n_classes();
     let source_y = data.source_y();
-    let FitOutcome { model, fitted, warnings } =
+    let FitOutcome { model, fitted, mut warnings } =
         params.fit_detailed(&data, FitOptions { holdout, cache, progress: Some(progress) })?;
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
@@ -266,6 +299,7 @@ fn run_inner(
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
     let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
 
     // Evaluation only: the target labels enter here, after the model is final.
     let embedding_metrics = match &target.labels {
@@ -325,6 +359,7 @@ fn run_inner(
         source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
         embedding_metrics,
         warnings,
+        diagnostics,
     };
     Ok(RunOutput {
         report,

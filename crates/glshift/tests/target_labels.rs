@@ -1,7 +1,8 @@
 //! Target labels are never read by training, for every method: each `MethodKind` is trained
 //! (tiny network, few iterations) with the target labels present, removed, and replaced by
 //! labels with other class counts, and everything training produces — predictions, hold-out
-//! probabilities, the label-shift estimate and its weights, the history — must be identical.
+//! probabilities, the label-shift estimate and its weights, the history, the label-free
+//! diagnostics — must be identical.
 //! Only the scores may change. (Reversing the labels, as earlier tests did, keeps the class
 //! counts, so a leak through the counts would go unseen.)
 
@@ -36,6 +37,7 @@ fn training_outputs(out: &RunOutput) -> String {
         "confusion_filled_classes": r.confusion_filled_classes,
         "floored_classes": r.floored_classes,
         "history": r.history,
+        "diagnostics": r.diagnostics,
     })
     .to_string()
 }
@@ -64,5 +66,6 @@ fn no_method_reads_target_labels_not_even_their_counts() {
         // The scores do read the labels: the test would be empty otherwise.
         assert!(runs[0].report.target_accuracy.is_some() && runs[1].report.target_accuracy.is_none(), "{method}");
         assert_ne!(runs[0].report.true_target_prior, runs[2].report.true_target_prior, "{method}");
+        assert!(runs[0].report.diagnostics.is_some(), "{method}: every fit with a hold-out has diagnostics");
     }
 }

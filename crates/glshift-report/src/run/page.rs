@@ -80,6 +80,29 @@ fn metrics_section(p: &mut Page, s: &FitReport) {
     );
 }
 
+/// The fit's label-free diagnostics (report.json → diagnostics), when it has them.
+fn diagnostics_section(p: &mut Page, s: &FitReport) {
+    p.h2("Diagnostics (no target label read)");
+    let Some(d) = &s.diagnostics else {
+        p.para("No diagnostics: the fit had no source hold-out, or the run predates them.", Some("note"));
+        return;
+    };
+    for line in d.summary_lines() {
+        p.para(&line, None);
+    }
+    p.table(
+        &["estimate of the target prior".into(), "values".into()],
+        &[
+            vec!["BBSE-QP (final network)".into(), fmt(&d.bbse_qp_prior)],
+            vec!["MLLS-BCTS (final network)".into(), fmt(&d.mlls_prior)],
+        ],
+    );
+}
+
+fn fmt(v: &[f64]) -> String {
+    v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", ")
+}
+
 fn per_class_section(p: &mut Page, s: &FitReport) {
     p.h2("Per class");
     let header = ["class", "pˢ", "p̂ᵗ", "pᵗ", "|p̂ᵗ − pᵗ|", "w", "accuracy (%)", "predicted", "MCMD²(s,t)", "Dˢᵗ_kk"].map(String::from);
@@ -135,6 +158,7 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
             ],
         );
     }
+    diagnostics_section(&mut p, s);
     metrics_section(&mut p, s);
     per_class_section(&mut p, s);
     p.h2("Figures");

@@ -19,7 +19,8 @@
 //! Estimators behind one trait ([`ShiftEstimator`], issue 5): [`Bbse`] (linear solve, hard or
 //! soft), [`BbseQp`], [`Rlls`] (Azizzadenesheli et al. 2019), [`Mlls`] (EM of Saerens et al.
 //! 2002 after [`fit_bcts`], Alexandari et al. 2020); [`bootstrap`] intervals for any of them;
-//! [`confusion_diagnostics`] for the conditioning of `C`.
+//! [`confusion_diagnostics`] for the conditioning of `C`; [`fit_diagnostics`] for how far a
+//! fit's correction can be trusted (QP vs MLLS, κ(C), confident share, label-shift residual).
 
 mod bbse;
 mod bbse_qp;
@@ -27,6 +28,7 @@ pub mod bcts;
 mod bootstrap;
 mod diagnostics;
 mod estimators;
+mod fit_diagnostics;
 pub mod mlls;
 mod rlls;
 pub mod suite;
@@ -47,6 +49,7 @@ pub use bcts::{fit_bcts, Bcts};
 pub use bootstrap::{bootstrap, Interval, IntervalMethod};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{ShiftEstimator, ShiftInputs};
+pub use fit_diagnostics::{fit_diagnostics, DiagnosticsParams, FitDiagnostics};
 pub use mlls::{em_prior, EmFit, Mlls};
 pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};

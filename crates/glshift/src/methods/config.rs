@@ -118,6 +118,43 @@ impl MulConfig {
     }
 }
 
+/// When the adaptation stage may stop before `adapt_iters` (MUL only; the baselines' schedules
+/// depend on the iteration count and always run it out).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdaptStopConfig {
+    /// Off: run all `adapt_iters` iterations (the rule before issue 14).
+    pub enabled: bool,
+    /// W: iterations between the two states compared.
+    pub window: usize,
+    /// Largest ℓ1 move of the estimated target prior over W iterations.
+    pub tol_prior: f64,
+    /// Largest share of target rows whose pseudo-label changed over W iterations.
+    pub tol_labels: f64,
+    /// No stop before this many adaptation iterations.
+    pub min_iters: usize,
+}
+
+impl Default for AdaptStopConfig {
+    fn default() -> Self {
+        AdaptStopConfig { enabled: true, window: 10, tol_prior: 0.005, tol_labels: 0.005, min_iters: 20 }
+    }
+}
+
+impl AdaptStopConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.window == 0 {
+            return Err(Error::param("adapt_stop.window", 0, "must be >= 1"));
+        }
+        for (name, v) in [("adapt_stop.tol_prior", self.tol_prior), ("adapt_stop.tol_labels", self.tol_labels)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::param(name, v, "must be finite and >= 0"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Everything a fit needs besides the data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -132,8 +169,14 @@ pub struct FitConfig {
     /// Pre-training stops once the source hold-out NLL has not improved for this many
     /// iterations; the best network by that NLL is kept.
     pub pretrain_patience: usize,
+    /// ρ: a hold-out NLL counts as an improvement only when below best·(1 − ρ); 0 = every
+    /// decrease counts (the rule before issue 14, which ran all 500 iterations on
+    /// Office-Caltech10). Rule: `train::converge`; docs/methods.md "Stopping rules".
+    pub pretrain_min_rel_improvement: f64,
     /// Full-batch steps of the adaptation stage (for `source`: more CE steps).
     pub adapt_iters: usize,
+    /// Label-free early stop of MUL's adaptation (`train::converge`); `adapt_iters` is then a cap.
+    pub adapt_stop: AdaptStopConfig,
     pub mul: MulConfig,
     pub label_shift: LabelShiftConfig,
     /// Refuse a fit whose estimated memory (see `train::memory_estimate_bytes`) exceeds this
@@ -153,7 +196,9 @@ impl Default for FitConfig {
             optimizer: AdamConfig::default(),
             pretrain_iters: 500,
             pretrain_patience: 20,
+            pretrain_min_rel_improvement: 0.05,
             adapt_iters: 300,
+            adapt_stop: AdaptStopConfig::default(),
             mul: MulConfig::default(),
             label_shift: LabelShiftConfig::default(),
             max_memory_gib: 8.0,
@@ -209,6 +254,10 @@ impl FitConfig {
         if m.du_window == 0 {
             return Err(Error::param("mul.du_window", 0, "must be >= 1"));
         }
+        check_range("pretrain_min_rel_improvement", self.pretrain_min_rel_improvement, 0.0, 0.5, "must lie in [0, 0.5]")?;
+        self.adapt_stop.validate()?;
+        check_range("pretrain_min_rel_improvement", self.pretrain_min_rel_improvement, 0.0, 0.5, "must lie in [0, 0.5]")?;
+        self.adapt_stop.validate()?;
         check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
         self.baselines.validate()?;
         let ls = &self.label_shift;

@@ -8,6 +8,7 @@
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
+use super::converge::{AdaptState, AdaptStopper};
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
 use super::pretrain::PretrainState;
@@ -33,6 +34,10 @@ pub(super) struct Adaptation<'a> {
     pub rng: ChaCha8Rng,
     /// The mini-batch sampler and cached full views, when the method trains by mini-batch.
     pub batches: Option<Batches>,
+    /// The label-free stopping rule (`None`: run all the iterations).
+    pub stopper: Option<AdaptStopper>,
+    /// Set by the iteration after which the rule says the adaptation has settled.
+    pub converged: bool,
 }
 
 /// The network's outputs at one iteration: the training-mode pass (kept for backward) and the
@@ -66,12 +71,18 @@ pub(super) fn run_adaptation(
     } else {
         (Optimizer::Adam(adam), None)
     };
-    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches };
+    let stopper = AdaptStopper::new(cfg);
+    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches, stopper, converged: false };
     for it in 0..iters {
         let record = if a.batches.is_some() { a.minibatch_step(it, pretrain_done + it, iters)? } else { a.step(it, pretrain_done + it)? };
         let loss = record.total;
         history.push(record);
-        progress(Progress { done: pretrain_done + it + 1, total, stage: Stage::Adapt, loss });
+        // A converged fit reports its bar as complete.
+        let done = if a.converged { total } else { pretrain_done + it + 1 };
+        progress(Progress { done, total, stage: Stage::Adapt, loss });
+        if a.converged {
+            break;
+        }
     }
     Ok(a.finish(data, history, pretraining_reused))
 }
@@ -110,6 +121,16 @@ impl Adaptation<'_> {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
         self.backward_and_step(it, &obs.pass, (n_train, off), &d_train_logits, &out)?;
+        if let Some(stopper) = &mut self.stopper {
+            let state = AdaptState {
+                prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
+                confident: &confident,
+                labels: &pseudo_labels,
+                n_target: target_probs.nrows(),
+                du_pooled: out.du_pooled,
+            };
+            self.converged = stopper.observe(it, &state);
+        }
         Ok(IterRecord {
             stage: Stage::Adapt,
             iter,

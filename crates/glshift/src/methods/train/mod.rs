@@ -9,12 +9,14 @@
 //! | the label-shift tracker (BBSE-QP, floor, fixed support) | `shift` |
 //! | one adaptation step (forward, pseudo-labels, the method's term, CE weights, backward, AdamW) | `adapt` |
 //! | the same step on sampled mini-batches with annealed SGD (the baselines' papers) | `minibatch` |
+//! | label-free stopping rules of both stages | `converge` |
 //! | NaN/Inf and memory guards | `guard` |
 //!
 //! `fit` = [`pretrain`] then [`adapt`]; [`fit_with_cache`] shares pre-training across the fits
 //! of a grid. Target labels are not an input of this module.
 
 mod adapt;
+mod converge;
 mod guard;
 mod layout;
 mod minibatch;
@@ -167,7 +169,7 @@ pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut d
         return Err(Error::param(
             "pretrained",
             "given state",
-            "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience)",
+            "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience, pretrain_min_rel_improvement)",
         ));
     }
     adapt::run_adaptation(data, &layout, pre.state.clone(), cfg, false, progress)

@@ -6,6 +6,7 @@ use ndarray::{s, Array2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::converge::{PretrainStopper, PretrainVerdict};
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
 use super::{IterRecord, Progress, Stage};
@@ -42,6 +43,7 @@ impl PretrainKey {
             "optimizer": cfg.optimizer,
             "pretrain_iters": cfg.pretrain_iters,
             "pretrain_patience": cfg.pretrain_patience,
+            "pretrain_min_rel_improvement": cfg.pretrain_min_rel_improvement,
         })
         .to_string();
         // Exact bits, not values: equal keys must mean identical inputs.
@@ -114,7 +116,8 @@ impl PretrainCache {
 }
 
 /// Cross-entropy on the source training rows of `x_source = [train; hold-out]`, stopped by the
-/// hold-out NLL with `cfg.pretrain_patience`, and the best network by that NLL (with its
+/// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_rel_improvement` (the rule of
+/// `converge`), and the best network by that NLL (with its
 /// optimiser state) restored. Without a hold-out it runs `cfg.pretrain_iters` iterations.
 /// `total` is the iteration count the progress callback reports against.
 pub(super) fn run_pretraining(
@@ -133,7 +136,8 @@ pub(super) fn run_pretraining(
     let train_fw = Forward { train: true, stats_rows: n_train };
     let eval_fw = Forward { train: false, stats_rows: n_train };
     let needs_eval_pass = cfg.network.dropout > 0.0;
-    let mut best: Option<(f64, Network, Adam, usize)> = None;
+    let mut stopper = PretrainStopper::new(cfg);
+    let mut best: Option<(Network, Adam)> = None;
     for it in 0..cfg.pretrain_iters {
         let pass = net.forward(x_source, &train_fw, &mut rng);
         let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), y_train, &uniform);
@@ -141,13 +145,10 @@ pub(super) fn run_pretraining(
         if n_hold > 0 {
             let logits = if needs_eval_pass { net.forward(x_source, &eval_fw, &mut rng).logits } else { pass.logits.clone() };
             let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), y_hold, 1.0);
-            match &best {
-                Some((b, _, _, at)) if nll >= *b => {
-                    if it - at >= cfg.pretrain_patience {
-                        break;
-                    }
-                }
-                _ => best = Some((nll, net.clone(), adam.clone(), it)),
+            match stopper.observe(it, nll) {
+                PretrainVerdict::Stop => break,
+                PretrainVerdict::Improved => best = Some((net.clone(), adam.clone())),
+                PretrainVerdict::Continue => {}
             }
         }
         let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
@@ -160,7 +161,7 @@ pub(super) fn run_pretraining(
         history.push(IterRecord::pretrain(it, ce));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
-    if let Some((_, best_net, best_adam, _)) = best {
+    if let Some((best_net, best_adam)) = best {
         net = best_net;
         adam = best_adam;
     }

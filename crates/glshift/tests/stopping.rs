@@ -1,0 +1,64 @@
+//! The label-free stopping rules (docs/methods.md "Stopping rules"): with the defaults both
+//! stages end before their caps on a task that settles; the result does not depend on the
+//! number of threads; turning the rules off runs every iteration.
+
+use glshift::methods::train::{fit, FitData};
+use glshift::methods::{FitConfig, Fitted, MethodKind, Stage};
+use glshift::nn::NetworkConfig;
+use glshift_experiments::synthetic::{generate, SyntheticConfig};
+
+fn config() -> FitConfig {
+    FitConfig {
+        method: MethodKind::Mul,
+        seed: 2,
+        pretrain_iters: 300,
+        adapt_iters: 200,
+        network: NetworkConfig { hidden: vec![32, 16], ..Default::default() },
+        ..Default::default()
+    }
+}
+
+fn counts(f: &Fitted) -> (usize, usize) {
+    let adapt = f.history.iter().filter(|r| r.stage == Stage::Adapt).count();
+    (f.history.len() - adapt, adapt)
+}
+
+fn fingerprint(f: &Fitted) -> String {
+    serde_json::json!({
+        "probs": f.target_probs.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "history": f.history,
+    })
+    .to_string()
+}
+
+#[test]
+fn both_stages_stop_early_deterministically_and_the_rules_can_be_turned_off() {
+    let task = generate(&SyntheticConfig { n_source: 300, n_target: 240, seed: 4, ..Default::default() }).unwrap();
+    let data = FitData {
+        source_x: task.source.features.view(),
+        source_y: task.source.labels.as_deref().unwrap(),
+        target_x: task.target.features.view(),
+        n_classes: task.source.n_classes(),
+        holdout: None,
+    };
+    let run = |cfg: &FitConfig, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| fit(&data, cfg, &mut |_| {}).unwrap())
+    };
+    let cfg = config();
+    let (one, three) = (run(&cfg, 1), run(&cfg, 3));
+    assert_eq!(fingerprint(&one), fingerprint(&three), "the stopping points and results depend on the thread count");
+    let (pre, ad) = counts(&one);
+    assert!(pre < cfg.pretrain_iters, "pre-training ran all {pre} iterations");
+    assert!(ad < cfg.adapt_iters && ad >= cfg.adapt_stop.min_iters, "adaptation ran {ad} iterations");
+    // J_DU pooled the target rows at least a window before the stop.
+    let pooled_at = one.history.iter().position(|r| r.stage == Stage::Adapt && r.du_pooled).expect("J_DU pooled");
+    assert!(one.history.len() - pooled_at > cfg.adapt_stop.window, "stopped {} iterations after pooling", one.history.len() - pooled_at);
+
+    let mut off = config();
+    off.pretrain_min_rel_improvement = 0.0;
+    off.adapt_stop.enabled = false;
+    let full = run(&off, 2);
+    assert_eq!(counts(&full).1, off.adapt_iters);
+    assert!(counts(&full).0 >= pre, "the plain patience rule stops no earlier");
+}
