@@ -11,6 +11,7 @@ mod predict;
 mod progress;
 mod report;
 mod shift;
+mod shift_test;
 
 use std::process::ExitCode;
 

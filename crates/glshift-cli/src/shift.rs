@@ -13,7 +13,7 @@ use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix,
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift_experiments::crossfit::cross_fit;
-use glshift_experiments::simulate::{simulate, simulation_files, PriorSpec, SimulateConfig};
+use glshift_experiments::simulate::{simulate, simulate_cross, simulation_files, PriorSpec, SimulateConfig};
 use glshift_experiments::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
 use ndarray::{Array1, Array2};
 use ndarray_npy::WriteNpyExt;
@@ -39,6 +39,11 @@ pub enum ShiftCommand {
     /// The label-shift estimation study: every estimator on simulated targets of every prior
     /// family; writes study.json and study.md.
     Study(StudyArgs),
+    /// Per-class conditional two-sample test after a fit: MCMD² between the source hold-out
+    /// rows and the target rows the model assigns to each class, permutation p-values, Holm.
+    Test(crate::shift_test::TestArgs),
+    /// Level and power of `shift test` on one domain split in two (and against a real domain).
+    TestCalibration(crate::shift_test::CalibrationArgs),
 }
 
 #[derive(Args, Debug)]
@@ -108,9 +113,13 @@ pub struct SimulateArgs {
     /// Data folder holding the domain.
     #[arg(long)]
     pub data: PathBuf,
-    /// Labelled domain to resample.
+    /// Labelled domain to resample (with --target-domain: the whole source).
     #[arg(long)]
     pub domain: String,
+    /// Cross-domain protocol: draw the target from this labelled domain of the same folder
+    /// (all its rows form the pool) and keep every row of --domain as the source.
+    #[arg(long)]
+    pub target_domain: Option<String>,
     /// Target prior: dirichlet:ALPHA (one seeded draw), pda (first half of the classes
     /// uniform, the rest 0) or p1,p2,... (one per class, summing to 1).
     #[arg(long)]
@@ -184,6 +193,8 @@ pub fn run(args: ShiftArgs) -> Result<()> {
         ShiftCommand::Estimate(a) => estimate(a),
         ShiftCommand::Simulate(a) => simulate_cmd(a),
         ShiftCommand::Study(a) => study_cmd(a),
+        ShiftCommand::Test(a) => crate::shift_test::test_cmd(a),
+        ShiftCommand::TestCalibration(a) => crate::shift_test::calibration_cmd(a),
     }
 }
 
@@ -422,12 +433,16 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
     }
     let d = data::load_domain(&a.data, &a.domain)?;
     let cfg = SimulateConfig { prior, seed: a.seed, split_seed: a.split_seed, source_fraction: a.source_fraction, n_target: a.n };
-    let (source, target, report) = simulate(&d, &cfg)?;
+    let (source, target, report) = match &a.target_domain {
+        Some(t) => simulate_cross(&d, &data::load_domain(&a.data, t)?, &cfg)?,
+        None => simulate(&d, &cfg)?,
+    };
     let files = simulation_files(&a.out, &source, &target, &report)?;
     write_files_atomically(&files)?;
     eprintln!(
-        "{}: source part {} rows, target {} rows ({} distinct) with prior {}",
+        "{}{}: source part {} rows, target {} rows ({} distinct) with prior {}",
         a.domain,
+        a.target_domain.as_ref().map_or(String::new(), |t| format!(" → {t}")),
         report.n_source,
         report.n_target,
         report.target.distinct_rows,

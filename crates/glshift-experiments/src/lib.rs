@@ -3,6 +3,7 @@
 //! - [`protocol`]: UDA / partial-DA / GLS task construction; `first_classes` for the IW ablation.
 //! - [`synthetic`]: the seeded generalized-label-shift generator of `glshift demo`.
 //! - [`simulate`]: known-truth label shift resampled from a labelled domain.
+//! - [`cond_test`]: the per-class MCMD² conditional test on domains and its calibration study.
 //! - [`crossfit`]: k-fold cross-fitted `source` classifiers (out-of-fold probabilities).
 //! - [`study`]: the label-shift estimation study (all estimators over simulated targets).
 //! - [`grid`]: the resumable (task × method × seed) grid of `glshift bench` and `glshift
@@ -14,6 +15,7 @@
 //! - [`error`]: the crate's one error type.
 
 pub mod ablation;
+pub mod cond_test;
 pub mod crossfit;
 pub mod error;
 pub mod grid;

@@ -254,6 +254,10 @@ pub struct SimulationReport {
     pub glshift_version: &'static str,
     pub domain: String,
     pub domain_path: String,
+    /// Cross-domain protocol: the domain the target was drawn from (`domain` is then the
+    /// whole source); `None` when both parts come from `domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_domain: Option<String>,
     pub prior: PriorSpec,
     /// Seed of the prior draw and of the target resampling.
     pub seed: u64,
@@ -298,6 +302,7 @@ pub fn simulate(d: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, Sim
         glshift_version: env!("CARGO_PKG_VERSION"),
         domain: d.name.clone(),
         domain_path: d.path.display().to_string(),
+        target_domain: None,
         prior: cfg.prior.clone(),
         seed: cfg.seed,
         split_seed: cfg.split_seed,
@@ -307,6 +312,57 @@ pub fn simulate(d: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, Sim
         n_target: n,
         classes: d.class_names.clone(),
         source_rows: split.source_rows,
+        target,
+    };
+    Ok((source, tgt, report))
+}
+
+/// Cross-domain known truth: every row of `source_domain` is the source; the target is drawn
+/// from all rows of `target_domain` at the requested prior (same resampling rule as
+/// [`simulate`]; `split_seed` and `source_fraction` are unused). The class-conditionals then
+/// differ as much as the two domains do, and the target prior is known exactly.
+pub fn simulate_cross(source_domain: &Domain, target_domain: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, SimulationReport)> {
+    let no_labels = |d: &Domain| {
+        Error::bad_data(d.path.display().to_string(), "the domain has no labels; a known-truth simulation needs them")
+    };
+    source_domain.labels.as_deref().ok_or_else(|| no_labels(source_domain))?;
+    let labels = target_domain.labels.as_deref().ok_or_else(|| no_labels(target_domain))?;
+    let c = source_domain.n_classes();
+    if target_domain.n_classes() != c || target_domain.dim() != source_domain.dim() {
+        return Err(Error::bad_data(
+            target_domain.path.display().to_string(),
+            format!(
+                "has {} classes and {} features, the source '{}' {} and {}",
+                target_domain.n_classes(),
+                target_domain.dim(),
+                source_domain.name,
+                c,
+                source_domain.dim()
+            ),
+        ));
+    }
+    let pool: Vec<usize> = (0..target_domain.n()).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let prior = cfg.prior.draw(c, &mut rng)?;
+    let n = cfg.n_target.unwrap_or(pool.len());
+    let target = resample_to_prior(labels, &pool, c, &prior, n, &mut rng)?;
+    let all: Vec<usize> = (0..source_domain.n()).collect();
+    let source = subset(source_domain, &all, "source");
+    let tgt = subset(target_domain, &target.rows, "target");
+    let report = SimulationReport {
+        glshift_version: env!("CARGO_PKG_VERSION"),
+        domain: source_domain.name.clone(),
+        domain_path: source_domain.path.display().to_string(),
+        target_domain: Some(target_domain.name.clone()),
+        prior: cfg.prior.clone(),
+        seed: cfg.seed,
+        split_seed: cfg.split_seed,
+        source_fraction: 1.0,
+        n_source: all.len(),
+        n_pool: pool.len(),
+        n_target: n,
+        classes: source_domain.class_names.clone(),
+        source_rows: all,
         target,
     };
     Ok((source, tgt, report))
@@ -412,5 +468,28 @@ mod tests {
         let e = resample_to_prior(&labels2, &split2.pool_rows, 3, &[0.2, 0.2, 0.6], 10, &mut rng).unwrap_err();
         assert!(e.to_string().contains("class 2"), "{e}");
         assert!(split_domain(&labels, 3, 1.0, 0).unwrap_err().to_string().contains("source-fraction"));
+    }
+
+    #[test]
+    fn cross_domain_target_comes_from_the_other_domain_at_the_exact_prior() {
+        let task = crate::synthetic::generate(&crate::synthetic::SyntheticConfig::default()).unwrap();
+        let (s, t) = (&task.source, &task.target);
+        let c = s.n_classes();
+        let mut p = vec![0.0; c];
+        p[0] = 0.75;
+        p[1] = 0.25;
+        let cfg = SimulateConfig { prior: PriorSpec::Fixed(p.clone()), seed: 3, split_seed: 0, source_fraction: 0.5, n_target: Some(40) };
+        let (src, tgt, rep) = simulate_cross(s, t, &cfg).unwrap();
+        assert_eq!(src.features, s.features, "the whole source domain is the source");
+        assert_eq!(rep.target.true_prior, p);
+        assert_eq!(rep.target_domain.as_deref(), Some(t.name.as_str()));
+        for (row, &i) in tgt.features.rows().into_iter().zip(&rep.target.rows) {
+            assert_eq!(row, t.features.row(i), "target rows are rows of the target domain");
+        }
+        let again = simulate_cross(s, t, &cfg).unwrap().2;
+        assert_eq!(again.target.rows, rep.target.rows, "seeded");
+        let mut unlabelled = t.clone();
+        unlabelled.labels = None;
+        assert!(simulate_cross(s, &unlabelled, &cfg).unwrap_err().to_string().contains("no labels"));
     }
 }

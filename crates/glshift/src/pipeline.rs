@@ -54,6 +54,12 @@ pub struct FitReport {
     pub n_source_holdout: usize,
     pub source_prior: Vec<f64>,
     pub estimated_target_prior: Option<Vec<f64>>,
+    /// 90% bootstrap interval of `estimated_target_prior`, per class
+    /// ([`label_shift::fit_prior_interval`]); absent without an estimate.
+    #[serde(default)]
+    pub estimated_target_prior_ci_low: Option<Vec<f64>>,
+    #[serde(default)]
+    pub estimated_target_prior_ci_high: Option<Vec<f64>>,
     pub importance_weights: Option<Vec<f64>>,
     pub confusion_filled_classes: Vec<usize>,
     #[serde(default)]
@@ -275,6 +281,42 @@ pub fn run_with_holdout(
     run_inner(source, target, cfg, holdout, None, progress)
 }
 
+/// Resamples and level of the interval of `estimated_target_prior`.
+pub const PRIOR_CI_RESAMPLES: usize = 200;
+pub const PRIOR_CI_LEVEL: f64 = 0.9;
+
+/// The bootstrap interval of the fit's prior estimate (None without an estimate or hold-out).
+/// Classes the estimate sets to 0 under `fixed_support` stay 0 in every replicate.
+fn prior_interval(
+    fitted: &crate::methods::train::Fitted,
+    holdout_labels: &[usize],
+    cfg: &FitConfig,
+) -> Result<Option<label_shift::FitPriorInterval>> {
+    let Some(reported) = fitted.shift.as_ref() else { return Ok(None) };
+    if holdout_labels.is_empty() {
+        return Ok(None);
+    }
+    let c = reported.target_prior.len();
+    let est = label_shift::FitPrior {
+        soft: cfg.label_shift.soft,
+        floor: cfg.prior_floor_for(c),
+        support: cfg.label_shift.fixed_support.then(|| reported.target_prior.iter().map(|&p| p > 0.0).collect()),
+    };
+    let iv = label_shift::fit_prior_interval(
+        &est,
+        fitted.holdout_probs.view(),
+        holdout_labels,
+        fitted.target_probs.view(),
+        &fitted.source_prior,
+        reported,
+        cfg.label_shift.calibrate,
+        PRIOR_CI_RESAMPLES,
+        PRIOR_CI_LEVEL,
+        cfg.seed ^ 0x5eed_c1,
+    )?;
+    Ok(Some(iv))
+}
+
 fn run_inner(
     source: &Domain,
     target: &Domain,
@@ -300,6 +342,7 @@ fn run_inner(
     let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
+    let prior_ci = prior_interval(&fitted, &holdout_labels, cfg)?;
 
     // Evaluation only: the target labels enter here, after the model is final.
     let embedding_metrics = match &target.labels {
@@ -346,6 +389,8 @@ fn run_inner(
         source_prior: fitted.source_prior.clone(),
         importance_weights: fitted.shift.as_ref().map(|s| s.weights.clone()),
         estimated_target_prior: estimated,
+        estimated_target_prior_ci_low: prior_ci.as_ref().map(|i| i.low.clone()),
+        estimated_target_prior_ci_high: prior_ci.map(|i| i.high),
         confusion_filled_classes: fitted.confusion_filled_classes.clone(),
         floored_classes: fitted.floored_classes.clone(),
         predicted_class_counts,

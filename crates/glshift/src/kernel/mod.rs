@@ -17,6 +17,7 @@
 
 mod bandwidth;
 mod classwise;
+pub mod cond_test;
 mod cme;
 mod gemm;
 mod gram;
