@@ -131,20 +131,8 @@ impl Adaptation<'_> {
             };
             self.converged = stopper.observe(it, &state);
         }
-        Ok(IterRecord {
-            stage: Stage::Adapt,
-            iter,
-            ce,
-            j_tu: out.j_tu,
-            j_du: out.j_du,
-            total,
-            lambda_du: out.lambda_du,
-            n_confident: confident.len(),
-            du_pooled: out.du_pooled,
-            temperature: obs.temperature,
-            target_prior: estimate.map(|e| e.target_prior),
-            transfer: out.transfer,
-        })
+        let target_prior = estimate.map(|e| e.target_prior);
+        Ok(adapt_record(iter, (ce, total), &out, confident.len(), obs.temperature, target_prior))
     }
 
     /// Backward through G and F of the cross-entropy's gradient on the first `rows.0` rows of
@@ -287,5 +275,30 @@ fn add_rows(dst: &mut Array2<f32>, offset: usize, src: Option<&Array2<f32>>) {
     if let Some(src) = src {
         let mut block = dst.slice_mut(s![offset..offset + src.nrows(), ..]);
         block += src;
+    }
+}
+
+/// The history record of adaptation iteration `iter`: `losses` = (cross-entropy, total).
+pub(super) fn adapt_record(
+    iter: usize,
+    losses: (f64, f64),
+    out: &StepOutput,
+    n_confident: usize,
+    temperature: f64,
+    target_prior: Option<Vec<f64>>,
+) -> IterRecord {
+    IterRecord {
+        stage: Stage::Adapt,
+        iter,
+        ce: losses.0,
+        j_tu: out.j_tu,
+        j_du: out.j_du,
+        total: losses.1,
+        lambda_du: out.lambda_du,
+        n_confident,
+        du_pooled: out.du_pooled,
+        temperature,
+        target_prior,
+        transfer: out.transfer,
     }
 }

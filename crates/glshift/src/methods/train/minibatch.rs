@@ -20,7 +20,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::adapt::{source_cross_entropy, Adaptation};
+use super::adapt::{adapt_record, source_cross_entropy, Adaptation};
 use super::guard::check_finite;
 use super::layout::Layout;
 use super::{IterRecord, Stage};
@@ -105,7 +105,9 @@ impl Adaptation<'_> {
     pub(super) fn minibatch_step(&mut self, it: usize, iter: usize, iters: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let progress = it as f64 / iters as f64;
-        let mut batches = self.batches.take().expect("mini-batch state");
+        let Some(mut batches) = self.batches.take() else {
+            return Err(crate::Error::numerical("mini-batch adaptation", "called without its sampler (an internal error; please report)"));
+        };
         let temperature = self.refresh_full_view(&mut batches, it)?;
         let src = batches.source.next(&mut batches.rng);
         let tgt = batches.target.next(&mut batches.rng);
@@ -140,20 +142,7 @@ impl Adaptation<'_> {
         self.backward_and_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
         let target_prior = batches.estimate.as_ref().map(|e| e.target_prior.clone());
         self.batches = Some(batches);
-        Ok(IterRecord {
-            stage: Stage::Adapt,
-            iter,
-            ce,
-            j_tu: out.j_tu,
-            j_du: out.j_du,
-            total,
-            lambda_du: out.lambda_du,
-            n_confident: 0,
-            du_pooled: out.du_pooled,
-            temperature,
-            target_prior,
-            transfer: out.transfer,
-        })
+        Ok(adapt_record(iter, (ce, total), &out, 0, temperature, target_prior))
     }
 
     /// Recomputes the cached full view when the method's interval says so; returns the
