@@ -97,6 +97,13 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
     __metadata_request__score = _DOMAIN_REQUEST
     __metadata_request__transform = _DOMAIN_REQUEST
 
+    # MUL's and SourceOnly's parameters (scikit-learn reads them from this signature).
+    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+        self.seed = seed
+        self.pretrain_iters = pretrain_iters
+        self.adapt_iters = adapt_iters
+        self.config = config
+
     def _method(self):
         raise NotImplementedError
 
@@ -209,12 +216,6 @@ class MUL(_GLShiftEstimator):
         keys (e.g. ``{"mul": {"lambda_tu": 0.5}}``); unknown keys are errors.
     """
 
-    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
-        self.seed = seed
-        self.pretrain_iters = pretrain_iters
-        self.adapt_iters = adapt_iters
-        self.config = config
-
     def _method(self):
         return "mul"
 
@@ -222,12 +223,6 @@ class MUL(_GLShiftEstimator):
 class SourceOnly(_GLShiftEstimator):
     """No adaptation: MUL's network and schedule trained on the source alone (target rows are
     still required, so that it is a drop-in baseline with the same ``fit`` call)."""
-
-    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
-        self.seed = seed
-        self.pretrain_iters = pretrain_iters
-        self.adapt_iters = adapt_iters
-        self.config = config
 
     def _method(self):
         return "source"
@@ -240,10 +235,7 @@ class Adapter(_GLShiftEstimator):
 
     def __init__(self, method="mul", *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
         self.method = method
-        self.seed = seed
-        self.pretrain_iters = pretrain_iters
-        self.adapt_iters = adapt_iters
-        self.config = config
+        super().__init__(seed=seed, pretrain_iters=pretrain_iters, adapt_iters=adapt_iters, config=config)
 
     def _method(self):
         if not isinstance(self.method, str):
