@@ -2,10 +2,11 @@
 //! method of each kind (no term, MUL, an adversarial baseline, CORAL); `adapt` refuses a
 //! pre-trained state made on other rows or settings.
 
-use glshift::methods::train::{adapt, fit, pretrain, FitData};
+use glshift::methods::train::{adapt, fit, pretrain};
 use glshift::methods::{BaselineConfig, FitConfig, Fitted, MethodKind};
 use glshift::nn::NetworkConfig;
-use glshift_experiments::synthetic::{generate, SyntheticConfig};
+
+mod support;
 
 fn tiny(method: MethodKind, seed: u64) -> FitConfig {
     FitConfig {
@@ -32,14 +33,8 @@ fn fingerprint(f: &Fitted) -> String {
 
 #[test]
 fn pretrain_then_adapt_is_fit_bit_for_bit() {
-    let task = generate(&SyntheticConfig { n_source: 150, n_target: 120, seed: 3, ..Default::default() }).unwrap();
-    let data = FitData {
-        source_x: task.source.features.view(),
-        source_y: task.source.labels.as_deref().unwrap(),
-        target_x: task.target.features.view(),
-        n_classes: task.source.n_classes(),
-        holdout: None,
-    };
+    let task = support::synthetic_task(150, 120, 3);
+    let data = support::fit_data(&task);
     for method in [MethodKind::Source, MethodKind::Mul, MethodKind::Dann, MethodKind::Coral] {
         let cfg = tiny(method, 1);
         let whole = fit(&data, &cfg, &mut |_| {}).unwrap();

@@ -16,13 +16,22 @@ const BETA_MAX: f64 = 50.0;
 
 /// Mean negative log-likelihood of `labels` under softmax(β·logits).
 pub fn nll_at(logits: ArrayView2<f32>, labels: &[usize], beta: f64) -> f64 {
-    let mut total = 0.0;
-    for (row, &y) in logits.rows().into_iter().zip(labels) {
-        let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(beta * v as f64));
-        let lse = row.iter().map(|&v| (beta * v as f64 - max).exp()).sum::<f64>().ln() + max;
-        total += lse - beta * row[y] as f64;
-    }
-    total / labels.len().max(1) as f64
+    nll_rows(logits, labels, beta).iter().sum::<f64>() / labels.len().max(1) as f64
+}
+
+/// Negative log-likelihood of each row's label under softmax(β·logits) (n values; the rows of
+/// `logits` paired with `labels`).
+pub fn nll_rows(logits: ArrayView2<f32>, labels: &[usize], beta: f64) -> Vec<f64> {
+    logits
+        .rows()
+        .into_iter()
+        .zip(labels)
+        .map(|(row, &y)| {
+            let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(beta * v as f64));
+            let lse = row.iter().map(|&v| (beta * v as f64 - max).exp()).sum::<f64>().ln() + max;
+            lse - beta * row[y] as f64
+        })
+        .collect()
 }
 
 /// Fits the temperature T = 1/β on labelled rows; returns T in [1/50, 50].

@@ -14,4 +14,6 @@ pub use baselines::{BaselineConfig, BaselineTraining};
 pub use config::{ConfusionRows, FitConfig, LabelShiftConfig, MethodKind, MulConfig};
 pub use kind::{build_method, BuildContext};
 pub use method::{AdaptInputs, CeWeights, Method, StepOutput};
-pub use train::{adapt, fit, fit_with_cache, pretrain, Fitted, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord};
+pub use train::{
+    adapt, fit, fit_with_cache, pretrain, Fitted, HoldoutRecord, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord,
+};

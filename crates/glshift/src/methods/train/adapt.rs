@@ -300,5 +300,6 @@ pub(super) fn adapt_record(
         temperature,
         target_prior,
         transfer: out.transfer,
+        holdout: None,
     }
 }

@@ -1,12 +1,19 @@
 //! Label-free stopping rules of the two stages (issue 14, "fast enough"). Neither reads a target
 //! label; both only look at quantities the loop already computes.
 //!
-//! **Pre-training** (source labels only): with `b` the best source hold-out NLL so far, an
-//! iteration improves when its NLL is `< b·(1 − ρ)` (ρ = `pretrain_min_rel_improvement`);
-//! pre-training stops after `pretrain_patience` iterations without an improvement and keeps the
-//! network with the lowest NLL. ρ = 0 is the plain patience rule (every decrease counts), which
-//! on Office-Caltech10 never fires: the hold-out NLL keeps shrinking by tiny amounts for all
-//! 500 iterations.
+//! **Pre-training** (source labels only): with ℓᵢ,t the NLL of hold-out row i at iteration t,
+//! L_t = mean_i ℓᵢ,t and SE_t = sd_i(ℓᵢ,t)/√n_hold its standard error, pre-training stops after
+//! iteration t once
+//!
+//! ```text
+//! L_{t−W} − L_t < k · SE_t        (W = pretrain_patience, k = pretrain_min_gain_se)
+//! ```
+//!
+//! i.e. once the last W iterations moved the hold-out NLL by less than k standard errors of that
+//! NLL — less than this hold-out can tell apart from its own sampling noise — and keeps the
+//! network with the lowest L_t seen. With W ≥ `pretrain_iters` the rule never fires (every
+//! iteration runs, the lowest-NLL network is kept). Why the standard error rather than a relative
+//! gain, and why W = 100: docs/methods.md "Stopping rules" (source hold-outs only).
 //!
 //! **Adaptation** (MUL): with `s_t` the state at iteration t — the estimated target prior p̂ᵗ_t
 //! and each target row's pseudo-label (its class when τ-confident, "none" otherwise) — the
@@ -23,42 +30,65 @@
 
 use crate::methods::config::{AdaptStopConfig, FitConfig};
 
-/// The pre-training rule: tracks the best hold-out NLL and says when to stop.
+/// The pre-training rule: the hold-out NLL of the last W + 1 iterations and the best so far.
 pub(super) struct PretrainStopper {
-    min_rel: f64,
-    patience: usize,
-    best: Option<(f64, usize)>,
+    min_gain_se: f64,
+    window: usize,
+    /// L_{t−W} … L_t, oldest first (kept only when the rule can fire).
+    recent: std::collections::VecDeque<f64>,
+    best: Option<f64>,
+    can_fire: bool,
 }
 
 impl PretrainStopper {
     pub fn new(cfg: &FitConfig) -> Self {
-        PretrainStopper { min_rel: cfg.pretrain_min_rel_improvement, patience: cfg.pretrain_patience, best: None }
+        PretrainStopper {
+            min_gain_se: cfg.pretrain_min_gain_se,
+            window: cfg.pretrain_patience,
+            recent: Default::default(),
+            best: None,
+            can_fire: cfg.pretrain_patience < cfg.pretrain_iters,
+        }
     }
 
-    /// Records the NLL of iteration `it`. Returns `Improved` when the caller should keep this
-    /// network as the best, `Stop` when the patience has run out.
-    pub fn observe(&mut self, it: usize, nll: f64) -> PretrainVerdict {
-        match self.best {
-            Some((b, at)) if !(nll < b * (1.0 - self.min_rel)) => {
-                if it - at >= self.patience {
-                    PretrainVerdict::Stop
-                } else {
-                    PretrainVerdict::Continue
-                }
-            }
-            _ => {
-                self.best = Some((nll, it));
-                PretrainVerdict::Improved
-            }
+    /// Records the per-row hold-out NLL of one iteration (n_hold values, n_hold ≥ 1): whether
+    /// its network is the best so far (lowest mean NLL; the caller keeps it) and whether
+    /// pre-training stops after it (the window's gain fell under k standard errors).
+    pub fn observe(&mut self, rows: &[f64]) -> PretrainVerdict {
+        let (nll, se) = mean_and_se(rows);
+        let improved = self.best.map_or(true, |b| nll < b);
+        if improved {
+            self.best = Some(nll);
         }
+        let mut stop = false;
+        if self.can_fire {
+            self.recent.push_back(nll);
+            if self.recent.len() > self.window + 1 {
+                self.recent.pop_front();
+            }
+            stop = self.recent.len() == self.window + 1 && self.recent[0] - nll < self.min_gain_se * se;
+        }
+        PretrainVerdict { improved, stop }
     }
 }
 
+/// Mean (summed in row order, as `calibration::nll_at`) and standard error sd/√n (sd with
+/// n − 1; 0 for one row).
+pub(super) fn mean_and_se(rows: &[f64]) -> (f64, f64) {
+    let n = rows.len().max(1) as f64;
+    let mean = rows.iter().sum::<f64>() / n;
+    if rows.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = rows.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// What [`PretrainStopper::observe`] says about one iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum PretrainVerdict {
-    Improved,
-    Continue,
-    Stop,
+pub(super) struct PretrainVerdict {
+    pub improved: bool,
+    pub stop: bool,
 }
 
 /// One iteration's state for the adaptation rule.
@@ -133,23 +163,74 @@ mod tests {
         FitConfig::default()
     }
 
+    const IMPROVED: PretrainVerdict = PretrainVerdict { improved: true, stop: false };
+    const CONTINUE: PretrainVerdict = PretrainVerdict { improved: false, stop: false };
+
+    /// Per-row NLLs with mean `m` and a spread that gives standard error `se` (n = 4 rows).
+    fn rows(m: f64, se: f64) -> Vec<f64> {
+        // sd = se·√4 = 2·se; rows m ± a with sd(n−1) = a·√(4/3).
+        let a = 2.0 * se / (4.0f64 / 3.0).sqrt();
+        vec![m - a, m + a, m - a, m + a]
+    }
+
     #[test]
-    fn pretraining_stops_after_patience_without_relative_improvement() {
+    fn mean_and_standard_error_are_the_textbook_ones() {
+        let (m, se) = mean_and_se(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((m - 2.5).abs() < 1e-12);
+        // sd (n − 1) = √(5/3), se = sd/2.
+        assert!((se - (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-12);
+        let (m, se) = mean_and_se(&rows(0.3, 0.01));
+        assert!((m - 0.3).abs() < 1e-12 && (se - 0.01).abs() < 1e-12);
+        assert_eq!(mean_and_se(&[0.7]), (0.7, 0.0));
+    }
+
+    #[test]
+    fn pretraining_stops_once_the_window_gain_is_under_one_standard_error() {
         let mut c = cfg();
         c.pretrain_patience = 3;
-        c.pretrain_min_rel_improvement = 0.01;
+        c.pretrain_min_gain_se = 1.0;
         let mut s = PretrainStopper::new(&c);
-        assert_eq!(s.observe(0, 1.0), PretrainVerdict::Improved);
-        assert_eq!(s.observe(1, 0.5), PretrainVerdict::Improved);
-        // 0.499 is below 0.5 but not by 1%: no improvement.
-        assert_eq!(s.observe(2, 0.499), PretrainVerdict::Continue);
-        assert_eq!(s.observe(3, 0.498), PretrainVerdict::Continue);
-        assert_eq!(s.observe(4, 0.497), PretrainVerdict::Stop);
-        // With ρ = 0 every decrease counts (the rule before issue 14).
-        c.pretrain_min_rel_improvement = 0.0;
+        // NLL falls by 0.1 per iteration with SE 0.05: the 3-iteration gain (0.3) is 6 SE.
+        for (it, m) in [1.0, 0.9, 0.8, 0.7, 0.6].into_iter().enumerate() {
+            assert_eq!(s.observe(&rows(m, 0.05)), IMPROVED, "iteration {it}");
+        }
+        // Now 0.01 per iteration: the window's gain shrinks to 0.21, 0.12, then 0.03 < 1 SE.
+        assert_eq!(s.observe(&rows(0.59, 0.05)), IMPROVED);
+        assert_eq!(s.observe(&rows(0.58, 0.05)), IMPROVED);
+        // The last network is still the best one: kept, then stop.
+        assert_eq!(s.observe(&rows(0.57, 0.05)), PretrainVerdict { improved: true, stop: true });
+        // The same gain against a smaller noise (SE 0.005) keeps going; against k = 10 it stops.
+        let replay = |k: f64, se_last: f64| {
+            let mut c = c.clone();
+            c.pretrain_min_gain_se = k;
+            let mut s = PretrainStopper::new(&c);
+            let ms = [1.0, 0.9, 0.8, 0.7, 0.6, 0.59, 0.58];
+            ms.iter().for_each(|&m| assert!(!s.observe(&rows(m, 0.005)).stop));
+            s.observe(&rows(0.57, se_last))
+        };
+        assert_eq!(replay(1.0, 0.005), IMPROVED);
+        assert_eq!(replay(10.0, 0.005), PretrainVerdict { improved: true, stop: true });
+    }
+
+    #[test]
+    fn pretraining_keeps_the_lowest_nll_and_never_stops_without_a_full_window() {
+        let mut c = cfg();
+        c.pretrain_patience = 3;
+        c.pretrain_iters = 100;
         let mut s = PretrainStopper::new(&c);
-        for (it, v) in [1.0, 0.5, 0.499, 0.498, 0.497].into_iter().enumerate() {
-            assert_eq!(s.observe(it, v), PretrainVerdict::Improved);
+        // A rise is not an improvement; the window (4 values) is not full before the 4th.
+        assert_eq!(s.observe(&rows(1.0, 0.0)), IMPROVED);
+        assert_eq!(s.observe(&rows(0.5, 0.0)), IMPROVED);
+        assert_eq!(s.observe(&rows(0.6, 0.0)), CONTINUE);
+        // 1.0 → 0.55: a gain, and a new best? No: 0.55 > 0.5.
+        assert_eq!(s.observe(&rows(0.55, 0.0)), CONTINUE);
+        // 0.5 → 0.7 over the window: the NLL rose, so it stops even with SE 0.
+        assert_eq!(s.observe(&rows(0.7, 0.0)), PretrainVerdict { improved: false, stop: true });
+        // A window as long as the run: never stops, however flat the NLL.
+        c.pretrain_patience = 100;
+        let mut s = PretrainStopper::new(&c);
+        for it in 0..100 {
+            assert!(!s.observe(&rows(0.5, 0.1)).stop, "iteration {it}");
         }
     }
 

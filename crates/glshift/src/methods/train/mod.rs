@@ -69,6 +69,21 @@ pub struct IterRecord {
     /// A baseline's transfer term at this iteration (its `total` includes it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer: Option<TransferRecord>,
+    /// The source hold-out as pre-training's stopping rule saw it (pre-training with a hold-out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<HoldoutRecord>,
+}
+
+/// The source hold-out at one pre-training iteration (evaluation mode, temperature 1): the
+/// quantities of the stopping rule (docs/methods.md "Stopping rules").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HoldoutRecord {
+    /// Mean NLL of the hold-out rows' labels.
+    pub nll: f64,
+    /// Its standard error sd/√n_hold.
+    pub nll_se: f64,
+    /// Share of hold-out rows whose largest logit is their label.
+    pub accuracy: f64,
 }
 
 /// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
@@ -132,8 +147,8 @@ pub struct FitData<'a> {
 }
 
 impl IterRecord {
-    /// A pre-training iteration: cross-entropy only.
-    fn pretrain(iter: usize, ce: f64) -> IterRecord {
+    /// A pre-training iteration: cross-entropy, and the hold-out when there is one.
+    fn pretrain(iter: usize, ce: f64, holdout: Option<HoldoutRecord>) -> IterRecord {
         IterRecord {
             stage: Stage::Pretrain,
             iter,
@@ -147,6 +162,7 @@ impl IterRecord {
             temperature: 1.0,
             target_prior: None,
             transfer: None,
+            holdout,
         }
     }
 }
@@ -169,7 +185,7 @@ pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut d
         return Err(Error::param(
             "pretrained",
             "given state",
-            "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience, pretrain_min_rel_improvement)",
+            "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience, pretrain_min_gain_se)",
         ));
     }
     adapt::run_adaptation(data, &layout, pre.state.clone(), cfg, false, progress)

@@ -2,17 +2,17 @@
 //! grid. Pre-training reads only the source rows (in training order) and the settings of
 //! [`PretrainKey`]; not the method, the adaptation settings or the target.
 
-use ndarray::{s, Array2};
+use ndarray::{s, Array2, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::converge::{PretrainStopper, PretrainVerdict};
+use super::converge::{mean_and_se, PretrainStopper};
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
-use super::{IterRecord, Progress, Stage};
+use super::{HoldoutRecord, IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
-use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
+use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network};
 use crate::Result;
 
 /// Network, optimiser and random-stream state at the end of pre-training, with its records.
@@ -43,7 +43,7 @@ impl PretrainKey {
             "optimizer": cfg.optimizer,
             "pretrain_iters": cfg.pretrain_iters,
             "pretrain_patience": cfg.pretrain_patience,
-            "pretrain_min_rel_improvement": cfg.pretrain_min_rel_improvement,
+            "pretrain_min_gain_se": cfg.pretrain_min_gain_se,
         })
         .to_string();
         // Exact bits, not values: equal keys must mean identical inputs.
@@ -116,10 +116,9 @@ impl PretrainCache {
 }
 
 /// Cross-entropy on the source training rows of `x_source = [train; hold-out]`, stopped by the
-/// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_rel_improvement` (the rule of
-/// `converge`), and the best network by that NLL (with its
-/// optimiser state) restored. Without a hold-out it runs `cfg.pretrain_iters` iterations.
-/// `total` is the iteration count the progress callback reports against.
+/// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_gain_se` (the rule of
+/// `converge`), and the best network by that NLL (with its optimiser state) restored. Without a
+/// hold-out it runs `cfg.pretrain_iters` iterations. `total` is the iteration count the progress callback reports against.
 pub(super) fn run_pretraining(
     layout: &Layout,
     cfg: &FitConfig,
@@ -142,14 +141,19 @@ pub(super) fn run_pretraining(
         let pass = net.forward(x_source, &train_fw, &mut rng);
         let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), y_train, &uniform);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
+        let mut holdout = None;
         if n_hold > 0 {
             let logits = if needs_eval_pass { net.forward(x_source, &eval_fw, &mut rng).logits } else { pass.logits.clone() };
-            let nll = label_shift::calibration::nll_at(logits.slice(s![n_train.., ..]), y_hold, 1.0);
-            match stopper.observe(it, nll) {
-                PretrainVerdict::Stop => break,
-                PretrainVerdict::Improved => best = Some((net.clone(), adam.clone())),
-                PretrainVerdict::Continue => {}
+            let hold_logits = logits.slice(s![n_train.., ..]);
+            let rows = label_shift::calibration::nll_rows(hold_logits, y_hold, 1.0);
+            let verdict = stopper.observe(&rows);
+            if verdict.improved {
+                best = Some((net.clone(), adam.clone()));
             }
+            if verdict.stop {
+                break;
+            }
+            holdout = Some(holdout_record(&rows, hold_logits, y_hold));
         }
         let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
         d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
@@ -158,7 +162,7 @@ pub(super) fn run_pretraining(
             return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
         }
         adam.step(&mut net, &grads);
-        history.push(IterRecord::pretrain(it, ce));
+        history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
     if let Some((best_net, best_adam)) = best {
@@ -166,4 +170,12 @@ pub(super) fn run_pretraining(
         adam = best_adam;
     }
     Ok(PretrainState { net, adam, rng, history })
+}
+
+/// The hold-out's record for the history: mean NLL and its standard error (the stopping rule's
+/// inputs) and the accuracy.
+fn holdout_record(nll_rows: &[f64], logits: ArrayView2<f32>, labels: &[usize]) -> HoldoutRecord {
+    let (nll, nll_se) = mean_and_se(nll_rows);
+    let hits = logits.rows().into_iter().zip(labels).filter(|(row, &y)| argmax_row(*row).0 == y).count();
+    HoldoutRecord { nll, nll_se, accuracy: hits as f64 / labels.len().max(1) as f64 }
 }
