@@ -7,6 +7,10 @@
 //! `shared/docs/mcmd-math.md`); [`reference`](mod@reference) keeps the literal dense formulas as the test
 //! oracle.
 //!
+//! The label kernel enters through [`label_map`](mod@label_map): the bilinear map L = Y B Yᵀ
+//! (linear, or Gaussian with a fixed σ) or the vertex map of the Gaussian kernel on one-hot
+//! and soft labels with CKB's σ rule, both low-rank, so memory stays O(n(d + c)).
+//!
 //! Conventions: `z` is n×d (one row per sample), `y` is n×c (one-hot or soft labels),
 //! the feature kernel is K_ij = exp(−‖z_i − z_j‖²/h), and h is a constant in backprop.
 //!
@@ -22,12 +26,15 @@ mod cme;
 mod gemm;
 mod gram;
 mod joint;
+mod label_map;
 mod mcmd;
 pub mod reference;
 pub mod rff;
 mod simd;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_label;
 #[cfg(test)]
 mod tests_mmd;
 mod tiled;
@@ -38,6 +45,7 @@ pub use cme::cme_coefficients;
 pub use gemm::tile_gemm_gflops;
 pub use gram::{kernel_sum, kernel_sum_backward};
 pub use joint::{joint_mmd2, GaussianFamily, JointMmd};
+pub use label_map::{ckb_sigma, vertex_coefficients, vertex_features, SIGMA_FALLBACK};
 pub use mcmd::{
     embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix,
     DuRows, MulObjectives, TuDuGrad,
@@ -46,29 +54,40 @@ pub use mcmd::{
 use crate::{Error, Real, Result};
 use ndarray::{Array2, ArrayView2};
 
-/// Label kernel, given by its Gram matrix B (c×c) on the one-hot basis vectors, so that
-/// the label Gram of a label matrix Y is L = Y B Yᵀ.
+/// Label kernel of the conditional mean embeddings.
 ///
-/// - `Linear`: B = I (valid for one-hot and soft labels).
-/// - `Gaussian { sigma }`: k(y, y') = exp(−‖y − y'‖²/σ_Y) on one-hot vectors, i.e.
-///   B = (1 − γ)I + γ11ᵀ with γ = exp(−2/σ_Y). With soft labels, L = Y B Yᵀ is its bilinear
-///   extension (the convention of the reference and of `mcmd-math.md`).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// - `Linear`: B = I, L = Y Yᵀ (valid for one-hot and soft labels).
+/// - `Gaussian { sigma }`: k(y, y') = exp(−‖y − y'‖²/σ_Y) on one-hot vectors with a fixed σ_Y,
+///   i.e. B = (1 − γ)I + γ11ᵀ with γ = exp(−2/σ_Y); with soft labels L = Y B Yᵀ is its
+///   bilinear extension.
+/// - `GaussianAuto`: the same Gaussian kernel evaluated on the labels themselves (one-hot or
+///   soft), σ_Y by CKB's rule (mean squared label distance of the rows a call reads), in the
+///   low-rank vertex form of [`label_map`](mod@label_map). On one-hot labels it equals
+///   `Gaussian { sigma: ckb_sigma(labels) }`.
+///
+/// TOML: `label_kernel = "linear"`, `label_kernel = "gaussian"` (= `GaussianAuto`), or the
+/// tagged tables `{ kind = "linear" }`, `{ kind = "gaussian", sigma = 1.5 }`,
+/// `{ kind = "gaussian-auto" }` (the form written back).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LabelKernel {
     Linear,
     Gaussian { sigma: f64 },
+    GaussianAuto,
 }
 
 impl LabelKernel {
-    /// The c×c basis Gram matrix B.
-    pub fn basis_gram(&self, c: usize) -> Array2<f64> {
+    /// The c×c basis Gram matrix B of a kernel with a fixed σ; `GaussianAuto` has none (its σ
+    /// depends on the labels) and is an error here.
+    pub fn basis_gram(&self, c: usize) -> Result<Array2<f64>> {
         match *self {
-            LabelKernel::Linear => Array2::eye(c),
-            LabelKernel::Gaussian { sigma } => {
-                let gamma = (-2.0 / sigma).exp();
-                Array2::from_shape_fn((c, c), |(k, l)| if k == l { 1.0 } else { gamma })
-            }
+            LabelKernel::Linear => Ok(Array2::eye(c)),
+            LabelKernel::Gaussian { sigma } => Ok(gaussian_basis(sigma, c)),
+            LabelKernel::GaussianAuto => Err(Error::param(
+                "label_kernel",
+                "gaussian-auto",
+                "σ depends on the labels: resolve it with kernel::ckb_sigma and use Gaussian { sigma }",
+            )),
         }
     }
 
@@ -81,6 +100,12 @@ impl LabelKernel {
             _ => Ok(()),
         }
     }
+}
+
+/// B = (1 − γ)I + γ11ᵀ, γ = exp(−2/σ): the Gaussian kernel's Gram on the c one-hot vectors.
+pub(crate) fn gaussian_basis(sigma: f64, c: usize) -> Array2<f64> {
+    let gamma = (-2.0 / sigma).exp();
+    Array2::from_shape_fn((c, c), |(k, l)| if k == l { 1.0 } else { gamma })
 }
 
 /// Hyper-parameters of the MCMD estimators: the regulariser ε of L̃ = εnI + L and the

@@ -59,7 +59,7 @@ pub fn metric_matrix(
     p: &McmdParams,
     h: f64,
 ) -> Result<Array2<f64>> {
-    let bm = p.label_kernel.basis_gram(a.y.ncols());
+    let bm = p.label_kernel.basis_gram(a.y.ncols())?;
     let ia = regularised_inverse(a.y, bm.view(), p.eps)?;
     let ib = regularised_inverse(b.y, bm.view(), p.eps)?;
     Ok(ia.dot(&gaussian_gram(a.z, b.z, h)).dot(&ib))
@@ -76,7 +76,7 @@ pub fn mcmd2_matrix(
     p: &McmdParams,
     h: f64,
 ) -> Result<Array2<f64>> {
-    let bm = p.label_kernel.basis_gram(a.y.ncols());
+    let bm = p.label_kernel.basis_gram(a.y.ncols())?;
     let (la, lb) = (
         embedding_coeffs(a.y, bm.view()),
         embedding_coeffs(b.y, bm.view()),
@@ -97,7 +97,7 @@ pub fn mcmd2_matrix(
 /// MAL-Mahalanobis-distance-Euclid). `active = None` uses all classes; unlike
 /// [`super::j_du`], classes without rows are not dropped automatically.
 pub fn j_du(a: &Labelled<f64>, p: &McmdParams, h: f64, active: Option<&[bool]>) -> Result<f64> {
-    let bm = p.label_kernel.basis_gram(a.y.ncols());
+    let bm = p.label_kernel.basis_gram(a.y.ncols())?;
     let l = embedding_coeffs(a.y, bm.view());
     let m = metric_matrix(a, a, p, h)?;
     let c = bm.nrows();
@@ -121,7 +121,7 @@ pub fn j_tu(
     p: &McmdParams,
     h: f64,
 ) -> Result<f64> {
-    let bm = p.label_kernel.basis_gram(s.y.ncols());
+    let bm = p.label_kernel.basis_gram(s.y.ncols())?;
     let (ls, lt) = (
         embedding_coeffs(s.y, bm.view()),
         embedding_coeffs(t.y, bm.view()),

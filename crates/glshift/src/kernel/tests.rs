@@ -169,7 +169,7 @@ fn cme_coefficients_reproduce_dense_inverse() {
     for kernel in KERNELS {
         for soft in [false, true] {
             let a = sample(7, 25, 3, 3, 0.0, soft);
-            let (b, eps) = (kernel.basis_gram(3), 0.03);
+            let (b, eps) = (kernel.basis_gram(3).unwrap(), 0.03);
             let w = cme_coefficients(a.y.t().dot(&a.y).view(), b.view(), eps, 25).unwrap();
             let inv = dense::regularised_inverse(a.y.view(), b.view(), eps).unwrap();
             let want = inv.dot(&a.y).dot(&b); // (εnI + YBYᵀ)⁻¹ Y B
@@ -430,9 +430,9 @@ fn j_du_ignores_classes_without_rows() {
 
 #[test]
 fn label_kernel_gram_and_serde_form() {
-    let b = LabelKernel::Gaussian { sigma: 2.0 }.basis_gram(3);
+    let b = LabelKernel::Gaussian { sigma: 2.0 }.basis_gram(3).unwrap();
     assert_eq!((b[[0, 0]], b[[1, 2]]), (1.0, (-1.0f64).exp()));
-    assert_eq!(LabelKernel::Linear.basis_gram(2), Array2::<f64>::eye(2));
+    assert_eq!(LabelKernel::Linear.basis_gram(2).unwrap(), Array2::<f64>::eye(2));
     let json = serde_json::to_string(&LabelKernel::Gaussian { sigma: 2.0 }).unwrap();
     assert_eq!(json, r#"{"kind":"gaussian","sigma":2.0}"#);
     let back: LabelKernel = serde_json::from_str(r#"{"kind":"linear"}"#).unwrap();

@@ -64,6 +64,8 @@ pub struct MulConfig {
     pub tau: f64,
     /// CME regulariser ε; `None` = the rule 0.01/c.
     pub eps: Option<f64>,
+    /// Label kernel of MCMD: `"linear"` (default) or `"gaussian"` (CKB's σ rule, soft target
+    /// labels in J_TU; docs/ablation.md "Label kernel").
     pub label_kernel: LabelKernel,
     /// How the kernel sums of J_TU and J_DU are computed: `"exact"` (default) or
     /// `{ random_features = r }` (linear time, error ~ 1/√r; README "Performance").
@@ -327,5 +329,14 @@ mod tests {
         let c: FitConfig = toml::from_str("[mul]\nmcmd = { random_features = 0 }").unwrap();
         assert!(matches!(c.validate(), Err(Error::Param { name: "mcmd.random_features", .. })));
         assert!(toml::from_str::<FitConfig>("[mul]\nmcmd = \"fast\"").is_err());
+    }
+
+    #[test]
+    fn label_kernel_reads_from_toml_by_name() {
+        let c: FitConfig = toml::from_str("[mul]\nlabel_kernel = \"gaussian\"").unwrap();
+        assert_eq!(c.mul.label_kernel, LabelKernel::GaussianAuto);
+        c.validate().unwrap();
+        assert_eq!(FitConfig::default().mul.label_kernel, LabelKernel::Linear);
+        assert!(toml::from_str::<FitConfig>("[mul]\nlabel_kernel = \"cubic\"").is_err());
     }
 }

@@ -5,13 +5,19 @@
 //! conditionals apart. Both use the c×c MCMD algebra of `kernel`. [`Mul`] is the method the
 //! training loop calls: these terms on the confident target rows, the importance-weighted
 //! cross-entropy and the J_DU pooling state of Algorithm 1.
+//!
+//! Label kernel (`mul.label_kernel`): with `"linear"` (default) both terms read the τ-confident
+//! target rows and their one-hot pseudo-labels. With `"gaussian"` (Gaussian kernel on the labels,
+//! σ by CKB's rule; `kernel::label_map`) J_TU reads every target row with its soft
+//! probabilities, as CKB's conditional term does, detached (see [`soft_labels`]); J_DU keeps the
+//! paper's confident pseudo-labels.
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::ablation::Discrepancy;
 use super::config::{FitConfig, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, StepOutput};
-use crate::kernel::{self, Labelled, McmdEstimator, McmdParams};
+use crate::kernel::{self, LabelKernel, Labelled, McmdEstimator, McmdParams};
 use crate::nn::one_hot;
 use crate::Result;
 
@@ -20,9 +26,13 @@ pub struct MulInputs<'a> {
     /// Z of the source training rows (n_s × d) and their one-hot labels (n_s × c).
     pub zs: ArrayView2<'a, f32>,
     pub ys: ArrayView2<'a, f32>,
-    /// Z of the confident target rows and their one-hot pseudo-labels.
+    /// Z of the target rows of J_TU and their labels: the confident rows and their one-hot
+    /// pseudo-labels, or (Gaussian label kernel) every row and its soft probabilities.
     pub zt: ArrayView2<'a, f32>,
     pub yt: ArrayView2<'a, f32>,
+    /// The target rows that join J_DU when pooled, where they differ from `zt`/`yt` (soft
+    /// labels in J_TU, confident pseudo-labels in J_DU); None: `zt`/`yt`.
+    pub du_target: Option<(ArrayView2<'a, f32>, ArrayView2<'a, f32>)>,
     /// Estimated target prior (length c) weighting J_TU.
     pub prior: &'a [f64],
     pub params: McmdParams,
@@ -56,6 +66,8 @@ pub struct MulTerms {
     pub lambda_du_effective: f64,
     pub grad_zs: Array2<f32>,
     pub grad_zt: Array2<f32>,
+    /// Gradient on the rows of `du_target` when it was given and J_DU pooled them.
+    pub grad_zt_du: Option<Array2<f32>>,
 }
 
 impl MulTerms {
@@ -69,6 +81,7 @@ impl MulTerms {
             lambda_du_effective: 0.0,
             grad_zs: Array2::zeros((ns, d)),
             grad_zt: Array2::zeros((nt, d)),
+            grad_zt_du: None,
         }
     }
 }
@@ -111,10 +124,12 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
     let mut lambda_du_effective = 0.0;
     let mut j_du = 0.0;
     let mut j_du_source_only = None;
+    let mut grad_zt_du = None;
     if inp.use_du && inp.lambda_du > 0.0 {
-        let pooled = inp.du_pooled && nt > 0;
+        let (zt_du, yt_du) = inp.du_target.unwrap_or((inp.zt, inp.yt));
+        let pooled = inp.du_pooled && zt_du.nrows() > 0;
         let (z, y) = if pooled {
-            (concatenate![Axis(0), inp.zs, inp.zt], concatenate![Axis(0), inp.ys, inp.yt])
+            (concatenate![Axis(0), inp.zs, zt_du], concatenate![Axis(0), inp.ys, yt_du])
         } else {
             (inp.zs.to_owned(), inp.ys.to_owned())
         };
@@ -136,14 +151,34 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
             };
             let scale = -(lambda_du_effective / pairs) as f32;
             grad_zs.scaled_add(scale, &du.grad.slice(s![..ns, ..]));
-            if pooled {
+            if pooled && inp.du_target.is_some() {
+                grad_zt_du = Some(du.grad.slice(s![ns.., ..]).mapv(|g| scale * g));
+            } else if pooled {
                 grad_zt.scaled_add(scale, &du.grad.slice(s![ns.., ..]));
             } else {
                 j_du_source_only = Some(j_du);
             }
         }
     }
-    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, lambda_du_effective, grad_zs, grad_zt })
+    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, lambda_du_effective, grad_zs, grad_zt, grad_zt_du })
+}
+
+/// Soft target labels of J_TU under the Gaussian label kernel: the network's evaluation-mode
+/// probabilities (n_t × c) with the classes of zero `prior` (estimated absent) removed and each
+/// row renormalised (a row left with no mass stays zero). They enter as constants, as in CKB
+/// (`prob_t.detach()`): a gradient through them would let the network lower J_TU by blurring
+/// its predictions instead of moving Z, and would add a term through F that the training loop
+/// does not back-propagate.
+fn soft_labels(probs: ArrayView2<f32>, prior: &[f64]) -> Array2<f32> {
+    let mut y = probs.to_owned();
+    for mut row in y.rows_mut() {
+        row.iter_mut().zip(prior).filter(|(_, &p)| p <= 0.0).for_each(|(v, _)| *v = 0.0);
+        let total: f32 = row.sum();
+        if total > 0.0 {
+            row /= total;
+        }
+    }
+    y
 }
 
 /// MUL as a [`Method`] (paper, Algorithm 1): J_MUL = J_E + λ_TU·J_TU − λ_DU·J_DU
@@ -193,12 +228,17 @@ impl Method for Mul {
         let ys = one_hot::<f32>(inp.ys, c);
         let zt = inp.zt.select(Axis(0), inp.confident);
         let yt = one_hot::<f32>(inp.pseudo_labels, c);
+        // Gaussian label kernel: MCMD's J_TU on every target row with its soft labels (CKB);
+        // class-wise MMD splits rows by pseudo-label and keeps them.
+        let soft_tu = self.params.label_kernel == LabelKernel::GaussianAuto && self.discrepancy == Discrepancy::Mcmd;
+        let soft = soft_tu.then(|| soft_labels(inp.target_probs, inp.prior));
         let m = &self.cfg;
         let terms = mul_terms(&MulInputs {
             zs: inp.zs,
             ys: ys.view(),
-            zt: zt.view(),
-            yt: yt.view(),
+            zt: if soft.is_some() { inp.zt } else { zt.view() },
+            yt: soft.as_ref().map_or(yt.view(), |p| p.view()),
+            du_target: soft.as_ref().map(|_| (zt.view(), yt.view())),
             prior: inp.prior,
             params: self.params,
             mcmd: m.mcmd,
@@ -213,11 +253,27 @@ impl Method for Mul {
         })?;
         let was_pooled = self.du_pooled;
         self.track_pooling(terms.j_du_source_only);
-        // The kernel terms see the confident rows only; the loop wants every target row.
-        let mut grad_zt = Array2::<f32>::zeros(inp.zt.raw_dim());
-        for (r, &i) in inp.confident.iter().enumerate() {
-            grad_zt.row_mut(i).assign(&terms.grad_zt.row(r));
-        }
+        // The kernel terms see the confident rows (J_DU, and J_TU unless soft); the loop wants
+        // every target row.
+        let grad_zt = match soft {
+            Some(_) => {
+                let mut g = terms.grad_zt;
+                if let Some(du) = &terms.grad_zt_du {
+                    for (r, &i) in inp.confident.iter().enumerate() {
+                        let mut row = g.row_mut(i);
+                        row += &du.row(r);
+                    }
+                }
+                g
+            }
+            None => {
+                let mut g = Array2::<f32>::zeros(inp.zt.raw_dim());
+                for (r, &i) in inp.confident.iter().enumerate() {
+                    g.row_mut(i).assign(&terms.grad_zt.row(r));
+                }
+                g
+            }
+        };
         let ce_weights = match inp.estimate {
             Some(e) if self.cfg.importance_weighting => CeWeights::WeightedMean(e.weights.clone()),
             _ => CeWeights::Uniform,
@@ -250,120 +306,4 @@ impl Method for Mul {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernel::LabelKernel;
-    use ndarray::Array2;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    fn blobs(n: usize, c: usize, shift: f32, seed: u64) -> (Array2<f32>, Array2<f32>) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut z = Array2::<f32>::zeros((n, 3));
-        let mut y = Array2::<f32>::zeros((n, c));
-        for i in 0..n {
-            let k = i % c;
-            y[[i, k]] = 1.0;
-            for j in 0..3 {
-                z[[i, j]] = (k * (j + 1)) as f32 + shift + rng.random_range(-0.5..0.5);
-            }
-        }
-        (z, y)
-    }
-
-    fn inputs<'a>(s: &'a (Array2<f32>, Array2<f32>), t: &'a (Array2<f32>, Array2<f32>), prior: &'a [f64], balance: bool) -> MulInputs<'a> {
-        MulInputs {
-            zs: s.0.view(),
-            ys: s.1.view(),
-            zt: t.0.view(),
-            yt: t.1.view(),
-            prior,
-            params: McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear },
-            mcmd: McmdEstimator::Exact,
-            bandwidth_multiplier: 1.0,
-            lambda_tu: 1.0,
-            lambda_du: 0.1,
-            use_tu: true,
-            use_du: true,
-            du_balance: balance,
-            du_pooled: false,
-            discrepancy: Discrepancy::Mcmd,
-        }
-    }
-
-    fn norm(a: &Array2<f32>) -> f64 {
-        a.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt()
-    }
-
-    #[test]
-    fn gradient_is_the_weighted_sum_of_the_kernel_terms() {
-        let (s, t) = (blobs(24, 3, 0.0, 1), blobs(18, 3, 0.4, 2));
-        let prior = [0.5, 0.3, 0.2];
-        let out = mul_terms(&inputs(&s, &t, &prior, false)).unwrap();
-        let h = out.bandwidth;
-        let p = McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear };
-        let tu = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &prior, &p, h).unwrap();
-        let du = kernel::j_du(&Labelled { z: s.0.view(), y: s.1.view() }, &p, h, None).unwrap();
-        let expect_s = &tu.grad_s - &(du.grad.mapv(|g| g * (0.1 / 6.0) as f32));
-        let diff = norm(&(&out.grad_zs - &expect_s)) / norm(&expect_s);
-        assert!(diff < 1e-5, "relative difference {diff}");
-        assert!((out.j_tu - tu.value).abs() < 1e-9 && (out.j_du - du.value / 6.0).abs() < 1e-9);
-        assert_eq!(out.lambda_du_effective, 0.1);
-    }
-
-    #[test]
-    fn balance_rule_makes_du_pull_a_fixed_fraction_of_tu_pull() {
-        let (s, t) = (blobs(24, 3, 0.0, 3), blobs(18, 3, 0.7, 4));
-        let prior = [0.4, 0.4, 0.2];
-        let mut only_tu = inputs(&s, &t, &prior, true);
-        only_tu.use_du = false;
-        let tu = mul_terms(&only_tu).unwrap();
-        let mut only_du = inputs(&s, &t, &prior, true);
-        only_du.use_tu = false;
-        only_du.du_balance = false;
-        only_du.lambda_du = 1.0;
-        let du = mul_terms(&only_du).unwrap();
-        let both = mul_terms(&inputs(&s, &t, &prior, true)).unwrap();
-        let tu_pull = (norm(&tu.grad_zs).powi(2) + norm(&tu.grad_zt).powi(2)).sqrt();
-        let du_pull = norm(&du.grad_zs) * both.lambda_du_effective;
-        assert!((du_pull / tu_pull - 0.1).abs() < 1e-4, "ratio {}", du_pull / tu_pull);
-    }
-
-    #[test]
-    fn classes_without_target_rows_do_not_enter_j_tu() {
-        let s = blobs(24, 3, 0.0, 5);
-        let mut t = blobs(18, 3, 0.3, 6);
-        // Drop class 2 from the target pseudo-labels: J_TU must equal the J_TU over classes 0, 1
-        // with their prior renormalised.
-        let keep: Vec<usize> = (0..18).filter(|i| i % 3 != 2).collect();
-        t = (t.0.select(Axis(0), &keep), t.1.select(Axis(0), &keep));
-        let mut inp = inputs(&s, &t, &[0.25, 0.25, 0.5], false);
-        inp.use_du = false;
-        let out = mul_terms(&inp).unwrap();
-        let p = McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear };
-        let direct = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &[0.5, 0.5, 0.0], &p, out.bandwidth).unwrap();
-        assert!((out.j_tu - direct.value).abs() < 1e-9, "{} vs {}", out.j_tu, direct.value);
-        assert!(out.j_tu > 0.0);
-    }
-
-    #[test]
-    fn random_feature_terms_follow_the_exact_ones() {
-        let (s, t) = (blobs(60, 3, 0.0, 7), blobs(45, 3, 0.6, 8));
-        let prior = [0.3, 0.3, 0.4];
-        let exact = mul_terms(&inputs(&s, &t, &prior, false)).unwrap();
-        let mut rf = inputs(&s, &t, &prior, false);
-        rf.mcmd = McmdEstimator::RandomFeatures(16_384);
-        let approx = mul_terms(&rf).unwrap();
-        let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
-        assert!(rel(approx.j_tu, exact.j_tu) < 0.1 && rel(approx.j_du, exact.j_du) < 0.1, "{} {} vs {} {}", approx.j_tu, approx.j_du, exact.j_tu, exact.j_du);
-        let cos = (&approx.grad_zs * &exact.grad_zs).sum() as f64 / (norm(&approx.grad_zs) * norm(&exact.grad_zs));
-        assert!(cos > 0.9, "gradient direction: cosine {cos}");
-    }
-
-    #[test]
-    fn no_term_gives_zero_gradients() {
-        let z = MulTerms::none(4, 2, 3);
-        assert_eq!((z.j_tu, z.j_du, z.grad_zs.dim(), z.grad_zt.dim()), (0.0, 0.0, (4, 3), (2, 3)));
-        assert!(z.grad_zs.iter().all(|&v| v == 0.0));
-    }
-}
+mod tests;

@@ -34,27 +34,37 @@ pub struct TuDuGrad<T> {
     pub du: Option<TuGrad<T>>,
 }
 
-/// The request of [`j_tu_du`] and the indices of its objectives (tu, du).
-#[allow(clippy::type_complexity)]
-fn tu_du_objectives<T: Real>(
-    s: &Labelled<T>,
-    t: &Labelled<T>,
+/// The objectives of [`j_tu_du`], the indices of its objectives (tu, du), and the label
+/// matrices F of the source and target blocks that the kernel sums read.
+struct TuDuPlan<'a, 'b, T> {
+    objectives: Vec<Objective>,
+    tu: Option<usize>,
+    du: Option<usize>,
+    fs: Features<'a, T>,
+    ft: Features<'b, T>,
+}
+
+fn tu_du_objectives<'a, 'b, T: Real>(
+    s: &Labelled<'a, T>,
+    t: &Labelled<'b, T>,
     spec: &MulObjectives,
     p: &McmdParams,
     h: f64,
-) -> Result<(Vec<Objective>, Option<usize>, Option<usize>)> {
+) -> Result<TuDuPlan<'a, 'b, T>> {
     spec.estimator.validate()?;
     // The target block is only checked when an objective reads it (J_DU on the source alone
-    // may run with no confident target row).
+    // may run with no confident target row). One label map serves the call: σ of the
+    // data-dependent Gaussian label kernel comes from the label rows the call reads.
     let needs_t = spec.prior.is_some() || spec.du == Some(DuRows::Pooled);
-    let bm = if needs_t { prepare(s, t, p, h)? } else { prepare(s, s, p, h)? };
-    let c = bm.nrows();
-    let ws = coefficients(s, &bm, p.eps)?;
+    let map = if needs_t { prepare(s, t, p, h)? } else { prepare(s, s, p, h)? };
+    let c = map.c();
+    let (fs, ws) = embed(s, &map, p.eps)?;
+    let ft = map.features(t.y);
     let mut objectives = Vec::new();
     let mut tu_idx = None;
     if let Some(prior) = spec.prior {
         check_prior(prior, c)?;
-        let wt = coefficients(t, &bm, p.eps)?;
+        let wt = map.coefficients(ft.gram.view(), p.eps, t.y.nrows())?;
         let [gss, gtt, gst] = tu_gammas(&ws, &wt, prior);
         tu_idx = Some(objectives.len());
         objectives.push(Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] });
@@ -68,10 +78,8 @@ fn tu_du_objectives<T: Real>(
             }
             DuRows::Pooled => {
                 let act = du_active(&[s.y, t.y], c, spec.du_active)?;
-                let to64 = |y: ArrayView2<T>| y.mapv(|v| v.to_f64_());
-                let (ys, yt) = (to64(s.y), to64(t.y));
-                let n_pooled = ys.t().dot(&ys) + yt.t().dot(&yt);
-                let wp = cme_coefficients(n_pooled.view(), bm.view(), p.eps, ys.nrows() + yt.nrows())?;
+                let m_pooled = &fs.gram + &ft.gram;
+                let wp = map.coefficients(m_pooled.view(), p.eps, s.y.nrows() + t.y.nrows())?;
                 let g = du_gamma(&wp, &act);
                 // ⟨Γ, S^{pp}⟩ = ⟨Γ, S^{ss}⟩ + ⟨Γ, S^{tt}⟩ + ⟨Γ + Γᵀ, S^{st}⟩.
                 let cross = &g + &g.t();
@@ -81,7 +89,7 @@ fn tu_du_objectives<T: Real>(
         du_idx = Some(objectives.len());
         objectives.push(Objective { terms });
     }
-    Ok((objectives, tu_idx, du_idx))
+    Ok(TuDuPlan { objectives, tu: tu_idx, du: du_idx, fs, ft })
 }
 
 /// J_TU (as [`j_tu`]) and J_DU (as [`j_du`] on the rows `spec.du` names) with their gradients
@@ -94,15 +102,16 @@ pub fn j_tu_du<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<TuDuGrad<T>> {
-    let (objectives, tu_idx, du_idx) = tu_du_objectives(s, t, spec, p, h)?;
-    if objectives.is_empty() {
+    let plan = tu_du_objectives(s, t, spec, p, h)?;
+    let (tu_idx, du_idx) = (plan.tu, plan.du);
+    if plan.objectives.is_empty() {
         return Ok(TuDuGrad { tu: None, du: None });
     }
     let mut out = run(
         &Request {
-            domains: &[dom(s), dom(t)],
+            domains: &[dom(&s.z, &plan.fs), dom(&t.z, &plan.ft)],
             s_blocks: Vec::new(),
-            objectives,
+            objectives: plan.objectives,
             h,
         },
         spec.estimator,
@@ -121,13 +130,13 @@ pub fn j_tu_du_flops<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<f64> {
-    let (objectives, _, _) = tu_du_objectives(s, t, spec, p, h)?;
-    let n_obj = objectives.len();
+    let plan = tu_du_objectives(s, t, spec, p, h)?;
+    let n_obj = plan.objectives.len();
     Ok(match spec.estimator {
         McmdEstimator::Exact => tiled::Plan::new(&Request {
-            domains: &[dom(s), dom(t)],
+            domains: &[dom(&s.z, &plan.fs), dom(&t.z, &plan.ft)],
             s_blocks: Vec::new(),
-            objectives,
+            objectives: plan.objectives,
             h,
         })
         .flops(),

@@ -5,23 +5,29 @@
 mod fused;
 pub use fused::{j_tu_du, j_tu_du_flops, DuRows, MulObjectives, TuDuGrad};
 
+use super::label_map::{Features, LabelMap};
 use super::tiled::{self, Domain, Objective, Request};
-use super::{check_h, check_labelled, cme_coefficients, rff};
+use super::{check_h, check_labelled, rff};
 use super::{shape_err, Labelled, McmdEstimator, McmdParams, TermGrad, TuGrad};
 use crate::{Error, Real, Result};
 use ndarray::{Array1, Array2, ArrayView2};
 
-/// W = (εnI + BN)⁻¹B of one domain, N = YᵀY accumulated in f64.
-fn coefficients<T: Real>(x: &Labelled<T>, b: &Array2<f64>, eps: f64) -> Result<Array2<f64>> {
-    let y = x.y.mapv(|v| v.to_f64_());
-    cme_coefficients(y.t().dot(&y).view(), b.view(), eps, y.nrows())
+/// One domain's label matrix F as the kernel sums read it and its coefficients W
+/// (bilinear map: F = Y, W = (εnI + BN)⁻¹B; see [`super::label_map`]).
+fn embed<'a, T: Real>(x: &Labelled<'a, T>, map: &LabelMap, eps: f64) -> Result<(Features<'a, T>, Array2<f64>)> {
+    let f = map.features(x.y);
+    let w = map.coefficients(f.gram.view(), eps, x.y.nrows())?;
+    Ok((f, w))
 }
 
-fn dom<'b, T>(x: &'b Labelled<'_, T>) -> Domain<'b, T> {
-    Domain {
-        z: x.z.view(),
-        y: x.y.view(),
-    }
+/// The tiled engine's view of a labelled block read as it is (F = Y).
+fn ldom<'b, T>(x: &'b Labelled<'_, T>) -> Domain<'b, T> {
+    Domain { z: x.z.view(), y: x.y.view() }
+}
+
+/// The tiled engine's view of a domain: its features Z and its label matrix F.
+fn dom<'b, T>(z: &'b ArrayView2<'_, T>, f: &'b Features<'_, T>) -> Domain<'b, T> {
+    Domain { z: z.view(), y: f.y.view() }
 }
 
 fn run<T: Real>(req: &Request<T>, est: McmdEstimator) -> tiled::Output<T> {
@@ -58,18 +64,19 @@ pub(super) fn same_block<T>(a: &Labelled<T>, b: &Labelled<T>) -> bool {
     same_view(&a.z, &b.z) && same_view(&a.y, &b.y)
 }
 
-/// Validates two blocks that must share d and c, and the parameters; returns B.
+/// Validates two blocks that must share d and c, and the parameters; returns the label map
+/// resolved on both blocks' labels (one label kernel for both embeddings).
 fn prepare<T: Real>(
     a: &Labelled<T>,
     b: &Labelled<T>,
     p: &McmdParams,
     h: f64,
-) -> Result<Array2<f64>> {
+) -> Result<LabelMap> {
     p.validate()?;
     check_h(h)?;
     check_labelled(a, "a", None, None)?;
     check_labelled(b, "b", Some(a.z.ncols()), Some(a.y.ncols()))?;
-    Ok(p.label_kernel.basis_gram(a.y.ncols()))
+    Ok(LabelMap::new(&p.label_kernel, &[a.y, b.y], a.y.ncols()))
 }
 
 /// G^{ab} = W_aᵀ S^{ab} W_b (c×c): G^{ab}_{kl} = ⟨μ̂ᵃ_k, μ̂ᵇ_l⟩, the inner products of the
@@ -81,14 +88,14 @@ pub fn embedding_gram<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<Array2<f64>> {
-    let bm = prepare(a, b, p, h)?;
-    let wa = coefficients(a, &bm, p.eps)?;
+    let map = prepare(a, b, p, h)?;
+    let (fa, wa) = embed(a, &map, p.eps)?;
     if same_block(a, b) {
-        let s = kernel_sums(&[dom(a)], &[(0, 0)], h).remove(0);
+        let s = kernel_sums(&[dom(&a.z, &fa)], &[(0, 0)], h).remove(0);
         return Ok(wa.t().dot(&s).dot(&wa));
     }
-    let wb = coefficients(b, &bm, p.eps)?;
-    let s = kernel_sums(&[dom(a), dom(b)], &[(0, 1)], h).remove(0);
+    let (fb, wb) = embed(b, &map, p.eps)?;
+    let s = kernel_sums(&[dom(&a.z, &fa), dom(&b.z, &fb)], &[(0, 1)], h).remove(0);
     Ok(wa.t().dot(&s).dot(&wb))
 }
 
@@ -104,22 +111,22 @@ pub fn mcmd2_matrix<T: Real>(
     p: &McmdParams,
     h: f64,
 ) -> Result<Array2<f64>> {
-    let bm = prepare(a, b, p, h)?;
-    let wa = coefficients(a, &bm, p.eps)?;
+    let map = prepare(a, b, p, h)?;
+    let (fa, wa) = embed(a, &map, p.eps)?;
     let (gaa, gbb, gab) = if same_block(a, b) {
-        let s = kernel_sums(&[dom(a)], &[(0, 0)], h).remove(0);
+        let s = kernel_sums(&[dom(&a.z, &fa)], &[(0, 0)], h).remove(0);
         let g = wa.t().dot(&s).dot(&wa);
         (g.clone(), g.clone(), g)
     } else {
-        let wb = coefficients(b, &bm, p.eps)?;
-        let s = kernel_sums(&[dom(a), dom(b)], &[(0, 0), (1, 1), (0, 1)], h);
+        let (fb, wb) = embed(b, &map, p.eps)?;
+        let s = kernel_sums(&[dom(&a.z, &fa), dom(&b.z, &fb)], &[(0, 0), (1, 1), (0, 1)], h);
         (
             wa.t().dot(&s[0]).dot(&wa),
             wb.t().dot(&s[1]).dot(&wb),
             wa.t().dot(&s[2]).dot(&wb),
         )
     };
-    let c = bm.nrows();
+    let c = map.c();
     Ok(Array2::from_shape_fn((c, c), |(k, l)| {
         gaa[[k, k]] + gbb[[l, l]] - 2.0 * gab[[k, l]]
     }))
@@ -202,10 +209,10 @@ pub fn j_du_with<T: Real>(
     est: McmdEstimator,
 ) -> Result<TermGrad<T>> {
     est.validate()?;
-    let bm = prepare(a, a, p, h)?;
-    let act = du_active(&[a.y], bm.nrows(), active)?;
-    let w = coefficients(a, &bm, p.eps)?;
-    Ok(j_du_from_coefficients(a, &w, &act, h, est))
+    let map = prepare(a, a, p, h)?;
+    let act = du_active(&[a.y], map.c(), active)?;
+    let (f, w) = embed(a, &map, p.eps)?;
+    Ok(j_du_from_coefficients(&Labelled { z: a.z, y: f.y.view() }, &w, &act, h, est))
 }
 
 /// J_DU and its gradient from the coefficients `w` (c×c) of the class embeddings Φ Y W e_k and
@@ -220,7 +227,7 @@ pub(super) fn j_du_from_coefficients<T: Real>(
 ) -> TermGrad<T> {
     let mut out = run(
         &Request {
-            domains: &[dom(a)],
+            domains: &[ldom(a)],
             s_blocks: Vec::new(),
             objectives: vec![Objective { terms: vec![(0, 0, du_gamma(w, act))] }],
             h,
@@ -248,7 +255,7 @@ pub(super) fn j_tu_from_coefficients<T: Real>(
     let [gss, gtt, gst] = tu_gammas(ws, wt, prior);
     let mut out = run(
         &Request {
-            domains: &[dom(s), dom(t)],
+            domains: &[ldom(s), ldom(t)],
             s_blocks: Vec::new(),
             objectives: vec![Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] }],
             h,
