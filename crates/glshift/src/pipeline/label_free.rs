@@ -39,7 +39,8 @@ pub const PRIOR_CI_RESAMPLES: usize = 200;
 pub const PRIOR_CI_LEVEL: f64 = 0.9;
 
 /// The bootstrap interval of the fit's prior estimate (None without an estimate or hold-out).
-/// Classes the estimate sets to 0 under `fixed_support` stay 0 in every replicate.
+/// Its replicates are unfloored: a class the floor or the fixed support sets to 0 keeps the
+/// spread of its unfloored estimate.
 pub(super) fn prior_interval(
     fitted: &crate::methods::train::Fitted,
     holdout_labels: &[usize],
@@ -49,14 +50,8 @@ pub(super) fn prior_interval(
     if holdout_labels.is_empty() {
         return Ok(None);
     }
-    let c = reported.target_prior.len();
-    let est = label_shift::FitPrior {
-        soft: cfg.label_shift.soft,
-        floor: cfg.prior_floor_for(c),
-        support: cfg.label_shift.fixed_support.then(|| reported.target_prior.iter().map(|&p| p > 0.0).collect()),
-    };
     let iv = label_shift::fit_prior_interval(
-        &est,
+        cfg.label_shift.soft,
         fitted.holdout_probs.view(),
         holdout_labels,
         fitted.target_probs.view(),
