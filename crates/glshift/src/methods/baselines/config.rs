@@ -27,6 +27,8 @@ use crate::{Error, Result};
 pub struct BaselineConfig {
     /// λ, the weight of the transfer term in the feature network's objective. For the
     /// adversarial methods it is the final value of the scheduled gradient-reversal coefficient.
+    /// Default 1: DANN's λ (Ganin et al. 2016, sec. 5.2.2, the ramp's end value), CDAN's code
+    /// (`trade_off: 1.0`), DAN's and JAN's λ = 1 (their released code); CORAL: see `coral`.
     pub trade_off: f64,
     /// γ of the gradient-reversal schedule λ_p = λ·(2/(1 + exp(−γp)) − 1), p ∈ [0, 1] the
     /// adaptation progress (Ganin et al. 2016, sec. 5.2.2: γ = 10).
@@ -34,11 +36,14 @@ pub struct BaselineConfig {
     /// Hidden widths of the domain discriminator (Ganin et al. 2016 and Long et al. 2018:
     /// 1024 → 1024 → 1, ReLU, dropout 0.5).
     pub discriminator_hidden: Vec<usize>,
+    /// Dropout after each hidden layer of the discriminator (the same sources: 0.5).
     pub discriminator_dropout: f32,
     /// Number of Gaussian kernels of the multi-kernel on Z (DAN, JAN): bandwidths
-    /// 2^(−2..=2) × the mean pairwise squared distance for 5.
+    /// 2^(−2..=2) × the mean pairwise squared distance for 5 (the `kernel_mul = 2.0`,
+    /// `kernel_num = 5` family of DAN/JAN's released PyTorch code, thuml/Xlearn).
     pub mk_kernels: usize,
-    /// JAN's Gaussian bandwidth on the softmax predictions, exp(−‖ŷ − ŷ'‖²/1.68).
+    /// JAN's Gaussian bandwidth on the softmax predictions, exp(−‖ŷ − ŷ'‖²/1.68) (the fixed
+    /// `fix_sigma = 1.68` of JAN's released code for the prediction layer).
     pub jan_prediction_bandwidth: f64,
     /// CDAN: above this many dimensions (d_Z·c) the multilinear map is replaced by the
     /// randomized one (Long et al. 2018, sec. 3.1: 4096).
@@ -58,15 +63,23 @@ pub struct BaselineConfig {
     pub iterations: usize,
     /// Rows per domain in a mini-batch (CDAN's code: 36).
     pub batch_size: usize,
-    /// lr₀ of lr_p = lr₀·(1 + αp)^−β, for G, F and the discriminator.
+    /// lr₀ of lr_p = lr₀·(1 + αp)^−β, for G, F and the discriminator: 0.01 (DANN sec. 5.2.2
+    /// μ₀; CDAN's code 0.001 × 10 on layers trained from scratch, module docs).
     pub lr: f64,
+    /// α = 10 of the annealing (DANN sec. 5.2.2; CDAN's code `gamma: 0.001` per iteration
+    /// over 10 000 iterations, the same curve).
     pub lr_alpha: f64,
+    /// β = 0.75 of the annealing (DANN sec. 5.2.2; CDAN's code `power: 0.75`).
     pub lr_beta: f64,
+    /// SGD momentum 0.9 (DANN sec. 5.2.2; CDAN's code).
     pub momentum: f64,
+    /// Nesterov momentum (CDAN's code: `nesterov: True`; DANN's paper does not say).
     pub nesterov: bool,
-    /// Coupled L2 weight decay of SGD (Linear weights).
+    /// Coupled L2 weight decay of SGD (Linear weights): 1e-3 = CDAN's code 5e-4 × its decay
+    /// multiplier 2 on new layers.
     pub weight_decay: f64,
-    /// PADA: iterations between two refreshes of the class weights γ.
+    /// PADA: iterations between two refreshes of the class weights γ (500, the `update_iter`
+    /// of PADA's released training script).
     pub pada_update_interval: usize,
 }
 
