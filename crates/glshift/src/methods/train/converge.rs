@@ -234,6 +234,16 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_negative_or_non_finite_gain_threshold_is_refused() {
+        for k in [-1.0, f64::NAN, f64::INFINITY] {
+            let c = FitConfig { pretrain_min_gain_se: k, ..cfg() };
+            let err = c.validate().expect_err("must be refused");
+            assert!(err.to_string().contains("pretrain_min_gain_se"), "{err}");
+        }
+        FitConfig { pretrain_min_gain_se: 0.0, ..cfg() }.validate().unwrap();
+    }
+
     fn state<'a>(prior: &'a [f64], confident: &'a [usize], labels: &'a [usize], pooled: bool) -> AdaptState<'a> {
         AdaptState { prior: Some(prior), confident, labels, n_target: 100, du_pooled: pooled }
     }
