@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use glshift::data;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift_experiments::protocol::{self, Protocol};
 
+use crate::pair::PairArgs;
 use crate::progress::TrainBar;
 
 /// The model file `fit` writes into its output folder (`glshift predict --model`).
@@ -19,15 +19,8 @@ pub const MODEL_FILE: &str = "model.glshift";
 
 #[derive(Args, Debug)]
 pub struct FitArgs {
-    /// Folder holding the domains (npy layout, MATLAB v5 .mat files or CSV files).
-    #[arg(long)]
-    pub data: PathBuf,
-    /// Labelled source domain name (e.g. amazon).
-    #[arg(long)]
-    pub source: String,
-    /// Target domain name; its labels, if present, are used only to score the result.
-    #[arg(long)]
-    pub target: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     /// Method: `mul`, `source` or a baseline (docs/methods.md; an unknown name lists every
     /// method). Overrides the config file.
     #[arg(long)]
@@ -81,13 +74,13 @@ pub fn run(args: FitArgs) -> Result<()> {
 }
 
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
-    let (source, target) = data::load_pair(&args.data, &args.source, &args.target)?;
+    let (source, target) = args.pair.load()?;
     let proto = Protocol::parse(&args.setting, source.n_classes(), args.pda_classes)?;
     let (source, target) = protocol::apply(proto, &source, &target)?;
-    let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.source, args.target), args.quiet);
+    let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.quiet);
     let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));
     bar.finish();
-    let mut out = out.with_context(|| format!("training {} → {} failed", args.source, args.target))?;
+    let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
     let report = serde_json::to_vec_pretty(&out.report)?;
     let mut files = vec![

@@ -6,6 +6,7 @@ mod demo;
 mod extract;
 mod fit;
 mod iw;
+mod pair;
 mod perf;
 mod predict;
 mod progress;

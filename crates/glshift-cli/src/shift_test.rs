@@ -16,18 +16,12 @@ use ndarray::Axis;
 use serde_json::json;
 
 use crate::fit::resolve_config;
+use crate::pair::PairArgs;
 
 #[derive(Args, Debug)]
 pub struct TestArgs {
-    /// Data folder (npy layout, MATLAB v5 or CSV).
-    #[arg(long)]
-    pub data: PathBuf,
-    /// Labelled source domain.
-    #[arg(long)]
-    pub source: String,
-    /// Target domain (labels, if any, are not read).
-    #[arg(long)]
-    pub target: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     /// Relabellings per class of the permutation test.
     #[arg(long, default_value_t = DEFAULT_PERMUTATIONS)]
     pub permutations: usize,
@@ -78,7 +72,7 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
         bail!("{}: --out must be a JSON file path, and a folder of that name exists", a.out.display());
     }
     let cfg = resolve_config(a.config.as_ref(), a.method.as_deref(), Some(a.seed))?;
-    let (source, target) = data::load_pair(&a.data, &a.source, &a.target)?;
+    let (source, target) = a.pair.load()?;
     let c = source.n_classes();
     let t_fit = Instant::now();
     let run = pipeline::run(&source, &target, &cfg, &mut |_| {})?;

@@ -1,6 +1,7 @@
 //! `glshift._core`: the Python extension of glshift. A thin layer over the core's estimator API
-//! (`glshift::model`) and label-shift suite (`glshift::label_shift::suite`): array
-//! conversions, error mapping and GIL handling only. The scikit-learn conventions (parameters,
+//! (`glshift::model`), label-shift suite (`glshift::label_shift::suite`) and per-class
+//! conditional test (`glshift::kernel::cond_test`): array conversions, error mapping and GIL
+//! handling only. The scikit-learn conventions (parameters,
 //! label encoding, `sample_domain`) live in the pure-Python package `glshift` around it.
 //!
 //! Errors: every `glshift::Error` becomes a Python exception carrying the core's message:
@@ -12,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use glshift::kernel::cond_test::{conditional_shift_test as conditional_shift_test_core, CondTestParams};
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
 use glshift::label_shift::{IntervalMethod, ShiftInputs};
 use glshift::methods::{FitConfig, MethodKind, Progress};
@@ -327,6 +329,48 @@ fn estimate_shift(
         .collect())
 }
 
+/// Per-class MCMD² permutation test (`glshift shift test` on arrays, `kernel::cond_test`):
+/// rows `xa` (n_a × d) with class assignments `ya`, rows `xb` (n_b × d) with `yb`, `n_classes`
+/// classes. `eps` defaults to the fit's ε for `n_classes` (MUL's default settings), `bandwidth`
+/// to the mean pairwise squared distance of the pooled rows (the rule `glshift shift test` uses).
+/// Returns the result as JSON (per_class, reject_any, alpha, permutations) plus the bandwidth
+/// and ε used.
+#[pyfunction]
+#[pyo3(signature = (xa, ya, xb, yb, n_classes, permutations, seed, alpha, eps=None, bandwidth=None))]
+#[allow(clippy::too_many_arguments)]
+fn conditional_shift_test(
+    py: Python<'_>,
+    xa: PyReadonlyArray2<'_, f32>,
+    ya: PyReadonlyArray1<'_, i64>,
+    xb: PyReadonlyArray2<'_, f32>,
+    yb: PyReadonlyArray1<'_, i64>,
+    n_classes: usize,
+    permutations: usize,
+    seed: u64,
+    alpha: f64,
+    eps: Option<f64>,
+    bandwidth: Option<f64>,
+) -> PyResult<String> {
+    let (za, zb) = (owned(&xa), owned(&xb));
+    let ia = labels_to_indices("source assignments", &ya.as_array().to_vec())?;
+    let ib = labels_to_indices("target assignments", &yb.as_array().to_vec())?;
+    let eps = eps.unwrap_or_else(|| FitConfig::default().mul.mcmd_params(n_classes).eps);
+    let (res, h) = py
+        .detach(|| {
+            let h = match bandwidth {
+                Some(h) => h,
+                None => glshift::kernel::bandwidth(&[za.view(), zb.view()], 1.0)?,
+            };
+            let p = CondTestParams { permutations, seed, eps, h, alpha };
+            conditional_shift_test_core(za.view(), &ia, zb.view(), &ib, n_classes, &p).map(|r| (r, h))
+        })
+        .map_err(py_err)?;
+    let mut v = serde_json::to_value(&res).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    v["bandwidth"] = h.into();
+    v["eps"] = eps.into();
+    Ok(v.to_string())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -334,5 +378,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_config, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_shift, m)?)?;
+    m.add_function(wrap_pyfunction!(conditional_shift_test, m)?)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ See docs/python.md in the glshift repository.
 """
 
 from ._core import __version__
+from ._cond_test import ConditionalTest, conditional_shift_test
 from ._estimators import METHODS, MUL, Adapter, SourceOnly, load
 from ._shift import SUITE, ShiftResult, bbse, bbse_qp, estimate_shift, mlls, rlls
 
@@ -26,4 +27,6 @@ __all__ = [
     "bbse_qp",
     "rlls",
     "mlls",
+    "ConditionalTest",
+    "conditional_shift_test",
 ]

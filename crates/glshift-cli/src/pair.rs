@@ -1,0 +1,28 @@
+//! The `--data DIR --source A --target B` arguments shared by the commands that train on one
+//! domain pair (`fit`, `shift test`), flattened into each command's own arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use glshift::data::{self, Domain};
+
+#[derive(Args, Debug, Clone)]
+pub struct PairArgs {
+    /// Folder holding the domains (npy layout, MATLAB v5 .mat files or CSV files).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Labelled source domain name (e.g. amazon).
+    #[arg(long)]
+    pub source: String,
+    /// Target domain name; its labels, if present, never train or test anything (`fit` reads
+    /// them only to score the result).
+    #[arg(long)]
+    pub target: String,
+}
+
+impl PairArgs {
+    /// Loads the two domains (errors name the file and the problem).
+    pub fn load(&self) -> glshift::Result<(Domain, Domain)> {
+        data::load_pair(&self.data, &self.source, &self.target)
+    }
+}
