@@ -16,9 +16,7 @@
 //!   on the c class vertices, L ≈ F B⁻¹ Fᵀ (B_kl = k_Y(e_k, e_l) = γ + (1 − γ)δ_kl,
 //!   γ = exp(−2/σ), positive definite for σ > 0). The push-through identity
 //!   (εnI + F B⁻¹ Fᵀ)⁻¹ F = F (εnB + FᵀF)⁻¹ B gives
-//!
-//!       μ̂_k = Φ F W e_k,   W = (εnB + FᵀF)⁻¹ B   (c×c),
-//!
+//!   μ̂_k = Φ F W e_k with W = (εnB + FᵀF)⁻¹ B (c×c),
 //!   so the tiled engine reads F where the bilinear map reads Y, and memory stays O(n·c).
 //!   For one-hot rows F = Y B, F B⁻¹ Fᵀ = Y B Yᵀ is the exact Gram and F W = Y (εnI + BN)⁻¹B:
 //!   the vertex map then equals the bilinear map with the same σ. For soft rows the kernel
