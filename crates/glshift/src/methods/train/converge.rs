@@ -73,15 +73,13 @@ impl PretrainStopper {
 }
 
 /// Mean (summed in row order, as `calibration::nll_at`) and standard error sd/√n (sd with
-/// n − 1; 0 for one row).
+/// n − 1, from [`crate::eval::mean_std`]; 0 for one row; (0, 0) for none).
 pub(super) fn mean_and_se(rows: &[f64]) -> (f64, f64) {
-    let n = rows.len().max(1) as f64;
-    let mean = rows.iter().sum::<f64>() / n;
-    if rows.len() < 2 {
-        return (mean, 0.0);
+    if rows.is_empty() {
+        return (0.0, 0.0);
     }
-    let var = rows.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, (var / n).sqrt())
+    let (mean, sd) = crate::eval::mean_std(rows);
+    (mean, sd / (rows.len() as f64).sqrt())
 }
 
 /// What [`PretrainStopper::observe`] says about one iteration.
