@@ -58,6 +58,13 @@ fn same_view<T>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> bool {
     a.as_ptr() == b.as_ptr() && a.dim() == b.dim() && a.strides() == b.strides()
 }
 
+/// `Wᵀ S W` of one block against itself (the one-block case of [`embedding_gram`] and
+/// [`mcmd2_matrix`]): S the c′×c′ kernel sum of the block's features, W its coefficients.
+fn one_block_gram<T: Real>(a: &Labelled<T>, fa: &Features<T>, wa: &Array2<f64>, h: f64) -> Array2<f64> {
+    let s = kernel_sums(&[dom(&a.z, fa)], &[(0, 0)], h).remove(0);
+    wa.t().dot(&s).dot(wa)
+}
+
 /// True when both blocks are views of the same memory: G^{aa} = G^{bb} = G^{ab}, so one
 /// kernel sum suffices.
 pub(super) fn same_block<T>(a: &Labelled<T>, b: &Labelled<T>) -> bool {
@@ -91,8 +98,7 @@ pub fn embedding_gram<T: Real>(
     let map = prepare(a, b, p, h)?;
     let (fa, wa) = embed(a, &map, p.eps)?;
     if same_block(a, b) {
-        let s = kernel_sums(&[dom(&a.z, &fa)], &[(0, 0)], h).remove(0);
-        return Ok(wa.t().dot(&s).dot(&wa));
+        return Ok(one_block_gram(a, &fa, &wa, h));
     }
     let (fb, wb) = embed(b, &map, p.eps)?;
     let s = kernel_sums(&[dom(&a.z, &fa), dom(&b.z, &fb)], &[(0, 1)], h).remove(0);
@@ -114,8 +120,7 @@ pub fn mcmd2_matrix<T: Real>(
     let map = prepare(a, b, p, h)?;
     let (fa, wa) = embed(a, &map, p.eps)?;
     let (gaa, gbb, gab) = if same_block(a, b) {
-        let s = kernel_sums(&[dom(&a.z, &fa)], &[(0, 0)], h).remove(0);
-        let g = wa.t().dot(&s).dot(&wa);
+        let g = one_block_gram(a, &fa, &wa, h);
         (g.clone(), g.clone(), g)
     } else {
         let (fb, wb) = embed(b, &map, p.eps)?;
