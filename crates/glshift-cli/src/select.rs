@@ -143,8 +143,18 @@ fn print_summary(o: &SelectOutcome, elapsed: f64) {
             "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
             c.name, f(sc.iwcv), f(sc.dev_normalised), f(sc.snd), f(sc.neg_entropy), f(sc.circular), f(c.rule_value), c.adapt_iterations
         );
-        c.warnings.iter().for_each(|w| eprintln!("  warning ({}): {w}", c.name));
     }
+    // Each distinct warning once, with the candidates it concerns (most are the data's).
+    let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &s.candidates {
+        for w in &c.warnings {
+            match seen.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, names)) => names.push(c.name.as_str()),
+                None => seen.push((w.as_str(), vec![c.name.as_str()])),
+            }
+        }
+    }
+    seen.iter().for_each(|(w, names)| eprintln!("warning ({}): {w}", names.join(", ")));
     eprintln!("chosen: {} — {}", s.chosen_name, s.reason);
     if let Some(e) = &o.evaluation {
         let accs: Vec<String> = s.candidates.iter().zip(&e.target_accuracy).map(|(c, a)| format!("{} {:.2}%", c.name, 100.0 * a)).collect();
