@@ -82,14 +82,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     bar.finish();
     let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
-    let report = serde_json::to_vec_pretty(&out.report)?;
-    let mut files = vec![
-        (args.out.join("report.json"), report),
-        (args.out.join("predictions.csv"), out.predictions_csv().into_bytes()),
-        (args.out.join(MODEL_FILE), out.model.to_bytes()?),
-    ];
-    files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (args.out.join(name), bytes)));
-    write_files_atomically(&files)?;
+    write_files_atomically(&run_files(&args.out, &out)?)?;
     let r = &out.report;
     for w in &r.warnings {
         eprintln!("warning: {w}");
@@ -119,6 +112,18 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     }
     eprintln!("wrote {}", args.out.display());
     Ok(())
+}
+
+/// The files of a run in `dir`: report.json, predictions.csv, the model and the
+/// representations (for `write_files_atomically`, with whatever else the command writes).
+pub fn run_files(dir: &std::path::Path, out: &pipeline::RunOutput) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut files = vec![
+        (dir.join("report.json"), serde_json::to_vec_pretty(&out.report)?),
+        (dir.join("predictions.csv"), out.predictions_csv().into_bytes()),
+        (dir.join(MODEL_FILE), out.model.to_bytes()?),
+    ];
+    files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (dir.join(name), bytes)));
+    Ok(files)
 }
 
 /// Refuses an output folder that cannot be written, before any work is done: the folder is

@@ -11,6 +11,7 @@ mod perf;
 mod predict;
 mod progress;
 mod report;
+mod select;
 mod shift;
 mod shift_test;
 
@@ -29,6 +30,8 @@ struct Cli {
 enum Command {
     /// Train on a labelled source domain and an unlabelled target domain; write report.json and predictions.csv.
     Fit(fit::FitArgs),
+    /// Fit a few candidate configurations (shared pre-training), choose one by label-free scores; write selection.json and the chosen model.
+    Select(select::SelectArgs),
     /// Apply a saved model (OUT/model.glshift of `fit`) to a domain or a features file; write predictions.csv and report.json.
     Predict(predict::PredictArgs),
     /// Run `source` and `mul` on a built-in seeded synthetic generalized-label-shift task (no files needed).
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fit(args) => fit::run(args),
+        Command::Select(args) => select::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),

@@ -31,6 +31,7 @@ pub mod pipeline;
 pub mod real;
 pub mod records;
 pub mod scorers;
+pub mod select;
 
 pub use error::{Error, Result};
 pub use real::Real;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{Domain, LabelRule};
 use crate::model::dataset::check_domains;
-use crate::eval::{self, EmbeddingMetrics};
+use crate::eval::EmbeddingMetrics;
 use crate::label_shift;
 use crate::nn::argmax_row;
 use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
@@ -16,6 +16,7 @@ use crate::model::{Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::records::Protocol;
 use crate::{Error, Result};
 
+mod evaluate;
 mod label_free;
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 use label_free::{diagnose, prior_interval};
@@ -283,31 +284,6 @@ fn run_inner(
     let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
     let prior_ci = prior_interval(&fitted, &holdout_labels, cfg)?;
 
-    // Evaluation only: the target labels enter here, after the model is final.
-    let embedding_metrics = match &target.labels {
-        Some(truth) => Some(eval::embedding_metrics(
-            fitted.source_z.view(),
-            source_y,
-            fitted.target_z.view(),
-            truth,
-            c,
-            &cfg.mul.mcmd_params(c),
-        )?),
-        None => None,
-    };
-    let evaluation = match &target.labels {
-        Some(truth) => {
-            let s = eval::score(&predictions, truth, c)?;
-            Some(Evaluation {
-                prior_l1_error: estimated.as_ref().map(|p| label_shift::l1_distance(p, &s.true_prior)),
-                source_target_prior_l1: label_shift::l1_distance(&fitted.source_prior, &s.true_prior),
-                target_accuracy: s.accuracy,
-                per_class_accuracy: s.per_class_accuracy,
-                true_target_prior: s.true_prior,
-            })
-        }
-        None => None,
-    };
     let report = FitReport {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
         method: cfg.method.to_string(),
@@ -336,16 +312,16 @@ fn run_inner(
         history: fitted.history.clone(),
         elapsed_seconds,
         pretraining_reused: fitted.pretraining_reused,
-        target_accuracy: evaluation.as_ref().map(|e| e.target_accuracy),
-        per_class_accuracy: evaluation.as_ref().map(|e| e.per_class_accuracy.clone()),
-        true_target_prior: evaluation.as_ref().map(|e| e.true_target_prior.clone()),
-        prior_l1_error: evaluation.as_ref().and_then(|e| e.prior_l1_error),
-        source_target_prior_l1: evaluation.as_ref().map(|e| e.source_target_prior_l1),
-        embedding_metrics,
+        target_accuracy: None,
+        per_class_accuracy: None,
+        true_target_prior: None,
+        prior_l1_error: None,
+        source_target_prior_l1: None,
+        embedding_metrics: None,
         warnings,
         diagnostics,
     };
-    Ok(RunOutput {
+    let mut out = RunOutput {
         report,
         target_probs: fitted.target_probs,
         holdout_probs: fitted.holdout_probs,
@@ -355,7 +331,12 @@ fn run_inner(
         target_z: fitted.target_z,
         source_labels: source_y.to_vec(),
         network: fitted.network,
-        target_labels: target.labels.clone(),
+        target_labels: None,
         model,
-    })
+    };
+    // Evaluation only: the target labels enter here, after the model is final.
+    if let Some(truth) = &target.labels {
+        out.evaluate(truth)?;
+    }
+    Ok(out)
 }

@@ -1,0 +1,164 @@
+//! `glshift select`: fit a few candidate configurations on one task (one shared pre-training),
+//! score each without target labels, keep the best; write OUT/selection.json and the chosen
+//! model's report.json, predictions.csv and model file, all atomically (docs/select.md).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use glshift::output::write_files_atomically;
+use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule};
+use glshift_experiments::protocol::{self, Protocol};
+
+use crate::fit::{check_out_dir, resolve_config, run_files};
+use crate::pair::PairArgs;
+use crate::progress::TrainBar;
+
+/// The selection rule (docs/select.md; the default is provisional).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScorerArg {
+    /// Label-shift IWCV on the source hold-out, one w for all candidates.
+    Iwcv,
+    /// Deep embedded validation (domain-classifier weights on the candidate's Z).
+    Dev,
+    /// DEV with the weights divided by their mean.
+    DevNormalised,
+    /// Soft neighbourhood density of the target predictions.
+    Snd,
+    /// Mean entropy of the target predictions (lower is better).
+    Entropy,
+    /// Circular (reverse) validation accuracy on the source hold-out.
+    Circular,
+    /// Mean rank over iwcv, dev-normalised, snd, entropy and circular.
+    MeanRank,
+}
+
+impl From<ScorerArg> for SelectRule {
+    fn from(s: ScorerArg) -> SelectRule {
+        match s {
+            ScorerArg::Iwcv => SelectRule::Iwcv,
+            ScorerArg::Dev => SelectRule::Dev,
+            ScorerArg::DevNormalised => SelectRule::DevNormalised,
+            ScorerArg::Snd => SelectRule::Snd,
+            ScorerArg::Entropy => SelectRule::Entropy,
+            ScorerArg::Circular => SelectRule::Circular,
+            ScorerArg::MeanRank => SelectRule::MeanRank,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SelectArgs {
+    #[command(flatten)]
+    pub pair: PairArgs,
+    /// TOML file of `[[candidate]]` tables (docs/select.md); default: source, mul, mul-no-du, mul-weak.
+    #[arg(long)]
+    pub candidates: Option<PathBuf>,
+    /// Selection rule.
+    #[arg(long, value_enum, default_value = "mean-rank")]
+    pub scorer: ScorerArg,
+    /// Task protocol: uda, pda or gls (as `glshift fit`).
+    #[arg(long, default_value = "uda")]
+    pub setting: String,
+    /// Number of target classes kept in pda (default: half of the classes).
+    #[arg(long)]
+    pub pda_classes: Option<usize>,
+    /// Random seed of every candidate. Overrides the config file.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// TOML file of settings over the defaults: the base every candidate overrides.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Output folder for selection.json and the chosen model's files.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: SelectArgs) -> Result<()> {
+    let base = resolve_config(args.config.as_ref(), None, args.seed)?;
+    let candidates = match &args.candidates {
+        Some(path) => read_candidates_file(path, &base)?,
+        None => default_candidates(),
+    };
+    let params = SelectParams::new(base).candidates(candidates).rule(args.scorer.into()).check()?;
+    let created = check_out_dir(&args.out)?;
+    let result = run_checked(&args, &params);
+    if result.is_err() && created {
+        // Only removes the folder this run created, and only while it is still empty.
+        let _ = std::fs::remove_dir(&args.out);
+    }
+    result
+}
+
+fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams) -> Result<()> {
+    let (source, target) = args.pair.load()?;
+    let proto = Protocol::parse(&args.setting, source.n_classes(), args.pda_classes)?;
+    let (source, target) = protocol::apply(proto, &source, &target)?;
+    let started = Instant::now();
+    let mut bar: Option<(usize, TrainBar)> = None;
+    let outcome = params.select(&source, &target, &mut |i, p| {
+        if bar.as_ref().map(|b| b.0) != Some(i) {
+            bar.take().map(|(_, b)| b.finish());
+            let label = format!("candidate {}/{} {}→{}", i + 1, params.configs().len(), args.pair.source, args.pair.target);
+            bar = Some((i, TrainBar::new(&label, args.quiet)));
+        }
+        bar.as_ref().map(|(_, b)| b.update(p));
+    });
+    bar.take().map(|(_, b)| b.finish());
+    let mut outcome = outcome.with_context(|| format!("selecting on {} → {} failed", args.pair.source, args.pair.target))?;
+    let elapsed = started.elapsed().as_secs_f64();
+    outcome.chosen.report.protocol = proto;
+    let mut file = serde_json::json!({
+        "glshift_version": env!("CARGO_PKG_VERSION"),
+        "source": source.name,
+        "target": target.name,
+        "protocol": proto,
+        "selection": outcome.selection,
+        "target_evaluation": outcome.evaluation,
+        "elapsed_seconds": elapsed,
+    });
+    if outcome.evaluation.is_none() {
+        // No target labels: no evaluation field at all (not a null).
+        file.as_object_mut().map(|o| o.remove("target_evaluation"));
+    }
+    let mut files = run_files(&args.out, &outcome.chosen)?;
+    files.push((args.out.join("selection.json"), serde_json::to_vec_pretty(&file)?));
+    write_files_atomically(&files)?;
+    print_summary(&outcome, elapsed);
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
+fn print_summary(o: &SelectOutcome, elapsed: f64) {
+    let s = &o.selection;
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    eprintln!("{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}", "candidate", "iwcv", "dev-n", "snd", "-entropy", "circular", "rule", "adapt");
+    for c in &s.candidates {
+        let sc = &c.scores;
+        eprintln!(
+            "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+            c.name, f(sc.iwcv), f(sc.dev_normalised), f(sc.snd), f(sc.neg_entropy), f(sc.circular), f(c.rule_value), c.adapt_iterations
+        );
+    }
+    // Each distinct warning once, with the candidates it concerns (most are the data's).
+    let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &s.candidates {
+        for w in &c.warnings {
+            match seen.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, names)) => names.push(c.name.as_str()),
+                None => seen.push((w.as_str(), vec![c.name.as_str()])),
+            }
+        }
+    }
+    seen.iter().for_each(|(w, names)| eprintln!("warning ({}): {w}", names.join(", ")));
+    eprintln!("chosen: {} — {}", s.chosen_name, s.reason);
+    if let Some(e) = &o.evaluation {
+        let accs: Vec<String> = s.candidates.iter().zip(&e.target_accuracy).map(|(c, a)| format!("{} {:.2}%", c.name, 100.0 * a)).collect();
+        eprintln!("target accuracy (evaluation only, after the choice): {}", accs.join(", "));
+    }
+    eprintln!("select took {elapsed:.1} s");
+}

@@ -1,0 +1,303 @@
+//! Model selection without target labels (issue 14, item 3): fit every candidate
+//! configuration on one task, score each with label-free scorers, keep the best.
+//!
+//! With candidates `θ_1 … θ_m` (a method and MUL's λ_TU, λ_DU, τ over one base configuration)
+//! and label-free scores `s_j(θ)` (higher is better), the rule picks
+//!
+//! ```text
+//! θ̂ = argmax_θ s_r(θ)                          (one scorer r), or
+//! θ̂ = argmin_θ (1/|R|) Σ_{j∈R} rank_j(θ)       (mean rank over the scorers R)
+//! ```
+//!
+//! ties going to the earlier candidate. Every candidate shares one pre-training (the
+//! [`PretrainCache`]: the base configuration fixes seed, network and pre-training), and MUL's
+//! adaptation ends by its label-free stop, so a selection costs one pre-training plus one
+//! adaptation per candidate.
+//!
+//! **IWCV's class weights.** Label-shift IWCV estimates the target risk as a w-weighted source
+//! hold-out risk. Scoring each candidate with its own ŵ would compare risks under different
+//! target distributions, and reward a candidate for estimating the weights that suit it. One
+//! w serves all: `w = p̂ᵗ_MLLS / pˢ` from the pre-trained network (the source-only black box
+//! that BBSE and MLLS assume, calibrated on the hold-out; MLLS's prior is in its
+//! diagnostics). It is computed before any adaptation, so no candidate's alignment feeds it.
+//!
+//! **Target labels** are removed from the target before any candidate is fitted; they are
+//! read once, after the choice, to score every candidate (`SelectOutcome::evaluation`) and
+//! the chosen model's report.
+
+mod candidates;
+mod linear;
+mod scores;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use candidates::{default_candidates, read_candidates_file, Candidate};
+pub use scores::{CandidateScores, SelectRule, SND_MAX_ROWS, SND_TEMPERATURE};
+
+use crate::data::Domain;
+use crate::label_shift::FitDiagnostics;
+use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress, Stage};
+use crate::pipeline::{self, RunOutput};
+use crate::{eval, Error, Result};
+
+/// Unchecked settings of a selection: the base configuration (seed, network, pre-training and
+/// every setting a candidate does not override), the candidates, the rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectParams {
+    base: FitConfig,
+    candidates: Vec<Candidate>,
+    rule: SelectRule,
+}
+
+impl Default for SelectParams {
+    fn default() -> Self {
+        SelectParams { base: FitConfig::default(), candidates: default_candidates(), rule: SelectRule::default() }
+    }
+}
+
+impl SelectParams {
+    /// The default candidates and rule over `base`.
+    pub fn new(base: FitConfig) -> Self {
+        SelectParams { base, ..Self::default() }
+    }
+
+    pub fn candidates(mut self, candidates: Vec<Candidate>) -> Self {
+        self.candidates = candidates;
+        self
+    }
+
+    pub fn rule(mut self, rule: SelectRule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// The seed of every candidate (and of the scorers' subsampling).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.base.seed = seed;
+        self
+    }
+
+    /// Validates the base and every candidate's configuration, and refuses what the scorers
+    /// cannot work with (no source hold-out).
+    pub fn check(self) -> Result<CheckedSelectParams> {
+        self.base.validate()?;
+        if self.base.label_shift.confusion != crate::methods::config::ConfusionRows::Holdout {
+            return Err(Error::param(
+                "label_shift.confusion",
+                "train",
+                "select scores candidates on the source hold-out: use confusion = \"holdout\"",
+            ));
+        }
+        let configs = candidates::check_candidates(&self.candidates, &self.base)?;
+        Ok(CheckedSelectParams { params: self, configs })
+    }
+}
+
+/// Settings that passed [`SelectParams::check`].
+#[derive(Clone, Debug)]
+pub struct CheckedSelectParams {
+    params: SelectParams,
+    configs: Vec<FitConfig>,
+}
+
+/// One candidate as scored (`selection.json → candidates`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScoredCandidate {
+    pub name: String,
+    pub candidate: Candidate,
+    /// The full configuration it was fitted with.
+    pub config: FitConfig,
+    pub scores: CandidateScores,
+    /// The value the rule compared (the score, or minus the mean rank).
+    pub rule_value: Option<f64>,
+    pub pretrain_iterations: usize,
+    pub adapt_iterations: usize,
+    pub estimated_target_prior: Option<Vec<f64>>,
+    pub diagnostics: Option<FitDiagnostics>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// The class weights every candidate's IWCV used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IwcvReference {
+    /// Where they come from (the pre-trained network's MLLS estimate).
+    pub from: String,
+    pub target_prior: Vec<f64>,
+    pub weights: Vec<f64>,
+}
+
+/// A label-free selection: serialisable, identical whatever the target labels are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    pub rule: SelectRule,
+    pub seed: u64,
+    pub iwcv_reference: IwcvReference,
+    pub candidates: Vec<ScoredCandidate>,
+    /// Index into `candidates`.
+    pub chosen: usize,
+    pub chosen_name: String,
+    /// One sentence: the rule, the winner's value and the runner-up's.
+    pub reason: String,
+}
+
+/// Each candidate's target accuracy, computed after the choice (target labels only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateAccuracies {
+    pub note: String,
+    /// Same order as `Selection::candidates`.
+    pub target_accuracy: Vec<f64>,
+    pub chosen_accuracy: f64,
+    /// The best candidate in hindsight (what an oracle with the labels would pick).
+    pub oracle: usize,
+    pub oracle_accuracy: f64,
+}
+
+/// What [`CheckedSelectParams::select`] returns.
+pub struct SelectOutcome {
+    pub selection: Selection,
+    /// The chosen candidate's run (scored against the target labels when they exist).
+    pub chosen: RunOutput,
+    /// Present only when the target has labels.
+    pub evaluation: Option<CandidateAccuracies>,
+}
+
+impl CheckedSelectParams {
+    pub fn rule(&self) -> SelectRule {
+        self.params.rule
+    }
+
+    /// The candidates' full configurations, in order.
+    pub fn configs(&self) -> &[FitConfig] {
+        &self.configs
+    }
+
+    /// Fits every candidate on `source` → `target` (pre-training shared), scores them, chooses.
+    /// `progress(i, p)` reports candidate `i`'s training. Deterministic for the base seed.
+    pub fn select(&self, source: &Domain, target: &Domain, progress: &mut dyn FnMut(usize, Progress)) -> Result<SelectOutcome> {
+        pipeline::check_pair(source, target)?;
+        let blind = Domain { labels: None, ..target.clone() };
+        let mut cache = PretrainCache::new();
+        let mut runs = Vec::with_capacity(self.configs.len());
+        for (i, cfg) in self.configs.iter().enumerate() {
+            runs.push(pipeline::run_cached(source, &blind, cfg, &mut cache, &mut |p| progress(i, p))?);
+        }
+        let reference = self.iwcv_reference(source, &blind, &runs, &mut cache)?;
+        let selection = self.choose(&runs, reference)?;
+        // The choice is made: from here on the target labels may be read, to score.
+        let evaluation = match &target.labels {
+            Some(truth) => Some(evaluate(&selection, &runs, truth)?),
+            None => None,
+        };
+        let mut chosen = runs.swap_remove(selection.chosen);
+        if let Some(truth) = &target.labels {
+            chosen.evaluate(truth)?;
+        }
+        Ok(SelectOutcome { selection, chosen, evaluation })
+    }
+
+    /// The common IWCV weights: MLLS on the pre-trained network (a candidate's run when one is
+    /// exactly `source` with `adapt_iters = 0`, else one more run from the cache).
+    fn iwcv_reference(&self, source: &Domain, blind: &Domain, runs: &[RunOutput], cache: &mut PretrainCache) -> Result<IwcvReference> {
+        let cfg = FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
+        let own;
+        let run = match self.configs.iter().position(|c| *c == cfg) {
+            Some(i) => &runs[i],
+            None => {
+                own = pipeline::run_cached(source, blind, &cfg, cache, &mut |_| {})?;
+                &own
+            }
+        };
+        let d = run.report.diagnostics.as_ref().ok_or_else(|| {
+            Error::numerical("select: IWCV weights", format!("the pre-trained network's diagnostics failed: {}", run.report.warnings.join("; ")))
+        })?;
+        let ps = &run.report.source_prior;
+        let weights = d.mlls_prior.iter().zip(ps).map(|(q, p)| if *p > 0.0 { q / p } else { 0.0 }).collect();
+        Ok(IwcvReference { from: "MLLS-BCTS on the pre-trained network (source, adapt_iters = 0)".into(), target_prior: d.mlls_prior.clone(), weights })
+    }
+
+    /// Scores every run and applies the rule.
+    fn choose(&self, runs: &[RunOutput], reference: IwcvReference) -> Result<Selection> {
+        let rule = self.params.rule;
+        let rows = scores::snd_rows(runs[0].target_probs.nrows(), self.params.base.seed);
+        let mut warnings: Vec<Vec<String>> = vec![Vec::new(); runs.len()];
+        let all: Vec<CandidateScores> = runs
+            .iter()
+            .zip(&mut warnings)
+            .map(|(r, w)| scores::score_candidate(r, &reference.weights, &rows, w))
+            .collect();
+        let values = scores::rule_values(&all, rule);
+        let chosen = scores::arg_best(&values)
+            .ok_or_else(|| Error::numerical(format!("select rule {rule}"), "no candidate could be scored (see the candidates' warnings)"))?;
+        let candidates: Vec<ScoredCandidate> = runs
+            .iter()
+            .zip(&self.params.candidates)
+            .zip(all.into_iter().zip(values).zip(warnings))
+            .map(|((run, cand), ((scores, rule_value), mut warnings))| {
+                let adapt = run.report.history.iter().filter(|h| h.stage == Stage::Adapt).count();
+                warnings.extend(run.report.warnings.iter().cloned());
+                ScoredCandidate {
+                    name: cand.label(),
+                    candidate: cand.clone(),
+                    config: run.report.config.clone(),
+                    scores,
+                    rule_value,
+                    pretrain_iterations: run.report.history.len() - adapt,
+                    adapt_iterations: adapt,
+                    estimated_target_prior: run.report.estimated_target_prior.clone(),
+                    diagnostics: run.report.diagnostics.clone(),
+                    warnings,
+                }
+            })
+            .collect();
+        let reason = reason(rule, &candidates, chosen);
+        Ok(Selection {
+            rule,
+            seed: self.params.base.seed,
+            iwcv_reference: reference,
+            chosen_name: candidates[chosen].name.clone(),
+            candidates,
+            chosen,
+            reason,
+        })
+    }
+}
+
+/// The sentence of `Selection::reason`.
+fn reason(rule: SelectRule, cands: &[ScoredCandidate], chosen: usize) -> String {
+    let what = match rule {
+        SelectRule::MeanRank => "the best mean rank over iwcv, dev-normalised, snd, entropy and circular".to_string(),
+        r => format!("the highest {r} score"),
+    };
+    let show = |v: Option<f64>| match (rule, v) {
+        (SelectRule::MeanRank, Some(v)) => format!("{:.2}", -v),
+        (_, Some(v)) => format!("{v:.4}"),
+        (_, None) => "none".to_string(),
+    };
+    let winner = &cands[chosen];
+    let runner_up = cands
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| *i != chosen && c.rule_value.is_some())
+        .max_by(|a, b| a.1.rule_value.partial_cmp(&b.1.rule_value).unwrap_or(std::cmp::Ordering::Equal).then(b.0.cmp(&a.0)));
+    let next = runner_up.map_or(String::new(), |(_, c)| format!("; next '{}' with {}", c.name, show(c.rule_value)));
+    format!("rule {rule}: '{}' has {what} ({}){next}; ties go to the earlier candidate", winner.name, show(winner.rule_value))
+}
+
+/// After the choice: every candidate's target accuracy.
+fn evaluate(selection: &Selection, runs: &[RunOutput], truth: &[usize]) -> Result<CandidateAccuracies> {
+    let target_accuracy = runs
+        .iter()
+        .map(|r| eval::score(&r.predictions(), truth, r.report.classes.len()).map(|s| s.accuracy))
+        .collect::<Result<Vec<f64>>>()?;
+    let oracle = scores::arg_best(&target_accuracy.iter().map(|&a| Some(a)).collect::<Vec<_>>()).unwrap_or(0);
+    Ok(CandidateAccuracies {
+        note: "evaluation only: computed from the target labels after the choice was made".into(),
+        chosen_accuracy: target_accuracy[selection.chosen],
+        oracle,
+        oracle_accuracy: target_accuracy[oracle],
+        target_accuracy,
+    })
+}
