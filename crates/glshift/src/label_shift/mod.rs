@@ -36,6 +36,7 @@ pub mod calibration;
 mod confusion;
 mod fit_interval;
 mod floor;
+mod guard;
 mod holdout;
 mod polish;
 mod prior;
@@ -57,6 +58,7 @@ pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use fit_interval::{fit_prior_interval, FitPrior, FitPriorInterval};
 pub use floor::{apply_prior_floor, restrict_to_support};
+pub use guard::{prior_guard, project_to_box, GuardParams, PriorGuard};
 pub use holdout::{stratified_folds, stratified_holdout};
 pub use prior::{class_prior, l1_distance, predicted_distribution};
 

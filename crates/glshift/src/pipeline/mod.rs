@@ -103,6 +103,9 @@ pub struct FitReport {
     /// without a source hold-out, or when they could not be computed (a warning says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<label_shift::FitDiagnostics>,
+    /// The prior guard's test and box on the pre-trained network (MUL with the guard on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_guard: Option<label_shift::PriorGuard>,
 }
 
 /// A finished run: report plus per-row target probabilities and the representations Z.
@@ -283,6 +286,9 @@ fn run_inner(
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
     let prior_ci = prior_interval(&fitted, &holdout_labels, cfg)?;
+    if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
+        warnings.push(g.summary());
+    }
 
     let report = FitReport {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -320,6 +326,7 @@ fn run_inner(
         embedding_metrics: None,
         warnings,
         diagnostics,
+        prior_guard: fitted.prior_guard.clone(),
     };
     let mut out = RunOutput {
         report,

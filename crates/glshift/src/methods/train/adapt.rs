@@ -101,7 +101,10 @@ impl Adaptation<'_> {
         };
         let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
         let (z, logits) = (&obs.pass.z, &obs.pass.logits);
-        let out = self.method.step(&AdaptInputs {
+        let out = if self.tracker.source_fallback() {
+            StepOutput::none()
+        } else {
+            self.method.step(&AdaptInputs {
             zs: z.slice(s![..n_train, ..]),
             logits_s: logits.slice(s![..n_train, ..]),
             ys: &layout.y_train,
@@ -113,7 +116,8 @@ impl Adaptation<'_> {
             confident: &confident,
             pseudo_labels: &pseudo_labels,
             prior: &prior,
-        })?;
+            })?
+        };
         let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
@@ -207,6 +211,7 @@ impl Adaptation<'_> {
             history,
             n_train: layout.n_train(),
             n_holdout: layout.n_hold(),
+            prior_guard: tracker.guard,
             confusion_filled_classes: tracker.filled,
             floored_classes: tracker.floored,
             holdout_rows: layout.hold_idx.clone(),

@@ -133,6 +133,8 @@ pub struct Fitted {
     pub holdout_probs: Array2<f32>,
     /// Pre-training was taken from the [`PretrainCache`] passed to [`fit_with_cache`].
     pub pretraining_reused: bool,
+    /// What the prior guard found on the pre-trained network (MUL with the guard on).
+    pub prior_guard: Option<crate::label_shift::PriorGuard>,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.

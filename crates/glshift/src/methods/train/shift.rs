@@ -3,11 +3,17 @@
 //! priors are floored to 0 (pitfall 3); with `fixed_support` the classes estimated absent at the
 //! first iteration (the pre-trained network, the fixed black box BBSE assumes) stay absent and
 //! only the proportions of the others are re-estimated.
+//!
+//! With the prior guard (MUL, `label_shift.guard`), the first iteration also tests the
+//! pre-trained network's estimate (`label_shift::guard`). Not trusted: every
+//! estimate is replaced by pˢ (w ≡ 1), and with the `source` fallback the loop also drops MUL's
+//! terms. Trusted, with `cap_drift`: every later raw estimate is projected onto the first one's
+//! bootstrap box.
 
 use ndarray::ArrayView2;
 
-use crate::label_shift::{self, ShiftEstimate};
-use crate::methods::config::FitConfig;
+use crate::label_shift::{self, GuardParams, PriorGuard, ShiftEstimate};
+use crate::methods::config::{FitConfig, GuardFallback, MethodKind};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
@@ -15,6 +21,11 @@ pub(super) struct ShiftTracker {
     soft: bool,
     fixed_support: bool,
     support: Option<Vec<bool>>,
+    /// The guard's settings when it runs for this fit, and whether it caps the drift.
+    guard_params: Option<(GuardParams, bool)>,
+    fallback: GuardFallback,
+    /// What the guard found at the first iteration.
+    pub guard: Option<PriorGuard>,
     /// Classes whose confusion column had no row and was filled (pitfall 1), last iteration.
     pub filled: Vec<usize>,
     /// Classes whose estimated prior fell under the floor and was set to 0, last iteration.
@@ -25,15 +36,26 @@ pub(super) struct ShiftTracker {
 
 impl ShiftTracker {
     pub fn new(cfg: &FitConfig, c: usize) -> ShiftTracker {
+        let g = &cfg.label_shift.guard;
+        let guarded = g.enabled && cfg.method == MethodKind::Mul && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
+        let params = GuardParams { alpha: g.alpha, level: g.level, resamples: g.resamples, soft: cfg.label_shift.soft, seed: cfg.seed, tau: cfg.mul.tau, min_confident_share: g.min_confident_share };
         ShiftTracker {
             floor: cfg.prior_floor_for(c),
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support,
             support: None,
+            guard_params: guarded.then_some((params, g.cap_drift)),
+            fallback: g.fallback,
+            guard: None,
             filled: Vec::new(),
             floored: Vec::new(),
             last: None,
         }
+    }
+
+    /// The guard distrusted the estimate and the fallback is `source`: the method adds nothing.
+    pub fn source_fallback(&self) -> bool {
+        self.fallback == GuardFallback::Source && self.guard.as_ref().is_some_and(|g| !g.trusted)
     }
 
     /// One estimate from labelled source probabilities (`conf_probs`, n × c, with `conf_labels`)
@@ -48,7 +70,22 @@ impl ShiftTracker {
         let conf = label_shift::confusion_matrix(conf_probs, conf_labels, source_prior, self.soft)?;
         self.filled = conf.filled_classes.clone();
         let q = label_shift::predicted_distribution(target_probs, self.soft)?;
-        let raw = label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?;
+        let mut raw = label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?;
+        if let (Some((params, _)), None) = (&self.guard_params, &self.guard) {
+            self.guard = Some(label_shift::prior_guard(conf_probs, conf_labels, target_probs, source_prior, params)?);
+        }
+        if let (Some(g), Some((_, cap))) = (&self.guard, &self.guard_params) {
+            if !g.trusted {
+                let est = no_correction(&raw, source_prior);
+                self.floored.clear();
+                self.last = Some(est.clone());
+                return Ok(est);
+            }
+            if *cap {
+                raw.target_prior = label_shift::project_to_box(&raw.target_prior, &g.low, &g.high);
+                raw.weights = ratio(&raw.target_prior, source_prior);
+            }
+        }
         let est = match &self.support {
             Some(keep) => label_shift::restrict_to_support(&raw, source_prior, keep, self.floor),
             None => label_shift::apply_prior_floor(&raw, source_prior, self.floor),
@@ -61,4 +98,17 @@ impl ShiftTracker {
         self.last = Some(est.clone());
         Ok(est)
     }
+}
+
+/// The estimate that corrects nothing: p̂ᵗ = pˢ, w = 1 (0 for a class the source lacks).
+fn no_correction(raw: &ShiftEstimate, source_prior: &[f64]) -> ShiftEstimate {
+    let weights = source_prior.iter().map(|&p| if p > 0.0 { 1.0 } else { 0.0 }).collect();
+    let mut warnings = raw.warnings.clone();
+    warnings.push("prior guard: estimate not trusted, no label-shift correction".into());
+    ShiftEstimate { weights, target_prior: source_prior.to_vec(), warnings, ..raw.clone() }
+}
+
+/// w_k = p_k / pˢ_k (0 where pˢ_k = 0).
+fn ratio(prior: &[f64], source_prior: &[f64]) -> Vec<f64> {
+    prior.iter().zip(source_prior).map(|(&p, &s)| if s > 0.0 { p / s } else { 0.0 }).collect()
 }

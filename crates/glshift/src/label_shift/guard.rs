@@ -1,0 +1,264 @@
+//! The prior guard: whether the label-shift estimate of the pre-trained network may be trusted,
+//! and how far the in-loop estimate may move (issue 14, item 5). Inputs are rows whose labels
+//! may be read — the calibrated probabilities of the labelled source hold-out (`P_h`, n_h × c,
+//! labels `y_h`) and of the unlabelled target (`P_t`, n_t × c) — never a target label.
+//!
+//! **Agreement test.** BBSE-QP (`min ‖q − Cw‖²`, w ≥ 0, wᵀpˢ = 1) and MLLS-BCTS (EM on the
+//! target likelihood) are both consistent for the target prior under label shift
+//! (`P_t(x|y) = P_s(x|y)`) with a calibrated classifier; they use the classifier's outputs
+//! differently (C averages them per class, EM weighs every target row by its posterior), so a
+//! conditional shift moves them apart. The statistic is `D = ‖p̂_QP − p̂_MLLS‖₁`. Its null
+//! distribution is drawn by a parametric bootstrap under exact label shift: each replicate
+//! resamples the hold-out within each class (a new C*), draws a synthetic target of n_t rows
+//! (a class from p̂_QP, then a hold-out row of that class) and recomputes D* with both
+//! estimators. `p = (1 + #{D* ≥ D}) / (1 + B)`. The synthetic target reuses hold-out rows, so
+//! this null is narrower than a fresh sample's; where the hold-out is classified perfectly it
+//! collapses to D* = 0 and any D > 0 is "significant". A disagreement therefore counts only when
+//! it is significant (`p < α`) **and** material: larger than the QP estimate's own sampling
+//! uncertainty, half the summed width of its box (below).
+//!
+//! **Confident share.** `m = #{i : max_k P_t[i, k] > τ} / n_t`, the share of target rows the
+//! pre-trained network would pseudo-label (MUL's τ). J_TU and J_DU read the target through
+//! these rows, and BBSE's C describes the target only as far as the network recognises it.
+//! With `m` under one half, most of the target lies outside both: the regime (shallow
+//! features, strong conditional shift) where the correction and the alignment rest on what the
+//! network does not recognise.
+//!
+//! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2). Not trusted, the fit falls back (`label_shift.guard.fallback`).
+//!
+//! **Box.** Each replicate also resamples the real target rows (with replacement) and recomputes
+//! the QP on (C*, q*): the per-class percentile interval at `level`, widened to hold p̂_QP,
+//! bounds where the source-only evidence puts the prior. With `cap_drift` the training loop
+//! projects every later estimate onto that box (Euclidean projection onto box ∩ simplex,
+//! [`project_to_box`]), so that adaptation and estimation cannot feed each other beyond what the
+//! pre-trained network supports.
+
+use ndarray::{ArrayView2, Axis};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::estimators::{ShiftEstimator, ShiftInputs};
+use super::{bbse_qp, confusion_matrix, predicted_distribution, Mlls};
+use crate::{Error, Result};
+
+/// Settings of [`prior_guard`].
+#[derive(Clone, Copy, Debug)]
+pub struct GuardParams {
+    /// Level of the agreement test (distrust when p < α).
+    pub alpha: f64,
+    /// Coverage of the box (per class).
+    pub level: f64,
+    pub resamples: usize,
+    /// Soft (probabilities) or hard (argmax) C and q, as the fit uses.
+    pub soft: bool,
+    pub seed: u64,
+    /// MUL's pseudo-label threshold τ.
+    pub tau: f64,
+    /// Distrust when the share of target rows above τ is below this.
+    pub min_confident_share: f64,
+}
+
+/// What the guard found on the pre-trained network (`report.json` key `prior_guard`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriorGuard {
+    /// BBSE-QP and MLLS-BCTS target priors (unfloored).
+    pub qp_prior: Vec<f64>,
+    pub mlls_prior: Vec<f64>,
+    /// D = ‖qp_prior − mlls_prior‖₁.
+    pub qp_mlls_l1: f64,
+    /// Median and (1 − α) quantile of D* under exact label shift.
+    pub null_median: f64,
+    pub null_critical: f64,
+    pub p_value: f64,
+    pub alpha: f64,
+    /// Half the summed width of the box: the disagreement counts only above it.
+    pub box_half_width: f64,
+    /// Share of target rows whose top calibrated probability exceeds τ, and its floor.
+    pub confident_share: f64,
+    pub min_confident_share: f64,
+    /// Neither a material significant disagreement nor a confidence below the floor: the
+    /// label-shift correction is used.
+    pub trusted: bool,
+    /// Per-class box of the prior (percentile interval at `level`, widened to hold qp_prior).
+    pub low: Vec<f64>,
+    pub high: Vec<f64>,
+    pub level: f64,
+    /// Replicates that gave both D* and a box estimate.
+    pub resamples: usize,
+}
+
+impl PriorGuard {
+    /// One line for the fit's printed summary.
+    pub fn summary(&self) -> String {
+        let verdict = if self.trusted {
+            "label-shift correction used"
+        } else {
+            "not trusted: the fit falls back (label_shift.guard.fallback)"
+        };
+        format!(
+            "prior guard: BBSE-QP vs MLLS ℓ1 = {:.3} (null median {:.3}, p = {:.3}, α = {}; box half-width {:.3}); confident target rows {:.3} (floor {}): {verdict}",
+            self.qp_mlls_l1, self.null_median, self.p_value, self.alpha, self.box_half_width, self.confident_share, self.min_confident_share
+        )
+    }
+}
+
+/// Runs the agreement test and the box (module docs). `hold` (n_h × c) with `labels`, `target`
+/// (n_t × c) are calibrated probabilities; `source_prior` pˢ (length c). Errors on bad shapes
+/// or labels, or when more than half the replicates fail; never panics. Depends on `p.seed`
+/// only, not on the thread count.
+pub fn prior_guard(
+    hold: ArrayView2<f32>,
+    labels: &[usize],
+    target: ArrayView2<f32>,
+    source_prior: &[f64],
+    p: &GuardParams,
+) -> Result<PriorGuard> {
+    if p.resamples < 2 {
+        return Err(Error::param("prior_guard.resamples", p.resamples, "need at least 2 bootstrap resamples"));
+    }
+    let (qp, mlls) = both_estimates(hold, labels, target, source_prior, p.soft)?;
+    let d = super::l1_distance(&qp, &mlls);
+    let c = source_prior.len();
+    let by_class: Vec<Vec<usize>> = (0..c).map(|k| (0..labels.len()).filter(|&i| labels[i] == k).collect()).collect();
+    let mut master = ChaCha8Rng::seed_from_u64(p.seed ^ 0x9a1d_07e5_3c4b_11f2);
+    let seeds: Vec<u64> = (0..p.resamples).map(|_| master.random()).collect();
+    let reps: Vec<(f64, Vec<f64>)> = seeds
+        .par_iter()
+        .filter_map(|&s| replicate(s, hold, labels, target, &by_class, &qp, source_prior, p.soft))
+        .collect();
+    if reps.len() * 2 < p.resamples {
+        return Err(Error::numerical("prior guard bootstrap", format!("{} of {} resamples failed", p.resamples - reps.len(), p.resamples)));
+    }
+    let mut null: Vec<f64> = reps.iter().map(|r| r.0).collect();
+    null.sort_by(f64::total_cmp);
+    let p_value = (1 + null.iter().filter(|&&x| x >= d).count()) as f64 / (1 + null.len()) as f64;
+    let (low, high): (Vec<f64>, Vec<f64>) = (0..c)
+        .map(|k| {
+            let mut v: Vec<f64> = reps.iter().map(|r| r.1[k]).collect();
+            v.sort_by(f64::total_cmp);
+            let tail = (1.0 - p.level) / 2.0;
+            (quantile(&v, tail).min(qp[k]), quantile(&v, 1.0 - tail).max(qp[k]))
+        })
+        .unzip();
+    let box_half_width = low.iter().zip(&high).map(|(l, h): (&f64, &f64)| h - l).sum::<f64>() / 2.0;
+    let confident = target.rows().into_iter().filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > p.tau as f32).count();
+    let confident_share = confident as f64 / target.nrows().max(1) as f64;
+    let disagrees = p_value < p.alpha && d > box_half_width;
+    Ok(PriorGuard {
+        box_half_width,
+        confident_share,
+        min_confident_share: p.min_confident_share,
+        trusted: !disagrees && confident_share >= p.min_confident_share,
+        qp_mlls_l1: d,
+        null_median: quantile(&null, 0.5),
+        null_critical: quantile(&null, 1.0 - p.alpha),
+        p_value,
+        alpha: p.alpha,
+        qp_prior: qp,
+        mlls_prior: mlls,
+        low,
+        high,
+        level: p.level,
+        resamples: null.len(),
+    })
+}
+
+/// (BBSE-QP, MLLS-BCTS) target priors, unfloored.
+fn both_estimates(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<(Vec<f64>, Vec<f64>)> {
+    let conf = confusion_matrix(hold, labels, ps, soft)?;
+    let q = predicted_distribution(target, soft)?;
+    let qp = bbse_qp(conf.matrix.view(), &q, ps)?.target_prior;
+    let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: target, source_prior: Some(ps) };
+    let mlls = Mlls::default().estimate(&inputs)?.target_prior;
+    Ok((qp, mlls))
+}
+
+/// One replicate from its own seed: (D* on a synthetic label-shift target, QP on the resampled
+/// real target), or `None` when an estimate fails.
+#[allow(clippy::too_many_arguments)]
+fn replicate(
+    seed: u64,
+    hold: ArrayView2<f32>,
+    labels: &[usize],
+    target: ArrayView2<f32>,
+    by_class: &[Vec<usize>],
+    qp: &[f64],
+    ps: &[f64],
+    soft: bool,
+) -> Option<(f64, Vec<f64>)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rows = Vec::with_capacity(labels.len());
+    for members in by_class {
+        rows.extend((0..members.len()).map(|_| members[rng.random_range(0..members.len())]));
+    }
+    let y: Vec<usize> = rows.iter().map(|&i| labels[i]).collect();
+    let h = hold.select(Axis(0), &rows);
+    let drawable: Vec<(usize, f64)> = (0..ps.len()).filter(|&k| !by_class[k].is_empty()).map(|k| (k, qp[k])).collect();
+    let mass: f64 = drawable.iter().map(|d| d.1).sum();
+    let n_t = target.nrows();
+    let synth: Vec<usize> = (0..n_t)
+        .map(|_| {
+            let k = pick(&drawable, mass, rng.random::<f64>());
+            by_class[k][rng.random_range(0..by_class[k].len())]
+        })
+        .collect();
+    let (a, b) = both_estimates(h.view(), &y, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
+    let resampled: Vec<usize> = (0..n_t).map(|_| rng.random_range(0..n_t)).collect();
+    let conf = confusion_matrix(h.view(), &y, ps, soft).ok()?;
+    let q = predicted_distribution(target.select(Axis(0), &resampled).view(), soft).ok()?;
+    let boxed = bbse_qp(conf.matrix.view(), &q, ps).ok()?.target_prior;
+    Some((super::l1_distance(&a, &b), boxed))
+}
+
+/// The class whose cumulative mass first exceeds `u·mass` (the last one on rounding).
+fn pick(drawable: &[(usize, f64)], mass: f64, u: f64) -> usize {
+    let mut acc = 0.0;
+    for &(k, m) in drawable {
+        acc += m;
+        if u * mass < acc {
+            return k;
+        }
+    }
+    drawable.last().map_or(0, |d| d.0)
+}
+
+/// The `q`-quantile of sorted values (nearest rank; 0 when empty).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+/// Euclidean projection of `x` onto {p : low ≤ p ≤ high, Σp = 1}: `p_k = clamp(x_k − τ, low_k,
+/// high_k)` with τ found by bisection. Returns `x` unchanged when the set is empty
+/// (Σlow > 1 or Σhigh < 1) or the lengths differ.
+pub fn project_to_box(x: &[f64], low: &[f64], high: &[f64]) -> Vec<f64> {
+    let (sl, sh): (f64, f64) = (low.iter().sum(), high.iter().sum());
+    if x.len() != low.len() || x.len() != high.len() || sl > 1.0 + 1e-12 || sh < 1.0 - 1e-12 {
+        return x.to_vec();
+    }
+    let at = |t: f64| -> Vec<f64> { (0..x.len()).map(|k| (x[k] - t).clamp(low[k], high[k])).collect() };
+    let sum = |t: f64| at(t).iter().sum::<f64>();
+    // Σ clamp(x − τ) falls from Σhigh to Σlow as τ grows.
+    let spread = x.iter().chain(low).chain(high).fold(0.0f64, |m, v| m.max(v.abs())) + 1.0;
+    let (mut lo, mut hi) = (-spread, spread);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if sum(mid) > 1.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let p = at(0.5 * (lo + hi));
+    let s: f64 = p.iter().sum();
+    p.iter().map(|v| v / s).collect()
+}
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;

@@ -1,0 +1,124 @@
+use super::*;
+use ndarray::Array2;
+
+/// Probabilities of a 3-class classifier with logits `strength·e_y + N(0, 1)` (seeded): the
+/// output depends only on the true class y (label shift holds between two draws of the same
+/// strength; a different strength is a conditional shift).
+fn rows(labels: &[usize], strength: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
+    let mut p = Array2::<f32>::zeros((labels.len(), 3));
+    for (i, &y) in labels.iter().enumerate() {
+        let logits: Vec<f32> = (0..3)
+            .map(|k| {
+                let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
+                let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
+                if k == y { strength + noise } else { noise }
+            })
+            .collect();
+        let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
+        for k in 0..3 {
+            p[[i, k]] = (logits[k] - m).exp() / z;
+        }
+    }
+    p
+}
+
+fn draw(counts: [usize; 3]) -> Vec<usize> {
+    (0..3).flat_map(|k| std::iter::repeat_n(k, counts[k])).collect()
+}
+
+fn params() -> GuardParams {
+    GuardParams { alpha: 0.05, level: 0.9, resamples: 199, soft: true, seed: 5, tau: 0.9, min_confident_share: 0.0 }
+}
+
+const PS: [f64; 3] = [1.0 / 3.0; 3];
+
+#[test]
+fn exact_label_shift_is_trusted_and_its_box_holds_the_truth() {
+    let truth = [0.5, 0.125, 0.375];
+    let (mut trusted, mut covered) = (0, 0);
+    for seed in 0..4 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let yh = draw([150, 150, 150]);
+        let hold = rows(&yh, 2.5, &mut rng);
+        let target = rows(&draw([400, 100, 300]), 2.5, &mut rng);
+        let g = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
+        trusted += usize::from(g.trusted);
+        covered += (0..3).filter(|&k| g.low[k] <= truth[k] && truth[k] <= g.high[k]).count();
+        for k in 0..3 {
+            assert!(g.low[k] <= g.qp_prior[k] && g.qp_prior[k] <= g.high[k], "{g:?}");
+        }
+        assert!(g.null_median < g.null_critical || g.null_median == g.null_critical, "{g:?}");
+    }
+    assert!(trusted >= 3, "a 5% test distrusts at most one of four exact label shifts: {trusted}");
+    assert!(covered >= 10, "90% boxes cover the truth in {covered} of 12 classes");
+}
+
+#[test]
+fn a_conditional_shift_that_splits_the_estimators_is_not_trusted() {
+    // The target's rows are far more confident than the source's: C (from the source) says the
+    // classifier confuses classes, so BBSE-QP exaggerates the shift, while EM on the target's
+    // sharp posteriors does not. Both cannot be right; the guard must say so.
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let yh = draw([300, 300, 300]);
+    let hold = rows(&yh, 1.0, &mut rng);
+    let target = rows(&draw([600, 300, 300]), 6.0, &mut rng);
+    let g = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
+    assert!(g.p_value < 0.05 && g.qp_mlls_l1 > g.null_critical, "{g:?}");
+    assert!(g.qp_mlls_l1 > g.box_half_width, "material: {g:?}");
+    assert!(!g.trusted, "{g:?}");
+}
+
+#[test]
+fn a_target_the_network_is_unsure_about_is_not_trusted() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let yh = draw([150, 150, 150]);
+    let hold = rows(&yh, 1.0, &mut rng);
+    let target = rows(&draw([200, 100, 100]), 1.0, &mut rng);
+    let loose = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
+    assert!(loose.confident_share < 0.5, "{loose:?}");
+    let floor = GuardParams { min_confident_share: 0.5, ..params() };
+    let strict = prior_guard(hold.view(), &yh, target.view(), &PS, &floor).unwrap();
+    assert!(!strict.trusted, "confident share {} under the floor 0.5", strict.confident_share);
+    assert_eq!((strict.p_value, strict.qp_mlls_l1), (loose.p_value, loose.qp_mlls_l1), "the floor changes only the verdict");
+}
+
+#[test]
+fn guard_is_deterministic_whatever_the_thread_count() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let yh = draw([60, 60, 60]);
+    let hold = rows(&yh, 2.0, &mut rng);
+    let target = rows(&draw([100, 50, 50]), 2.0, &mut rng);
+    let run = |threads| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resamples: 60, ..params() }).unwrap())
+    };
+    assert_eq!(run(1), run(3));
+}
+
+#[test]
+fn projection_lands_in_the_box_on_the_simplex_and_keeps_inside_points() {
+    let (low, high) = ([0.1, 0.0, 0.2, 0.05], [0.4, 0.1, 0.6, 0.3]);
+    let inside = [0.3, 0.05, 0.5, 0.15];
+    let p = project_to_box(&inside, &low, &high);
+    for k in 0..4 {
+        assert!((p[k] - inside[k]).abs() < 1e-9, "{p:?}");
+    }
+    // A drift far into class 2 is pulled back to the box, mass goes to the others.
+    let drifted = [0.02, 0.01, 0.95, 0.02];
+    let p = project_to_box(&drifted, &low, &high);
+    assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{p:?}");
+    for k in 0..4 {
+        assert!(p[k] >= low[k] - 1e-9 && p[k] <= high[k] + 1e-9, "{p:?}");
+    }
+    assert!((p[2] - 0.6).abs() < 1e-9, "{p:?}");
+    // An empty set (Σlow > 1) leaves the input as it is.
+    assert_eq!(project_to_box(&drifted, &[0.5; 4], &[1.0; 4]), drifted.to_vec());
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let hold = Array2::<f32>::from_elem((4, 3), 1.0 / 3.0);
+    assert!(prior_guard(hold.view(), &[0, 1, 2], hold.view(), &PS, &params()).is_err());
+    assert!(prior_guard(hold.view(), &[0, 1, 2, 0], hold.view(), &PS, &GuardParams { resamples: 1, ..params() }).is_err());
+}

@@ -1,0 +1,78 @@
+//! The prior guard (`label_shift.guard`, docs/safety.md "The prior guard"): on by default for
+//! MUL; when it trusts the pre-trained network's estimate (and does not cap the drift) the fit
+//! is the unguarded fit bit for bit; when it does not, the fallback runs (no MUL term, w ≡ 1,
+//! p̂ᵗ = pˢ, or MUL's terms without the correction); `source` never runs it.
+
+use glshift::methods::train::fit;
+use glshift::methods::{FitConfig, Fitted, GuardFallback, MethodKind, Stage};
+use glshift::nn::NetworkConfig;
+
+mod support;
+
+fn config() -> FitConfig {
+    FitConfig {
+        method: MethodKind::Mul,
+        seed: 3,
+        pretrain_iters: 80,
+        adapt_iters: 30,
+        network: NetworkConfig { hidden: vec![32, 16], ..Default::default() },
+        ..Default::default()
+    }
+}
+
+fn fingerprint(f: &Fitted) -> String {
+    serde_json::json!({
+        "probs": f.target_probs.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "history": f.history,
+    })
+    .to_string()
+}
+
+fn adapt_records(f: &Fitted) -> impl Iterator<Item = &glshift::methods::IterRecord> {
+    f.history.iter().filter(|r| r.stage == Stage::Adapt)
+}
+
+#[test]
+fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() {
+    assert!(FitConfig::default().label_shift.guard.enabled);
+    let task = support::synthetic_task(300, 240, 4);
+    let data = support::fit_data(&task);
+    let guarded = fit(&data, &config(), &mut |_| {}).unwrap();
+    let g = guarded.prior_guard.as_ref().expect("MUL runs the guard by default");
+    assert!(g.resamples > 100 && (0.0..=1.0).contains(&g.p_value), "{g:?}");
+    let mut off = config();
+    off.label_shift.guard.enabled = false;
+    let plain = fit(&data, &off, &mut |_| {}).unwrap();
+    assert!(plain.prior_guard.is_none());
+    if g.trusted {
+        assert_eq!(fingerprint(&guarded), fingerprint(&plain), "a trusted estimate must change nothing");
+    } else {
+        assert_ne!(fingerprint(&guarded), fingerprint(&plain));
+    }
+    let source = fit(&data, &FitConfig { method: MethodKind::Source, ..config() }, &mut |_| {}).unwrap();
+    assert!(source.prior_guard.is_none(), "source has no estimate to guard");
+}
+
+#[test]
+fn a_distrusted_estimate_runs_the_fallback() {
+    let task = support::synthetic_task(300, 240, 4);
+    let data = support::fit_data(&task);
+    // α = 1 distrusts every estimate whose D is not the smallest of all replicates.
+    let mut cfg = config();
+    cfg.label_shift.guard.alpha = 1.0;
+    let f = fit(&data, &cfg, &mut |_| {}).unwrap();
+    let g = f.prior_guard.as_ref().unwrap();
+    assert!(!g.trusted, "{g:?}");
+    let ps = &f.source_prior;
+    for r in adapt_records(&f) {
+        assert_eq!(r.target_prior.as_deref(), Some(ps.as_slice()), "the prior is pˢ at iteration {}", r.iter);
+        assert_eq!((r.j_tu, r.j_du), (0.0, 0.0), "source fallback adds no MUL term");
+    }
+    assert!(f.shift.as_ref().unwrap().weights.iter().all(|&w| w == 1.0));
+    assert_eq!(adapt_records(&f).count(), cfg.adapt_iters, "the fallback runs the source schedule");
+
+    cfg.label_shift.guard.fallback = GuardFallback::NoCorrection;
+    let f = fit(&data, &cfg, &mut |_| {}).unwrap();
+    assert!(adapt_records(&f).any(|r| r.j_tu > 0.0), "no-correction keeps J_TU");
+    assert!(adapt_records(&f).all(|r| r.target_prior.as_deref() == Some(ps.as_slice())));
+}
