@@ -43,11 +43,22 @@ pub struct LabelShiftConfig {
     /// Decide which classes are absent once, from the pre-trained network (the fixed black box
     /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones.
     pub fixed_support: bool,
+    /// Estimator of the reported `estimated_target_prior` and its interval (the importance
+    /// weights of training stay the tracker's); see [`crate::label_shift::PriorEstimator`].
+    pub prior_estimator: crate::label_shift::PriorEstimator,
 }
 
 impl Default for LabelShiftConfig {
     fn default() -> Self {
-        LabelShiftConfig { confusion: ConfusionRows::Holdout, holdout_fraction: 0.2, soft: true, prior_floor: None, calibrate: true, fixed_support: true }
+        LabelShiftConfig {
+            confusion: ConfusionRows::Holdout,
+            holdout_fraction: 0.2,
+            soft: true,
+            prior_floor: None,
+            calibrate: true,
+            fixed_support: true,
+            prior_estimator: Default::default(),
+        }
     }
 }
 
