@@ -45,6 +45,8 @@ pub struct LabelShiftConfig {
     pub fixed_support: bool,
     /// Estimator of the reported `estimated_target_prior` and its interval (the importance
     /// weights of training stay the tracker's); see [`crate::label_shift::PriorEstimator`].
+    /// The default (`final-mlls-ts`) was chosen on development draws 100–102 of the
+    /// cross-domain protocol, whose target labels were read (docs/label-shift-study.md).
     pub prior_estimator: crate::label_shift::PriorEstimator,
 }
 
