@@ -1,15 +1,17 @@
 //! The 90% bootstrap interval of `fit`'s estimated target prior
-//! (`estimated_target_prior_ci_low` / `_ci_high` of `report.json`).
+//! (`estimated_target_prior_ci_low` / `_ci_high` of `report.json`), and the reported estimate.
 //!
-//! `fit` reports p̂ᵗ from its label-shift tracker: BBSE-QP on the temperature-calibrated
-//! probabilities of its last adaptation iteration, then floored (or restricted to the support of
-//! the first estimate). The floor is a decision rule for absent classes, not an estimate: a class
-//! below it is reported as 0 (or pinned at the floor) whatever its true share. The interval
-//! therefore bootstraps the estimator **without** floor or support ([`FitPrior`] with
-//! `floor = 0`, `support = None`: confusion on the hold-out, `q` on the target, BBSE-QP) on the
-//! final network's outputs, resampling hold-out rows (with their labels) and target rows with
-//! replacement, so that the confusion matrix's sampling error is included. With θ* the replicates,
-//! q_lo, q_hi their `(1 ∓ level)/2` quantiles and θ̂ the reported estimate, per class
+//! `fit` reports p̂ᵗ from the estimator of `label_shift.prior_estimator`
+//! ([`PriorEstimator`]): an estimator on the final network's temperature-calibrated hold-out
+//! and target outputs, or (`tracker`, the previous default) the BBSE-QP estimate of its last
+//! adaptation iteration, floored (or restricted to the support of the first estimate). The
+//! floor is a decision rule for absent classes, not an estimate: a class below it is reported
+//! as 0 (or pinned at the floor) whatever its true share. The interval therefore bootstraps
+//! the **unfloored** estimator ([`FinalPrior`]; for `tracker`, BBSE-QP with `floor = 0`,
+//! `support = None`) on the final network's outputs, resampling hold-out rows (with their
+//! labels) and target rows with replacement, so that the confusion matrix's (and BCTS's)
+//! sampling error is included. With θ* the replicates, q_lo, q_hi their `(1 ∓ level)/2`
+//! quantiles and θ̂ the reported estimate, per class
 //!
 //! ```text
 //! [min(q_lo, θ̂),  max(q_hi, θ̂)]
@@ -31,11 +33,11 @@
 //! is shift-invariant) and re-tempered with the temperature fitted on the hold-out, as the
 //! tracker does each iteration.
 
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 
 use super::{
     apply_prior_floor, bbse_qp, bootstrap, confusion_matrix, fit_temperature, predicted_distribution, restrict_to_support,
-    softmax_with_temperature, IntervalMethod, ShiftEstimate, ShiftEstimator, ShiftInputs,
+    softmax_with_temperature, IntervalMethod, PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
 };
 use crate::Result;
 
@@ -74,9 +76,11 @@ impl ShiftEstimator for FitPrior {
     }
 }
 
-/// Per-class interval of the reported prior.
+/// The reported prior and its per-class interval.
 #[derive(Clone, Debug)]
 pub struct FitPriorInterval {
+    /// The reported estimate: `tracker` as given, else the estimator on the final network.
+    pub estimate: ShiftEstimate,
     pub low: Vec<f64>,
     pub high: Vec<f64>,
     /// The unfloored estimator on the final network's outputs.
@@ -85,38 +89,81 @@ pub struct FitPriorInterval {
     pub failed: usize,
 }
 
-/// Interval of `reported` (see the module doc). `holdout_probs` n_h × c and `target_probs`
-/// n_t × c are the final network's plain softmax outputs; `holdout_labels` length n_h;
-/// `source_prior` the full-source prior; `soft` the tracker's confusion and `q` (soft or hard);
-/// `b` resamples at `level`, seeded (the same numbers whatever the thread count).
+/// The estimate of `estimator` and its interval (see the module doc). `holdout_probs` n_h × c
+/// and `target_probs` n_t × c are the final network's plain softmax outputs; `holdout_labels`
+/// length n_h; `source_prior` the full-source prior; `soft` the confusion and `q` of BBSE-QP
+/// (soft or hard); `tracker` the adaptation loop's last estimate (reported as is by
+/// [`PriorEstimator::Tracker`]); `b` resamples at `level`, seeded (the same numbers whatever
+/// the thread count).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_prior_interval(
+    estimator: PriorEstimator,
     soft: bool,
     holdout_probs: ArrayView2<f32>,
     holdout_labels: &[usize],
     target_probs: ArrayView2<f32>,
     source_prior: &[f64],
-    reported: &ShiftEstimate,
+    tracker: &ShiftEstimate,
     calibrate: bool,
     b: usize,
     level: f64,
     seed: u64,
 ) -> Result<FitPriorInterval> {
-    let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
-    let (hl, tl) = (logits(holdout_probs), logits(target_probs));
-    let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
-    let hp = softmax_with_temperature(hl.view(), temperature);
-    let tp = softmax_with_temperature(tl.view(), temperature);
+    let (hp, tp) = calibrated(holdout_probs, holdout_labels, target_probs, calibrate)?;
     let inp = ShiftInputs {
         source_probs: hp.view(),
         source_labels: holdout_labels,
         target_probs: tp.view(),
         source_prior: Some(source_prior),
     };
-    let unfloored = FitPrior { soft, floor: 0.0, support: None };
+    let unfloored = estimator.estimator(soft);
     let iv = bootstrap(&unfloored, &inp, b, seed, level, IntervalMethod::Percentile)?;
-    let (low, high) = hull_with_report(&iv.q_low, &iv.q_high, &reported.target_prior);
-    Ok(FitPriorInterval { low, high, final_point: iv.point, failed: iv.failed })
+    let estimate = match estimator {
+        PriorEstimator::Tracker => tracker.clone(),
+        _ => unfloored.estimate(&inp)?,
+    };
+    let (low, high) = hull_with_report(&iv.q_low, &iv.q_high, &estimate.target_prior);
+    Ok(FitPriorInterval { estimate, low, high, final_point: iv.point, failed: iv.failed })
+}
+
+/// The reported estimate alone ([`FitPriorInterval::estimate`] without the bootstrap): what a
+/// fitted model keeps as its target prior. Arguments as [`fit_prior_interval`].
+#[allow(clippy::too_many_arguments)]
+pub fn fit_prior_estimate(
+    estimator: PriorEstimator,
+    soft: bool,
+    holdout_probs: ArrayView2<f32>,
+    holdout_labels: &[usize],
+    target_probs: ArrayView2<f32>,
+    source_prior: &[f64],
+    tracker: &ShiftEstimate,
+    calibrate: bool,
+) -> Result<ShiftEstimate> {
+    if estimator == PriorEstimator::Tracker {
+        return Ok(tracker.clone());
+    }
+    let (hp, tp) = calibrated(holdout_probs, holdout_labels, target_probs, calibrate)?;
+    let inp = ShiftInputs {
+        source_probs: hp.view(),
+        source_labels: holdout_labels,
+        target_probs: tp.view(),
+        source_prior: Some(source_prior),
+    };
+    estimator.estimator(soft).estimate(&inp)
+}
+
+/// Hold-out and target probabilities re-tempered with the temperature fitted on the hold-out
+/// (softmax is shift-invariant, so `ln p` serves as logits); unchanged without `calibrate`.
+fn calibrated(
+    holdout_probs: ArrayView2<f32>,
+    holdout_labels: &[usize],
+    target_probs: ArrayView2<f32>,
+    calibrate: bool,
+) -> Result<(Array2<f32>, Array2<f32>)> {
+    let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
+    let (hl, tl) = (logits(holdout_probs), logits(target_probs));
+    let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
+    Ok((softmax_with_temperature(hl.view(), temperature), softmax_with_temperature(tl.view(), temperature)))
 }
 
 /// Per class `[min(lo, r), max(hi, r)]`: the replicates' interval widened to hold the report.
@@ -167,7 +214,7 @@ mod tests {
         for seed in 0..6 {
             let (hp, hy, tp) = case(seed);
             let (rep, floored) = reported(&hp, &hy, &tp, &ps);
-            let iv = fit_prior_interval(true, hp.view(), &hy, tp.view(), &ps, &rep, false, 100, 0.9, seed).unwrap();
+            let iv = fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, false, 100, 0.9, seed).unwrap();
             let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hy, target_probs: tp.view(), source_prior: Some(&ps) };
             let old = bootstrap(&floored, &inp, 100, seed, 0.9, IntervalMethod::Basic).unwrap();
             for k in 0..C {
@@ -194,11 +241,11 @@ mod tests {
         let (rep, _) = reported(&hp, &hy, &tp, &ps);
         let run = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| fit_prior_interval(true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 3).unwrap())
+            pool.install(|| fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 3).unwrap())
         };
         let (a, b) = (run(1), run(3));
         assert_eq!((a.low.clone(), a.high.clone(), a.final_point.clone()), (b.low, b.high, b.final_point));
-        let other = fit_prior_interval(true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 4).unwrap();
+        let other = fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 4).unwrap();
         assert_ne!(a.high, other.high, "another seed draws other resamples");
     }
 

@@ -45,6 +45,11 @@ pub struct LabelShiftConfig {
     pub fixed_support: bool,
     /// MUL only: test the pre-trained network's estimate before using it (`label_shift::guard`).
     pub guard: PriorGuardConfig,
+    /// Estimator of the reported `estimated_target_prior` and its interval (the importance
+    /// weights of training stay the tracker's); see [`crate::label_shift::PriorEstimator`].
+    /// The default (`final-mlls-ts`) was chosen on development draws 100–102 of the
+    /// cross-domain protocol, whose target labels were read (docs/label-shift-study.md).
+    pub prior_estimator: crate::label_shift::PriorEstimator,
 }
 
 impl Default for LabelShiftConfig {
@@ -57,6 +62,7 @@ impl Default for LabelShiftConfig {
             calibrate: true,
             fixed_support: true,
             guard: PriorGuardConfig::default(),
+            prior_estimator: Default::default(),
         }
     }
 }

@@ -28,9 +28,11 @@ pub struct ModelInfo {
     pub input_dim: usize,
     /// Source class prior pˢ over all source rows, length c.
     pub source_prior: Vec<f64>,
-    /// Estimated target prior p̂ᵗ (label-shift methods), length c.
+    /// Estimated target prior p̂ᵗ (label-shift methods; `label_shift.prior_estimator`, as in
+    /// `report.json`), length c.
     pub target_prior: Option<Vec<f64>>,
-    /// Importance weights w = p̂ᵗ / pˢ (label-shift methods), length c.
+    /// Importance weights training used (the training loop's last estimate ŵ, whose prior
+    /// ŵ ⊙ pˢ is `target_prior` only with `prior_estimator = "tracker"`), length c.
     pub importance_weights: Option<Vec<f64>>,
     pub n_source_train: usize,
     pub n_source_holdout: usize,
@@ -54,7 +56,9 @@ pub struct FittedModel {
 impl FittedModel {
     /// Freezes a finished fit. `source_x` are the *preprocessed* source rows in input order
     /// (`n_s × d`); the training rows among them (all but `fitted.holdout_rows`, increasing, as
-    /// the fit laid them out) give BatchNorm's statistics.
+    /// the fit laid them out) give BatchNorm's statistics. `target_prior` is the reported
+    /// estimate (see [`ModelInfo::target_prior`]).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn from_fit(
         cfg: &FitConfig,
         data: &Dataset,
@@ -62,6 +66,7 @@ impl FittedModel {
         source_x: ArrayView2<f32>,
         n_target: usize,
         fitted: &Fitted,
+        target_prior: Option<Vec<f64>>,
     ) -> Result<Self> {
         let mut is_hold = vec![false; source_x.nrows()];
         fitted.holdout_rows.iter().for_each(|&i| is_hold[i] = true);
@@ -74,7 +79,7 @@ impl FittedModel {
             class_names: data.class_names().to_vec(),
             input_dim: data.dim(),
             source_prior: fitted.source_prior.clone(),
-            target_prior: shift.map(|s| s.target_prior.clone()),
+            target_prior,
             importance_weights: shift.map(|s| s.weights.clone()),
             n_source_train: fitted.n_train,
             n_source_holdout: fitted.n_holdout,

@@ -151,7 +151,30 @@ impl CheckedParams {
             None => &mut no_progress,
         };
         let fitted = fit_with_cache(&fit_data, cfg, opts.cache, progress)?;
-        let model = FittedModel::from_fit(cfg, data, stats, xs.view(), xt.nrows(), &fitted)?;
+        let reported = reported_prior(&fitted, data.source_y(), cfg)?;
+        let model = FittedModel::from_fit(cfg, data, stats, xs.view(), xt.nrows(), &fitted, reported)?;
         Ok(FitOutcome { model, fitted, warnings })
     }
+}
+
+/// The target prior a fitted model keeps: `label_shift.prior_estimator` on the final network
+/// (the same estimate as `report.json`'s `estimated_target_prior`); the training loop's last
+/// estimate without a hold-out; `None` for methods that estimate no shift.
+fn reported_prior(fitted: &Fitted, source_y: &[usize], cfg: &FitConfig) -> Result<Option<Vec<f64>>> {
+    let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
+    if fitted.holdout_rows.is_empty() {
+        return Ok(Some(tracker.target_prior.clone()));
+    }
+    let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let est = crate::label_shift::fit_prior_estimate(
+        cfg.label_shift.prior_estimator,
+        cfg.label_shift.soft,
+        fitted.holdout_probs.view(),
+        &labels,
+        fitted.target_probs.view(),
+        &fitted.source_prior,
+        tracker,
+        cfg.label_shift.calibrate,
+    )?;
+    Ok(Some(est.target_prior))
 }

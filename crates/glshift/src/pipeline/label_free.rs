@@ -1,5 +1,6 @@
 //! What a fit reports about itself without target labels, after training: the diagnostics of
-//! [`label_shift::fit_diagnostics`] and the bootstrap interval of the estimated target prior.
+//! [`label_shift::fit_diagnostics`], the estimated target prior (`label_shift.prior_estimator`)
+//! and its bootstrap interval.
 
 use crate::label_shift;
 use crate::methods::FitConfig;
@@ -38,25 +39,27 @@ pub(super) fn diagnose(
 pub const PRIOR_CI_RESAMPLES: usize = 200;
 pub const PRIOR_CI_LEVEL: f64 = 0.9;
 
-/// The bootstrap interval of the fit's prior estimate (None without an estimate or hold-out).
-/// Its replicates are unfloored: a class the floor or the fixed support sets to 0 keeps the
-/// spread of its unfloored estimate.
-pub(super) fn prior_interval(
+/// The fit's reported prior estimate and its bootstrap interval (None without a tracker
+/// estimate, i.e. for methods that estimate no shift, or without a hold-out). The replicates
+/// are unfloored: a class the floor or the fixed support sets to 0 keeps the spread of its
+/// unfloored estimate. Without a hold-out the tracker's estimate is reported without interval.
+pub(super) fn prior_estimate(
     fitted: &crate::methods::train::Fitted,
     holdout_labels: &[usize],
     cfg: &FitConfig,
 ) -> Result<Option<label_shift::FitPriorInterval>> {
-    let Some(reported) = fitted.shift.as_ref() else { return Ok(None) };
+    let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
     if holdout_labels.is_empty() {
         return Ok(None);
     }
     let iv = label_shift::fit_prior_interval(
+        cfg.label_shift.prior_estimator,
         cfg.label_shift.soft,
         fitted.holdout_probs.view(),
         holdout_labels,
         fitted.target_probs.view(),
         &fitted.source_prior,
-        reported,
+        tracker,
         cfg.label_shift.calibrate,
         PRIOR_CI_RESAMPLES,
         PRIOR_CI_LEVEL,

@@ -19,7 +19,7 @@ use crate::{Error, Result};
 mod evaluate;
 mod label_free;
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
-use label_free::{diagnose, prior_interval};
+use label_free::{diagnose, prior_estimate};
 
 /// Scores computed from the target labels after training (evaluation only).
 #[derive(Clone, Debug, Serialize)]
@@ -58,6 +58,8 @@ pub struct FitReport {
     pub n_source_train: usize,
     pub n_source_holdout: usize,
     pub source_prior: Vec<f64>,
+    /// The target prior estimated by `label_shift.prior_estimator` (after training, on the
+    /// final network's outputs; `tracker`: the training loop's last estimate).
     pub estimated_target_prior: Option<Vec<f64>>,
     /// 90% bootstrap interval of `estimated_target_prior`, per class
     /// ([`label_shift::fit_prior_interval`]); absent without an estimate.
@@ -65,6 +67,8 @@ pub struct FitReport {
     pub estimated_target_prior_ci_low: Option<Vec<f64>>,
     #[serde(default)]
     pub estimated_target_prior_ci_high: Option<Vec<f64>>,
+    /// The importance weights training used (the tracker's last estimate, whatever
+    /// `label_shift.prior_estimator` reports).
     pub importance_weights: Option<Vec<f64>>,
     pub confusion_filled_classes: Vec<usize>,
     #[serde(default)]
@@ -282,10 +286,15 @@ fn run_inner(
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
-    let estimated = fitted.shift.as_ref().map(|s| s.target_prior.clone());
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
-    let prior_ci = prior_interval(&fitted, &holdout_labels, cfg)?;
+    let prior_ci = prior_estimate(&fitted, &holdout_labels, cfg)?;
+    // The reported prior: `label_shift.prior_estimator` on the final network, or the tracker's
+    // last estimate where no interval could be built (no hold-out).
+    let estimated = match &prior_ci {
+        Some(iv) => Some(iv.estimate.target_prior.clone()),
+        None => fitted.shift.as_ref().map(|s| s.target_prior.clone()),
+    };
     if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
         warnings.push(g.summary());
     }
