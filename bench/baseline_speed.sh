@@ -9,7 +9,8 @@
 #
 # usage: bench/baseline_speed.sh OLD_BINARY NEW_BINARY [DATA] [OUT_DIR] [SEED]
 # TASKS="amazon:webcam dslr:caltech" and METHODS="cdan-e dann" (defaults) choose the rows;
-# SETTING=uda|pda|gls (default uda). The environment passes through: with RAYON_NUM_THREADS=1 and
+# SETTING=uda|pda|gls (default uda); CONFIG=FILE.toml is passed to both as --config (default: none,
+# the defaults). The environment passes through: with RAYON_NUM_THREADS=1 and
 # MATMUL_NUM_THREADS unset (the grids' setting) the old build's GEMMs still use 2 threads and the
 # new one's 1; set MATMUL_NUM_THREADS=1 to compare single-threaded work only.
 set -euo pipefail
@@ -21,6 +22,8 @@ seed=${5:-0}
 TASKS=${TASKS:-"amazon:webcam dslr:caltech"}
 METHODS=${METHODS:-"cdan-e dann"}
 SETTING=${SETTING:-uda}
+config_args=()
+[ -n "${CONFIG:-}" ] && config_args=(--config "$CONFIG")
 mkdir -p "$out"
 
 # "wall_s cpu_s accuracy" of one fit.
@@ -28,7 +31,7 @@ timed_fit() {
     local bin=$1 src=$2 tgt=$3 method=$4 dir=$5
     /usr/bin/time -f "%e %U %S" -o "$dir.time" \
         "$bin" fit --data "$data" --source "$src" --target "$tgt" --setting "$SETTING" --method "$method" \
-        --seed "$seed" --out "$dir" --quiet >"$dir.log" 2>&1
+        --seed "$seed" "${config_args[@]}" --out "$dir" --quiet >"$dir.log" 2>&1
     local acc
     acc=$(grep -o '"target_accuracy": [0-9.]*' "$dir/report.json" | head -1 | awk '{print $2}')
     awk -v acc="$acc" '{printf "%s %.2f %s\n", $1, $2 + $3, acc}' "$dir.time"
