@@ -115,6 +115,39 @@ mod tests {
         assert_grad_close(dx.as_slice().unwrap(), &num_x, "dx");
     }
 
+    /// C = A·B as matrixmultiply's sgemm sums it, whatever its kernel (AVX2, AVX-512, scalar)
+    /// or thread count: per element, one FMA chain from zero over each block of 256 values of k
+    /// (`S_KC`), the blocks' sums added to C in order.
+    fn blocked_fma_reference(a: &Array2<f32>, b: &Array2<f32>) -> Array2<f32> {
+        const KC: usize = 256;
+        Array2::from_shape_fn((a.nrows(), b.ncols()), |(i, j)| {
+            let mut c = 0.0f32;
+            for (block, k0) in (0..a.ncols()).step_by(KC).enumerate() {
+                let acc = (k0..(k0 + KC).min(a.ncols())).fold(0.0f32, |acc, k| a[[i, k]].mul_add(b[[k, j]], acc));
+                c = if block == 0 { acc } else { c + acc };
+            }
+            c
+        })
+    }
+
+    /// The training's bits do not depend on which GEMM kernel the CPU selects (the `avx512`
+    /// feature of matrixmultiply, Cargo.toml): every product the network takes, forward and
+    /// backward (transposed views included), equals the blocked FMA order bit for bit, on shapes
+    /// with edge tiles and several k-blocks.
+    #[test]
+    fn gemm_sums_in_the_blocked_fma_order_bit_for_bit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for &(m, k, n) in &[(72, 2560, 37), (5, 300, 1024), (33, 513, 19), (1, 7, 3)] {
+            let a = random_matrix(m, k, &mut rng).mapv(|v: f64| v as f32);
+            let b = random_matrix(k, n, &mut rng).mapv(|v: f64| v as f32);
+            let want = blocked_fma_reference(&a, &b);
+            assert!(a.dot(&b).iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "A·B {m}×{k}×{n}");
+            let at = a.t().to_owned();
+            let got_t = at.t().dot(&b);
+            assert!(got_t.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "Aᵀᵀ·B {m}×{k}×{n}");
+        }
+    }
+
     #[test]
     fn linear_backward_skips_dx_when_not_needed() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);

@@ -43,15 +43,38 @@ impl<T: Real> Sgd<T> {
         for (((kind, p), g), b) in params.into_iter().zip(gs).zip(self.buf.iter_mut()) {
             assert!(p.len() == g.len() && p.len() == b.len(), "Sgd::step: tensor size mismatch");
             let decay = if kind == ParamKind::Weight { wd } else { 0.0 };
-            for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
-                let theta = p.to_f64_();
-                let g = g.to_f64_() + decay * theta;
-                let bn = if first { g } else { mu * b.to_f64_() + g };
-                *b = T::from_f64_(bn);
-                let d = if self.nesterov { g + mu * bn } else { bn };
-                *p = T::from_f64_(theta - lr * d);
+            // One loop per (first step, Nesterov) pair: the branches leave the inner loop, which
+            // then vectorises; the arithmetic, and so every bit of the result, is unchanged.
+            let h = Hyper { lr, mu, decay };
+            match (first, self.nesterov) {
+                (true, true) => update::<T, true, true>(p, g, b, h),
+                (true, false) => update::<T, true, false>(p, g, b, h),
+                (false, true) => update::<T, false, true>(p, g, b, h),
+                (false, false) => update::<T, false, false>(p, g, b, h),
             }
         }
+    }
+}
+
+/// The scalars of one SGD step of one tensor.
+#[derive(Clone, Copy)]
+struct Hyper {
+    lr: f64,
+    mu: f64,
+    decay: f64,
+}
+
+/// θ, b ← the step of the module docs on one tensor, in f64 per element.
+#[inline]
+fn update<T: Real, const FIRST: bool, const NESTEROV: bool>(p: &mut [T], g: &[T], b: &mut [T], h: Hyper) {
+    let Hyper { lr, mu, decay } = h;
+    for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
+        let theta = p.to_f64_();
+        let g = g.to_f64_() + decay * theta;
+        let bn = if FIRST { g } else { mu * b.to_f64_() + g };
+        *b = T::from_f64_(bn);
+        let d = if NESTEROV { g + mu * bn } else { bn };
+        *p = T::from_f64_(theta - lr * d);
     }
 }
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `glshift fit` time of the mini-batch baselines, old build vs new build, side by side in one run
+# (issue 16: "make the paper-style baseline training fast"). For each task and method the two
+# builds run one after the other (old first on even rows, new first on odd ones) so that both see
+# the same machine load; compare the ratios, not the seconds. Prints each fit's wall-clock and CPU
+# seconds (user + system, /usr/bin/time), the target accuracy, and whether the two builds wrote
+# byte-identical predictions.csv (every predicted probability, to the printed digits) and the same
+# adaptation history in report.json.
+#
+# usage: bench/baseline_speed.sh OLD_BINARY NEW_BINARY [DATA] [OUT_DIR] [SEED]
+# TASKS="amazon:webcam dslr:caltech" and METHODS="cdan-e dann" (defaults) choose the rows;
+# SETTING=uda|pda|gls (default uda); CONFIG=FILE.toml is passed to both as --config (default: none,
+# the defaults). The environment passes through: with RAYON_NUM_THREADS=1 and
+# MATMUL_NUM_THREADS unset (the grids' setting) the old build's GEMMs still use 2 threads and the
+# new one's 1; set MATMUL_NUM_THREADS=1 to compare single-threaded work only.
+set -euo pipefail
+old=${1:?old glshift binary}
+new=${2:?new glshift binary}
+data=${3:-../shared/data/office_caltech10_effnetlite2}
+out=${4:-$(mktemp -d)}
+seed=${5:-0}
+TASKS=${TASKS:-"amazon:webcam dslr:caltech"}
+METHODS=${METHODS:-"cdan-e dann"}
+SETTING=${SETTING:-uda}
+config_args=()
+[ -n "${CONFIG:-}" ] && config_args=(--config "$CONFIG")
+mkdir -p "$out"
+
+# "wall_s cpu_s accuracy" of one fit.
+timed_fit() {
+    local bin=$1 src=$2 tgt=$3 method=$4 dir=$5
+    /usr/bin/time -f "%e %U %S" -o "$dir.time" \
+        "$bin" fit --data "$data" --source "$src" --target "$tgt" --setting "$SETTING" --method "$method" \
+        --seed "$seed" "${config_args[@]}" --out "$dir" --quiet >"$dir.log" 2>&1
+    local acc
+    acc=$(grep -o '"target_accuracy": [0-9.]*' "$dir/report.json" | head -1 | awk '{print $2}')
+    awk -v acc="$acc" '{printf "%s %.2f %s\n", $1, $2 + $3, acc}' "$dir.time"
+}
+
+# "yes" when the two fits' predictions.csv are byte-identical and their histories equal.
+same_result() {
+    local a=$1 b=$2
+    if cmp -s "$a/predictions.csv" "$b/predictions.csv" && python3 - "$a/report.json" "$b/report.json" <<'PY'
+import json, sys
+h = [json.load(open(p))["history"] for p in sys.argv[1:]]
+sys.exit(0 if h[0] == h[1] else 1)
+PY
+    then echo yes; else echo NO; fi
+}
+
+printf "%-14s %-8s %8s %8s %7s %8s %8s %7s %8s %8s %s\n" task method old_wall new_wall ratio old_cpu new_cpu ratio old_acc new_acc identical
+i=0
+sum_ow=0; sum_nw=0; sum_oc=0; sum_nc=0
+for pair in $TASKS; do
+    s=${pair%%:*}; t=${pair##*:}
+    for m in $METHODS; do
+        tag="${s:0:1}2${t:0:1}-$m"
+        if (( i % 2 == 0 )); then
+            read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$m" "$out/old-$tag")
+            read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$m" "$out/new-$tag")
+        else
+            read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$m" "$out/new-$tag")
+            read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$m" "$out/old-$tag")
+        fi
+        same=$(same_result "$out/old-$tag" "$out/new-$tag")
+        printf "%-14s %-8s %8.1f %8.1f %7.3f %8.1f %8.1f %7.3f %8.4f %8.4f %s\n" "$s→$t" "$m" "$ow" "$nw" \
+            "$(echo "$nw / $ow" | bc -l)" "$oc" "$nc" "$(echo "$nc / $oc" | bc -l)" "$oa" "$na" "$same"
+        sum_ow=$(echo "$sum_ow + $ow" | bc -l); sum_nw=$(echo "$sum_nw + $nw" | bc -l)
+        sum_oc=$(echo "$sum_oc + $oc" | bc -l); sum_nc=$(echo "$sum_nc + $nc" | bc -l)
+        i=$((i + 1))
+    done
+done
+printf "total: wall old %.1f s new %.1f s (ratio %.3f); CPU old %.1f s new %.1f s (ratio %.3f)\n" \
+    "$sum_ow" "$sum_nw" "$(echo "$sum_nw / $sum_ow" | bc -l)" "$sum_oc" "$sum_nc" "$(echo "$sum_nc / $sum_oc" | bc -l)"
