@@ -92,10 +92,17 @@ fn predictions_sit_on_the_simplex_and_match_argmax() {
     for (row, &k) in p.rows().into_iter().zip(&labels) {
         assert!(row.iter().all(|&v| v <= row[k]));
     }
-    let w = model.importance_weights().unwrap();
     let prior = model.target_prior().unwrap();
+    assert!((prior.iter().sum::<f64>() - 1.0).abs() < 1e-9 && prior.iter().all(|&v| v >= 0.0), "{prior:?}");
+    // The weights are training's; with the tracker as the reported estimator, w ⊙ pˢ = p̂ᵗ.
+    let mut cfg = small(MethodKind::Mul).config().clone();
+    cfg.label_shift.prior_estimator = crate::label_shift::PriorEstimator::Tracker;
+    let tracked = FitParams::from_config(cfg).check().unwrap().fit(&data).unwrap();
+    let w = tracked.importance_weights().unwrap();
+    assert_eq!(w, model.importance_weights().unwrap(), "the reported estimator does not change training");
+    let prior = tracked.target_prior().unwrap();
     for k in 0..3 {
-        assert!((w[k] * model.source_prior()[k] - prior[k]).abs() < 1e-9, "w ⊙ pˢ must be p̂ᵗ");
+        assert!((w[k] * tracked.source_prior()[k] - prior[k]).abs() < 1e-9, "w ⊙ pˢ must be the tracker's p̂ᵗ");
     }
 }
 
