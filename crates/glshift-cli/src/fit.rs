@@ -9,9 +9,9 @@ use clap::Args;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
-use glshift_experiments::protocol::{self, Protocol};
+use glshift_experiments::protocol;
 
-use crate::pair::PairArgs;
+use crate::pair::{PairArgs, ProtocolArgs};
 use crate::progress::TrainBar;
 
 /// The model file `fit` writes into its output folder (`glshift predict --model`).
@@ -25,13 +25,8 @@ pub struct FitArgs {
     /// method). Overrides the config file.
     #[arg(long)]
     pub method: Option<String>,
-    /// Task protocol: uda (domains unchanged), pda (target keeps the first --pda-classes classes)
-    /// or gls (source subsampled as in Combes et al.); see `glshift bench`.
-    #[arg(long, default_value = "uda")]
-    pub setting: String,
-    /// Number of target classes kept in pda (default: half of the classes).
-    #[arg(long)]
-    pub pda_classes: Option<usize>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
     /// Random seed (network initialisation, hold-out split, dropout). Overrides the config file.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -75,7 +70,7 @@ pub fn run(args: FitArgs) -> Result<()> {
 
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let (source, target) = args.pair.load()?;
-    let proto = Protocol::parse(&args.setting, source.n_classes(), args.pda_classes)?;
+    let proto = args.protocol.parse(source.n_classes())?;
     let (source, target) = protocol::apply(proto, &source, &target)?;
     let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.quiet);
     let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use glshift::data::{self, Domain};
+use glshift::records::Protocol;
 
 #[derive(Args, Debug, Clone)]
 pub struct PairArgs {
@@ -24,5 +25,24 @@ impl PairArgs {
     /// Loads the two domains (errors name the file and the problem).
     pub fn load(&self) -> glshift::Result<(Domain, Domain)> {
         data::load_pair(&self.data, &self.source, &self.target)
+    }
+}
+
+/// `--setting uda|pda|gls [--pda-classes K]`, shared by `fit` and `select`.
+#[derive(Args, Debug, Clone)]
+pub struct ProtocolArgs {
+    /// Task protocol: uda (domains unchanged), pda (target keeps the first --pda-classes classes)
+    /// or gls (source subsampled as in Combes et al.); see `glshift bench`.
+    #[arg(long, default_value = "uda")]
+    pub setting: String,
+    /// Number of target classes kept in pda (default: half of the classes).
+    #[arg(long)]
+    pub pda_classes: Option<usize>,
+}
+
+impl ProtocolArgs {
+    /// The protocol for a source of `n_classes` classes (errors name the bad setting).
+    pub fn parse(&self, n_classes: usize) -> glshift::Result<Protocol> {
+        Protocol::parse(&self.setting, n_classes, self.pda_classes)
     }
 }

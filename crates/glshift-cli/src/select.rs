@@ -9,10 +9,10 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use glshift::output::write_files_atomically;
 use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule};
-use glshift_experiments::protocol::{self, Protocol};
+use glshift_experiments::protocol;
 
 use crate::fit::{check_out_dir, resolve_config, run_files};
-use crate::pair::PairArgs;
+use crate::pair::{PairArgs, ProtocolArgs};
 use crate::progress::TrainBar;
 
 /// The selection rule (docs/select.md; the default is provisional).
@@ -58,12 +58,8 @@ pub struct SelectArgs {
     /// Selection rule.
     #[arg(long, value_enum, default_value = "mean-rank")]
     pub scorer: ScorerArg,
-    /// Task protocol: uda, pda or gls (as `glshift fit`).
-    #[arg(long, default_value = "uda")]
-    pub setting: String,
-    /// Number of target classes kept in pda (default: half of the classes).
-    #[arg(long)]
-    pub pda_classes: Option<usize>,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
     /// Random seed of every candidate. Overrides the config file.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -96,7 +92,7 @@ pub fn run(args: SelectArgs) -> Result<()> {
 
 fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams) -> Result<()> {
     let (source, target) = args.pair.load()?;
-    let proto = Protocol::parse(&args.setting, source.n_classes(), args.pda_classes)?;
+    let proto = args.protocol.parse(source.n_classes())?;
     let (source, target) = protocol::apply(proto, &source, &target)?;
     let started = Instant::now();
     let mut bar: Option<(usize, TrainBar)> = None;

@@ -123,29 +123,10 @@ impl ShiftEstimator for FinalPrior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::label_shift::{l1_distance, softmax_with_temperature};
-    use ndarray::Array2;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-    use rand_distr::StandardNormal;
+    use crate::label_shift::l1_distance;
 
-    const C: usize = 10;
-    const TRUTH: [f64; C] = [0.01, 0.02, 0.05, 0.07, 0.08, 0.1, 0.12, 0.15, 0.17, 0.23];
-
-    /// Exact label shift: logits `3 · onehot(y) + N(0, 1)`, a uniform hold-out of 200 rows and
-    /// a target of 600 rows at [`TRUTH`] (exact counts).
-    fn case(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let hy: Vec<usize> = (0..200).map(|i| i % C).collect();
-        let ty: Vec<usize> = (0..C).flat_map(|k| std::iter::repeat_n(k, (TRUTH[k] * 600.0).round() as usize)).collect();
-        let mut probs = |y: &[usize]| {
-            let mut z = Array2::from_shape_fn((y.len(), C), |_| rng.sample::<f32, _>(StandardNormal));
-            y.iter().enumerate().for_each(|(i, &k)| z[[i, k]] += 3.0);
-            softmax_with_temperature(z.view(), 1.0)
-        };
-        let (hp, tp) = (probs(&hy), probs(&ty));
-        (hp, hy, tp)
-    }
+    // The exact-label-shift case of the interval's tests (200 hold-out rows, 600 target rows).
+    use crate::label_shift::fit_interval::tests::{case, C, TRUTH};
 
     #[test]
     fn every_estimator_is_close_to_the_truth_under_exact_label_shift() {

@@ -172,20 +172,20 @@ fn hull_with_report(lo: &[f64], hi: &[f64], reported: &[f64]) -> (Vec<f64>, Vec<
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use ndarray::Array2;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use rand_distr::StandardNormal;
 
-    const C: usize = 10;
+    pub(in crate::label_shift) const C: usize = 10;
     /// Two small classes (below the default floor 0.25/c = 0.025) and eight others.
-    const TRUTH: [f64; C] = [0.01, 0.02, 0.05, 0.07, 0.08, 0.1, 0.12, 0.15, 0.17, 0.23];
+    pub(in crate::label_shift) const TRUTH: [f64; C] = [0.01, 0.02, 0.05, 0.07, 0.08, 0.1, 0.12, 0.15, 0.17, 0.23];
 
     /// Exact label shift: a classifier with logits `3 · onehot(y) + N(0, 1)` on a uniform
     /// hold-out of 200 rows and a target of 600 rows at [`TRUTH`] (exact counts).
-    fn case(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
+    pub(in crate::label_shift) fn case(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let hy: Vec<usize> = (0..200).map(|i| i % C).collect();
         let ty: Vec<usize> = (0..C).flat_map(|k| std::iter::repeat_n(k, (TRUTH[k] * 600.0).round() as usize)).collect();
