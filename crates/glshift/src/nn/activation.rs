@@ -51,25 +51,16 @@ impl Activation {
         let zero = T::zero();
         let one = T::one();
         let z = Zip::from(d).and(&a);
+        // Every element is written (a select, not a conditional store): the loop vectorises and
+        // takes no branch on the sign of `a`, whose ~50% mispredictions made this pass cost ~7%
+        // of a default fit (perf, issue 14). The values are the same as a conditional store's.
         match self {
-            Activation::Relu => z.for_each(|d, &a| {
-                if a <= zero {
-                    *d = zero
-                }
-            }),
+            Activation::Relu => z.for_each(|d, &a| *d = if a <= zero { zero } else { *d }),
             Activation::LeakyRelu => {
                 let s = T::from_f64_(LEAKY_RELU_SLOPE);
-                z.for_each(|d, &a| {
-                    if a <= zero {
-                        *d = *d * s
-                    }
-                })
+                z.for_each(|d, &a| *d = if a <= zero { *d * s } else { *d })
             }
-            Activation::Elu => z.for_each(|d, &a| {
-                if a <= zero {
-                    *d = *d * (a + one)
-                }
-            }),
+            Activation::Elu => z.for_each(|d, &a| *d = if a <= zero { *d * (a + one) } else { *d }),
             Activation::Tanh => z.for_each(|d, &a| *d = *d * (one - a * a)),
             Activation::Identity => {}
         }

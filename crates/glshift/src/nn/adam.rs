@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::adam_update::{update, Step};
 use super::network::{Grads, Network, ParamKind};
 use crate::{Error, Real, Result};
 
@@ -117,24 +118,10 @@ impl<T: Real> Adam<T> {
             .zip(gs)
             .zip(self.m.iter_mut().zip(self.v.iter_mut()))
         {
-            assert!(
-                p.len() == g.len() && p.len() == m.len(),
-                "Adam::step: tensor size mismatch"
-            );
             let decay = kind == ParamKind::Weight && c.weight_decay > 0.0;
-            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-                let g = g.to_f64_();
-                let mn = b1 * m.to_f64_() + (1.0 - b1) * g;
-                let vn = b2 * v.to_f64_() + (1.0 - b2) * g * g;
-                *m = T::from_f64_(mn);
-                *v = T::from_f64_(vn);
-                let mut theta = p.to_f64_();
-                if decay {
-                    theta *= decay_factor;
-                }
-                theta -= c.lr * (mn / bc1) / ((vn / bc2).sqrt() + c.eps);
-                *p = T::from_f64_(theta);
-            }
+            let keep = if decay { decay_factor } else { 1.0 };
+            let k = Step { beta1: b1, beta2: b2, lr: c.lr, eps: c.eps, bias1: bc1, bias2: bc2, keep };
+            update(p, g, m, v, k);
         }
     }
 

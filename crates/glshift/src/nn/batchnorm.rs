@@ -130,9 +130,20 @@ impl<T: Real> BatchNorm<T> {
         )
     }
 
-    /// Exact backward of [`BatchNorm::forward`] (see the module docs): `dy = ∂ℓ/∂y` (`n × d`,
-    /// consumed and reused as the output buffer) ↦ (∂ℓ/∂γ, ∂ℓ/∂β, ∂ℓ/∂x `n × d`).
+    /// Exact backward of [`BatchNorm::forward`] (see the module docs): `dy = ∂ℓ/∂y` (`r × d`,
+    /// consumed and reused as the output buffer) ↦ (∂ℓ/∂γ, ∂ℓ/∂β, ∂ℓ/∂x `r × d`). `dy` may
+    /// hold only the leading r rows (m ≤ r ≤ n): the rows after them count as ∂ℓ/∂y = 0.
+    ///
+    /// # Panics
+    /// If r < m (a statistics row would lose its gradient) or r > n.
     pub fn backward(&self, cache: &BnCache<T>, mut dy: Array2<T>) -> (BnGrad<T>, Array2<T>) {
+        assert!(
+            dy.nrows() >= cache.stats_rows && dy.nrows() <= cache.xhat.nrows(),
+            "BatchNorm::backward: dy has {} rows, needs {}..={}",
+            dy.nrows(),
+            cache.stats_rows,
+            cache.xhat.nrows()
+        );
         let dbeta = dy.sum_axis(Axis(0));
         let mut dgamma = Array1::<T>::zeros(dy.ncols());
         for (drow, xrow) in dy.rows().into_iter().zip(cache.xhat.rows()) {

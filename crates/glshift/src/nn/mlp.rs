@@ -1,6 +1,6 @@
 //! G as a stack of blocks `Linear → [BatchNorm] → activation → [dropout]`.
 
-use ndarray::{Array2, ArrayView2, Zip};
+use ndarray::{s, Array2, ArrayView2, Zip};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -117,10 +117,12 @@ impl<T: Real> Block<T> {
         mut d: Array2<T>,
         need_dx: bool,
     ) -> (BlockGrad<T>, Option<Array2<T>>) {
+        // `d` may cover only the leading rows of the pass (see `Mlp::backward_with_input`).
+        let r = d.nrows();
         let act_out = match (&cache.mask, &cache.pre_dropout) {
             (Some(mask), Some(pre)) => {
-                Zip::from(&mut d).and(mask).for_each(|d, &m| *d = *d * m);
-                pre.view()
+                Zip::from(&mut d).and(mask.slice(s![..r, ..])).for_each(|d, &m| *d = *d * m);
+                pre.slice(s![..r, ..])
             }
             _ => out,
         };
@@ -187,8 +189,12 @@ impl<T: Real> Mlp<T> {
         self.backward_with_input(cache, z, dz, false).0
     }
 
-    /// [`Mlp::backward`], plus ∂ℓ/∂x (`n × in`) when `need_dx` (a network whose input is another
+    /// [`Mlp::backward`], plus ∂ℓ/∂x (`r × in`) when `need_dx` (a network whose input is another
     /// network's output, e.g. a domain discriminator on Z).
+    ///
+    /// `dz` (`r × z_dim`) may cover only the leading r ≤ n rows of the pass, every BatchNorm's
+    /// statistics rows among them: the result is then the gradient with ∂ℓ/∂z = 0 on the rows
+    /// after r, bit for bit (their zero terms would only add exact zeros after the others).
     pub(crate) fn backward_with_input(
         &self,
         cache: &MlpCache<T>,
@@ -198,15 +204,17 @@ impl<T: Real> Mlp<T> {
     ) -> (Vec<BlockGrad<T>>, Option<Array2<T>>) {
         let nb = self.blocks.len();
         let mut grads = Vec::with_capacity(nb);
+        let r = dz.nrows();
+        assert!(r <= z.nrows(), "Mlp::backward: dz has more rows than the pass");
         let mut d = dz;
         for l in (0..nb).rev() {
             let out = if l + 1 == nb {
-                z
+                z.slice(s![..r, ..])
             } else {
-                cache.inputs[l + 1].view()
+                cache.inputs[l + 1].slice(s![..r, ..])
             };
             let (g, dx) = self.blocks[l].backward(
-                cache.inputs[l].view(),
+                cache.inputs[l].slice(s![..r, ..]),
                 out,
                 &cache.blocks[l],
                 d,

@@ -13,6 +13,7 @@
 
 mod activation;
 mod adam;
+mod adam_update;
 mod batchnorm;
 mod linear;
 mod loss;

@@ -185,6 +185,26 @@ impl<T: Real> Network<T> {
         Grads { g, f }
     }
 
+    /// [`Network::backward`] when only the leading r rows of the pass have a non-zero
+    /// ∂ℓ/∂logits (`d_logits`: `r × c`, r ≥ the BatchNorm statistics rows): the same gradients,
+    /// bit for bit, without the work on the zero rows (pre-training's hold-out rows, 20% of a
+    /// source, only feed the stopping rule).
+    ///
+    /// # Panics
+    /// If `d_logits` has the wrong width or more rows than the pass, or fewer rows than the
+    /// BatchNorm statistics.
+    pub fn backward_leading(&self, pass: &Pass<T>, d_logits: ArrayView2<T>) -> Grads<T> {
+        let r = d_logits.nrows();
+        assert!(
+            r <= pass.logits.nrows() && d_logits.ncols() == pass.logits.ncols(),
+            "Network::backward_leading: d_logits shape"
+        );
+        let z = pass.z.slice(ndarray::s![..r, ..]);
+        let (f, dz) = self.f.backward(z, d_logits, true);
+        let g = self.g.backward(&pass.cache, pass.z.view(), dz.expect("dz requested"));
+        Grads { g, f }
+    }
+
     /// [`Network::backward`] without extra ∂ℓ/∂Z, also returning ∂ℓ/∂x (`n × input_dim`): for a
     /// network fed by another one (the domain discriminators of `methods::baselines`).
     ///

@@ -2,7 +2,7 @@
 //! grid. Pre-training reads only the source rows (in training order) and the settings of
 //! [`PretrainKey`]; not the method, the adaptation settings or the target.
 
-use ndarray::{s, Array2, ArrayView2};
+use ndarray::{s, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -155,9 +155,8 @@ pub(super) fn run_pretraining(
             }
             holdout = Some(holdout_record(&rows, hold_logits, y_hold));
         }
-        let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
-        d_logits.slice_mut(s![..n_train, ..]).assign(&d_train_logits);
-        let grads = net.backward(&pass, d_logits.view(), None);
+        // Only the training rows (first) carry a gradient; the hold-out rows are skipped.
+        let grads = net.backward_leading(&pass, d_train_logits.view());
         if !grads.is_finite() {
             return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
         }

@@ -513,3 +513,41 @@ fn forward_backward_timing_2500x1280() {
         tp * 1e3
     );
 }
+
+/// Pre-training's backward on the training rows only equals, bit for bit, the full backward
+/// whose hold-out rows (after them) carry a zero gradient: f32, BatchNorm, dropout, and more
+/// rows than one GEMM depth block, so the blocked sums are exercised.
+#[test]
+fn backward_on_the_leading_rows_equals_the_full_backward_with_zero_rows_bit_for_bit() {
+    let (n, r, d_in, c) = (700, 560, 40, 5);
+    for dropout in [0.0f32, 0.2] {
+        let cfg = NetworkConfig { hidden: vec![32, 16], dropout, ..Default::default() };
+        let net = Network::<f32>::new_generic(d_in, c, &cfg, 3).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let x = random_matrix(n, d_in, &mut rng).mapv(|v| v as f32);
+        let labels: Vec<usize> = (0..r).map(|i| (i * 7) % c).collect();
+        let pass = net.forward(x.view(), &Forward::training(r), &mut rng);
+        let (_, d_train, _) = weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
+        let mut d_full = Array2::<f32>::zeros((n, c));
+        d_full.slice_mut(s![..r, ..]).assign(&d_train);
+        let full = net.backward(&pass, d_full.view(), None);
+        let leading = net.backward_leading(&pass, d_train.view());
+        let (a, b) = (full.tensors(), leading.tensors());
+        assert_eq!(a.len(), b.len());
+        for (k, (ta, tb)) in a.iter().zip(&b).enumerate() {
+            assert!(ta.iter().any(|&v| v != 0.0), "tensor {k} is all zero");
+            let same = ta.iter().zip(tb.iter()).all(|(u, v)| u.to_bits() == v.to_bits());
+            assert!(same, "tensor {k} differs (dropout {dropout})");
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "BatchNorm::backward")]
+fn backward_on_fewer_rows_than_the_batchnorm_statistics_is_refused() {
+    let net = Network::<f64>::new_generic(D_IN, C, &NetworkConfig { hidden: vec![6], ..Default::default() }, 1).unwrap();
+    let p = Problem::new(6, N, 2);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let pass = net.forward(p.x.view(), &p.fw, &mut rng);
+    net.backward_leading(&pass, Array2::<f64>::zeros((N - 1, C)).view());
+}
