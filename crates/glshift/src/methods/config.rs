@@ -207,11 +207,15 @@ pub struct AdaptStopConfig {
     pub tol_labels: f64,
     /// No stop before this many adaptation iterations.
     pub min_iters: usize,
+    /// Largest relative change of J_TU over W iterations, |J_{t−W} − J_t| / |J_{t−W}|
+    /// (`train::converge`): the objective itself must have settled, not only the prior and the
+    /// pseudo-labels. Unset (the default): J_TU is not part of the rule.
+    pub tol_objective: Option<f64>,
 }
 
 impl Default for AdaptStopConfig {
     fn default() -> Self {
-        AdaptStopConfig { enabled: true, window: 10, tol_prior: 0.005, tol_labels: 0.005, min_iters: 20 }
+        AdaptStopConfig { enabled: true, window: 10, tol_prior: 0.005, tol_labels: 0.005, min_iters: 20, tol_objective: None }
     }
 }
 
@@ -224,6 +228,9 @@ impl AdaptStopConfig {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::param(name, v, "must be finite and >= 0"));
             }
+        }
+        if let Some(v) = self.tol_objective.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(Error::param("adapt_stop.tol_objective", v, "must be finite and >= 0"));
         }
         Ok(())
     }

@@ -132,6 +132,7 @@ impl Adaptation<'_> {
                 labels: &pseudo_labels,
                 n_target: target_probs.nrows(),
                 du_pooled: out.du_pooled,
+                j_tu: out.j_tu,
             };
             self.converged = stopper.observe(it, &state);
         }

@@ -21,12 +21,16 @@
 //!
 //! ```text
 //! ‖p̂ᵗ_t − p̂ᵗ_{t−W}‖₁ ≤ tol_prior,   #{i : ŷ_i,t ≠ ŷ_i,t−W} / n_t ≤ tol_labels,
-//! and J_DU has pooled the target rows since t − W or earlier (when J_DU is on)
+//! and J_DU has pooled the target rows since t − W or earlier (when J_DU is on),
+//! and, when `adapt_stop.tol_objective` = ρ is set, |J_TU,t−W − J_TU,t| ≤ ρ·|J_TU,t−W|
 //! ```
 //!
 //! (W = `adapt_stop.window`), and never before `adapt_stop.min_iters`. These are the quantities
 //! that drive MUL's updates (w and p̂ᵗ weight the CE and J_TU; the pseudo-labels pick the rows of
 //! J_TU and J_DU): once they no longer move, further steps only sharpen an unchanged alignment.
+//! The optional last condition asks the objective J_TU itself to have settled: with the state
+//! frozen, J_TU keeps falling roughly like a power of the iteration count (docs/methods.md),
+//! so its relative change over W iterations shrinks like W/t and ρ sets how long that tail runs.
 
 use crate::methods::config::{AdaptStopConfig, FitConfig};
 
@@ -98,14 +102,17 @@ pub(super) struct AdaptState<'a> {
     pub n_target: usize,
     /// Whether J_DU pooled the confident target rows at this iteration.
     pub du_pooled: bool,
+    /// J_TU at this iteration (0 when the method has none).
+    pub j_tu: f64,
 }
 
 /// The adaptation rule; see the module docs.
 pub(super) struct AdaptStopper {
     cfg: AdaptStopConfig,
     needs_pooling: bool,
-    /// States of the last W + 1 iterations (prior, per-row label or `u32::MAX`), oldest first.
-    trace: std::collections::VecDeque<(Option<Vec<f64>>, Vec<u32>)>,
+    /// States of the last W + 1 iterations (prior, per-row label or `u32::MAX`, J_TU), oldest
+    /// first.
+    trace: std::collections::VecDeque<(Option<Vec<f64>>, Vec<u32>, f64)>,
     pooled_since: Option<usize>,
 }
 
@@ -130,7 +137,7 @@ impl AdaptStopper {
         if s.du_pooled && self.pooled_since.is_none() {
             self.pooled_since = Some(it);
         }
-        self.trace.push_back((s.prior.map(<[f64]>::to_vec), rows));
+        self.trace.push_back((s.prior.map(<[f64]>::to_vec), rows, s.j_tu));
         let w = self.cfg.window;
         if self.trace.len() > w + 1 {
             self.trace.pop_front();
@@ -149,7 +156,8 @@ impl AdaptStopper {
         };
         let changed = old.1.iter().zip(&new.1).filter(|(a, b)| a != b).count();
         let label_share = changed as f64 / s.n_target.max(1) as f64;
-        pooled_long_enough && prior_move <= self.cfg.tol_prior && label_share <= self.cfg.tol_labels
+        let objective_settled = self.cfg.tol_objective.is_none_or(|rho| (old.2 - new.2).abs() <= rho * old.2.abs());
+        pooled_long_enough && prior_move <= self.cfg.tol_prior && label_share <= self.cfg.tol_labels && objective_settled
     }
 }
 
@@ -243,13 +251,13 @@ mod tests {
     }
 
     fn state<'a>(prior: &'a [f64], confident: &'a [usize], labels: &'a [usize], pooled: bool) -> AdaptState<'a> {
-        AdaptState { prior: Some(prior), confident, labels, n_target: 100, du_pooled: pooled }
+        AdaptState { prior: Some(prior), confident, labels, n_target: 100, du_pooled: pooled, j_tu: 1.0 }
     }
 
     #[test]
     fn adaptation_stops_once_prior_labels_and_pooling_have_settled() {
         let mut c = cfg();
-        c.adapt_stop = AdaptStopConfig { enabled: true, window: 5, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0 };
+        c.adapt_stop = AdaptStopConfig { enabled: true, window: 5, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: None };
         let mut s = AdaptStopper::new(&c).unwrap();
         let rows: Vec<usize> = (0..90).collect();
         let labels = vec![1usize; 90];
@@ -272,7 +280,7 @@ mod tests {
     #[test]
     fn moving_prior_or_labels_keep_adaptation_going_and_off_switch_disables() {
         let mut c = cfg();
-        c.adapt_stop = AdaptStopConfig { enabled: true, window: 3, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0 };
+        c.adapt_stop = AdaptStopConfig { enabled: true, window: 3, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: None };
         let mut s = AdaptStopper::new(&c).unwrap();
         let rows: Vec<usize> = (0..90).collect();
         for it in 0..40 {
@@ -292,5 +300,37 @@ mod tests {
         c.adapt_stop.enabled = true;
         c.method = crate::methods::config::MethodKind::Source;
         assert!(AdaptStopper::new(&c).is_none());
+    }
+    #[test]
+    fn a_set_objective_tolerance_waits_for_j_tu_to_settle() {
+        let mut c = cfg();
+        c.adapt_stop = AdaptStopConfig { enabled: true, window: 3, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: Some(0.05) };
+        let rows: Vec<usize> = (0..90).collect();
+        let labels = vec![1usize; 90];
+        let p = [0.5, 0.5];
+        // Frozen prior and labels, J_TU falling 10% per iteration until iteration 20, then flat.
+        let j_at = |it: usize| 0.9f64.powi(it.min(20) as i32);
+        let run = |c: &FitConfig| {
+            let mut s = AdaptStopper::new(c).unwrap();
+            (0..60).find(|&it| s.observe(it, &AdaptState { j_tu: j_at(it), ..state(&p, &rows, &labels, true) }))
+        };
+        // Without ρ the frozen state stops at the first full window; with ρ = 5% only once the
+        // window lies on the flat part (iteration 20 + W).
+        assert_eq!(run(&cfg_with(&c, None)), Some(3));
+        assert_eq!(run(&c), Some(23));
+        // A rising J_TU is a change too.
+        let mut s = AdaptStopper::new(&c).unwrap();
+        let rising = (0..40).any(|it| s.observe(it, &AdaptState { j_tu: 1.1f64.powi(it as i32), ..state(&p, &rows, &labels, true) }));
+        assert!(!rising);
+        for bad in [-0.1, f64::NAN, f64::INFINITY] {
+            let err = cfg_with(&c, Some(bad)).validate().expect_err("must be refused");
+            assert!(err.to_string().contains("tol_objective"), "{err}");
+        }
+    }
+
+    fn cfg_with(c: &FitConfig, rho: Option<f64>) -> FitConfig {
+        let mut c = c.clone();
+        c.adapt_stop.tol_objective = rho;
+        c
     }
 }
