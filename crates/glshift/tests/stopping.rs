@@ -1,7 +1,8 @@
 //! The label-free stopping rules (docs/methods.md "Stopping rules"): with the default
 //! thresholds (and a pre-training window of 30 instead of 100, so that this small task's
 //! 300-iteration cap is long enough to show a stop) both stages end before their caps; the
-//! result does not depend on the number of threads; turning the rules off runs every iteration.
+//! result does not depend on the number of threads; J_TU has settled at the adaptation stop;
+//! turning the rules off runs every iteration.
 
 use glshift::methods::train::fit;
 use glshift::methods::{FitConfig, Fitted, MethodKind, Stage};
@@ -51,6 +52,10 @@ fn both_stages_stop_early_deterministically_and_the_rules_can_be_turned_off() {
     // J_DU pooled the target rows at least a window before the stop.
     let pooled_at = one.history.iter().position(|r| r.stage == Stage::Adapt && r.du_pooled).expect("J_DU pooled");
     assert!(one.history.len() - pooled_at > cfg.adapt_stop.window, "stopped {} iterations after pooling", one.history.len() - pooled_at);
+    // J_TU had settled over the last window: relative change ≤ ρ (the default's J_TU condition).
+    let (rho, w) = (cfg.adapt_stop.tol_objective.expect("set by default"), cfg.adapt_stop.window);
+    let j = |k: usize| one.history[one.history.len() - 1 - k].j_tu;
+    assert!((j(w) - j(0)).abs() <= rho * j(w).abs(), "J_TU moved from {} to {} over the last window", j(w), j(0));
 
     let mut off = config();
     off.pretrain_patience = off.pretrain_iters;

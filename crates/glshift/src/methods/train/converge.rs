@@ -22,7 +22,7 @@
 //! ```text
 //! ‖p̂ᵗ_t − p̂ᵗ_{t−W}‖₁ ≤ tol_prior,   #{i : ŷ_i,t ≠ ŷ_i,t−W} / n_t ≤ tol_labels,
 //! and J_DU has pooled the target rows since t − W or earlier (when J_DU is on),
-//! and, when `adapt_stop.tol_objective` = ρ is set, |J_TU,t−W − J_TU,t| ≤ ρ·|J_TU,t−W|
+//! and, when `adapt_stop.tol_objective` = ρ is set (default 0.15), |J_TU,t−W − J_TU,t| ≤ ρ·|J_TU,t−W|
 //! ```
 //!
 //! (W = `adapt_stop.window`), and never before `adapt_stop.min_iters`. These are the quantities
