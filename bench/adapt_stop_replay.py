@@ -41,8 +41,9 @@ def main():
     ap.add_argument("--min-iters", type=int, default=20)
     a = ap.parse_args()
     rhos = [None] + [float(x) for x in a.rho.split(",")]
-    head = ["run", "pretrain"] + ["stop " + ("state" if r is None else f"rho={r}") for r in rhos]
-    print(" | ".join(head))
+    head = ["run", "pre-training"] + [("state only" if r is None else f"ρ = {r}") + " (J_TU/J_end)" for r in rhos]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
     sums = [[] for _ in rhos]
     for d in a.runs:
         path = os.path.join(d, "report.json")
@@ -58,9 +59,9 @@ def main():
             t = stop_iter(h, a.window, a.tol_prior, a.min_iters, rho)
             n = len(h) if t is None else t + 1
             sums[k].append(n)
-            cells.append(f"{n} (J_TU/J_end {h[n - 1]['j_tu'] / j_end:.1f})")
-        print(" | ".join([os.path.basename(d.rstrip('/')), str(pre)] + cells))
-    print(" | ".join(["mean", ""] + [f"{sum(s) / len(s):.1f}" for s in sums]))
+            cells.append(f"{n} ({h[n - 1]['j_tu'] / j_end:.1f}×)")
+        print("| " + " | ".join([os.path.basename(d.rstrip("/")), str(pre)] + cells) + " |")
+    print("| " + " | ".join(["mean adaptation iterations", ""] + [f"{sum(s) / len(s):.1f}" for s in sums]) + " |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""The three-seed average of a `glshift bench` folder, unrounded: for each seed the mean target
+accuracy over its tasks, then the mean ± standard deviation (n − 1) of those per-seed means
+(what the `bench` table's Avg column shows rounded). Reads runs/*.json; target labels enter
+only through the records' final scores.
+
+usage: python3 bench/seed_average.py BENCH_DIR [--method mul]
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--method", default="mul")
+    a = ap.parse_args()
+    acc = {}
+    for f in glob.glob(os.path.join(a.dir, "runs", "*.json")):
+        r = json.load(open(f))
+        if r["method"] == a.method:
+            acc.setdefault(r["seed"], {})[(r["source"], r["target"])] = 100 * r["target_accuracy"]
+    per_seed = {s: sum(v.values()) / len(v) for s, v in sorted(acc.items())}
+    tasks = {s: len(v) for s, v in sorted(acc.items())}
+    print(f"{a.method}: tasks per seed {tasks}; per-seed averages " + ", ".join(f"{s}: {m:.3f}" for s, m in per_seed.items()))
+    if len(per_seed) > 1:
+        vals = list(per_seed.values())
+        print(f"mean over seeds of the task average: {statistics.mean(vals):.3f} ± {statistics.stdev(vals):.3f}")
+
+
+if __name__ == "__main__":
+    main()
