@@ -14,28 +14,13 @@
 # MATMUL_NUM_THREADS unset (the grids' setting) the old build's GEMMs still use 2 threads and the
 # new one's 1; set MATMUL_NUM_THREADS=1 to compare single-threaded work only.
 set -euo pipefail
-old=${1:?old glshift binary}
-new=${2:?new glshift binary}
-data=${3:-../shared/data/office_caltech10_effnetlite2}
-out=${4:-$(mktemp -d)}
-seed=${5:-0}
+. "$(dirname "$0")/lib.sh"
+speed_args "$@"
 TASKS=${TASKS:-"amazon:webcam dslr:caltech"}
 METHODS=${METHODS:-"cdan-e dann"}
 SETTING=${SETTING:-uda}
 config_args=()
 [ -n "${CONFIG:-}" ] && config_args=(--config "$CONFIG")
-mkdir -p "$out"
-
-# "wall_s cpu_s accuracy" of one fit.
-timed_fit() {
-    local bin=$1 src=$2 tgt=$3 method=$4 dir=$5
-    /usr/bin/time -f "%e %U %S" -o "$dir.time" \
-        "$bin" fit --data "$data" --source "$src" --target "$tgt" --setting "$SETTING" --method "$method" \
-        --seed "$seed" "${config_args[@]}" --out "$dir" --quiet >"$dir.log" 2>&1
-    local acc
-    acc=$(grep -o '"target_accuracy": [0-9.]*' "$dir/report.json" | head -1 | awk '{print $2}')
-    awk -v acc="$acc" '{printf "%s %.2f %s\n", $1, $2 + $3, acc}' "$dir.time"
-}
 
 # "yes" when the two fits' predictions.csv are byte-identical and their histories equal.
 same_result() {
@@ -50,23 +35,15 @@ PY
 
 printf "%-14s %-8s %8s %8s %7s %8s %8s %7s %8s %8s %s\n" task method old_wall new_wall ratio old_cpu new_cpu ratio old_acc new_acc identical
 i=0
-sum_ow=0; sum_nw=0; sum_oc=0; sum_nc=0
 for pair in $TASKS; do
     s=${pair%%:*}; t=${pair##*:}
     for m in $METHODS; do
         tag="${s:0:1}2${t:0:1}-$m"
-        if (( i % 2 == 0 )); then
-            read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$m" "$out/old-$tag")
-            read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$m" "$out/new-$tag")
-        else
-            read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$m" "$out/new-$tag")
-            read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$m" "$out/old-$tag")
-        fi
+        timed_pair "$i" "$s" "$t" "$out/old-$tag" "$out/new-$tag" --setting "$SETTING" --method "$m" "${config_args[@]}"
         same=$(same_result "$out/old-$tag" "$out/new-$tag")
         printf "%-14s %-8s %8.1f %8.1f %7.3f %8.1f %8.1f %7.3f %8.4f %8.4f %s\n" "$s→$t" "$m" "$ow" "$nw" \
             "$(echo "$nw / $ow" | bc -l)" "$oc" "$nc" "$(echo "$nc / $oc" | bc -l)" "$oa" "$na" "$same"
-        sum_ow=$(echo "$sum_ow + $ow" | bc -l); sum_nw=$(echo "$sum_nw + $nw" | bc -l)
-        sum_oc=$(echo "$sum_oc + $oc" | bc -l); sum_nc=$(echo "$sum_nc + $nc" | bc -l)
+        add_times
         i=$((i + 1))
     done
 done

@@ -8,45 +8,24 @@
 # usage: bench/fit_speed.sh OLD_BINARY NEW_BINARY [DATA] [OUT_DIR] [SEED]
 # TASKS="dslr:webcam amazon:caltech" limits or reorders the tasks (default: all 12).
 set -euo pipefail
-old=${1:?old glshift binary}
-new=${2:?new glshift binary}
-data=${3:-../shared/data/office_caltech10_effnetlite2}
-out=${4:-$(mktemp -d)}
-seed=${5:-0}
+. "$(dirname "$0")/lib.sh"
+speed_args "$@"
 domains=(amazon caltech dslr webcam)
 if [ -z "${TASKS:-}" ]; then
     TASKS=""
     for s in "${domains[@]}"; do for t in "${domains[@]}"; do [ "$s" != "$t" ] && TASKS="$TASKS $s:$t"; done; done
 fi
-mkdir -p "$out"
-
-# "wall_s cpu_s accuracy" of one default fit.
-timed_fit() {
-    local bin=$1 src=$2 tgt=$3 dir=$4
-    /usr/bin/time -f "%e %U %S" -o "$dir.time" \
-        "$bin" fit --data "$data" --source "$src" --target "$tgt" --seed "$seed" --out "$dir" --quiet >"$dir.log" 2>&1
-    local acc
-    acc=$(grep -o '"target_accuracy": [0-9.]*' "$dir/report.json" | head -1 | awk '{print $2}')
-    awk -v acc="$acc" '{printf "%s %.2f %s\n", $1, $2 + $3, acc}' "$dir.time"
-}
 
 printf "%-16s %8s %8s %7s %8s %8s %7s %8s %8s\n" task old_wall new_wall ratio old_cpu new_cpu ratio old_acc new_acc
 i=0
-sum_ow=0; sum_nw=0; sum_oc=0; sum_nc=0; worst_w=0; worst_c=0
+worst_w=0; worst_c=0
 for pair in $TASKS; do
     s=${pair%%:*}; t=${pair##*:}
     task="${s:0:1}2${t:0:1}"
-    if (( i % 2 == 0 )); then
-        read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$out/old-$task")
-        read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$out/new-$task")
-    else
-        read -r nw nc na < <(timed_fit "$new" "$s" "$t" "$out/new-$task")
-        read -r ow oc oa < <(timed_fit "$old" "$s" "$t" "$out/old-$task")
-    fi
+    timed_pair "$i" "$s" "$t" "$out/old-$task" "$out/new-$task"
     rw=$(echo "$nw / $ow" | bc -l); rc=$(echo "$nc / $oc" | bc -l)
     printf "%-16s %8.1f %8.1f %7.3f %8.1f %8.1f %7.3f %8.4f %8.4f\n" "$s→$t" "$ow" "$nw" "$rw" "$oc" "$nc" "$rc" "$oa" "$na"
-    sum_ow=$(echo "$sum_ow + $ow" | bc -l); sum_nw=$(echo "$sum_nw + $nw" | bc -l)
-    sum_oc=$(echo "$sum_oc + $oc" | bc -l); sum_nc=$(echo "$sum_nc + $nc" | bc -l)
+    add_times
     worst_w=$(echo "if ($rw > $worst_w) $rw else $worst_w" | bc -l)
     worst_c=$(echo "if ($rc > $worst_c) $rc else $worst_c" | bc -l)
     i=$((i + 1))

@@ -118,11 +118,22 @@ fn assert_close(got: &Array2<f64>, want: &Array2<f64>, what: &str) {
     assert!(err <= 1e-5 * scale + 1e-9, "{what}: max error {err:e} (scale {scale:e})\ngot {got}\nwant {want}");
 }
 
+/// The objective as the backward pass sees it: CDAN's map takes the probabilities of the
+/// unperturbed logits `g0` as a constant (the stop-gradient of the authors' code), every other
+/// input moves.
+fn objective_with(b: &Any, g0: &Array2<f64>, inp: &AdaptInputs<f64>) -> f64 {
+    match b.clone() {
+        Any::Cdan(mut c) => c.compute_conditioned(inp, g0.view()).unwrap().objective,
+        mut other => other.compute(inp).objective,
+    }
+}
+
 fn check_gradients(method: MethodKind, cfg: &FitConfig) {
     let d = data();
     let fresh = build_f64(method, cfg);
+    let g0 = softmax(ndarray::concatenate![ndarray::Axis(0), d.ls, d.lt].view());
     let objective = |zs: &Array2<f64>, zt: &Array2<f64>, ls: &Array2<f64>, lt: &Array2<f64>| {
-        fresh.clone().compute(&inputs(&d, zs.view(), zt.view(), ls.view(), lt.view())).objective
+        objective_with(&fresh, &g0, &inputs(&d, zs.view(), zt.view(), ls.view(), lt.view()))
     };
     let out = fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
     assert!(out.value.is_finite() && out.objective != 0.0, "{method}: {}", out.objective);
@@ -135,6 +146,32 @@ fn check_gradients(method: MethodKind, cfg: &FitConfig) {
     ];
     for (got, want, what) in checks {
         assert_close(&got, &want, &format!("{method} {what}"));
+    }
+}
+
+#[test]
+fn cdan_map_sends_no_gradient_to_the_logits() {
+    // thuml/CDAN and the IWCDAN code detach g before the map: the objective depends on the
+    // logits through g (its finite differences are not zero), yet the gradient returned for
+    // the logits is zero for CDAN and IW-CDAN, and for CDAN-E only the entropy weights' part.
+    let d = data();
+    for m in [MethodKind::Cdan, MethodKind::IwCdan, MethodKind::CdanE] {
+        let fresh = build_f64(m, &small_config(m));
+        let full = |lt: &Array2<f64>| fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view())).objective;
+        let through_g = fd(&d.lt, full);
+        let out = fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
+        let got = out.grad_logits_t.clone().unwrap_or_else(|| Array2::zeros((NT, C)));
+        if m == MethodKind::CdanE {
+            let g0 = softmax(ndarray::concatenate![ndarray::Axis(0), d.ls, d.lt].view());
+            let held = |lt: &Array2<f64>| objective_with(&fresh, &g0, &inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view()));
+            let want = fd(&d.lt, held);
+            assert_close(&got, &want, "cdan-e entropy part");
+            let gap = (&through_g - &want).iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            assert!(gap > 1e-6, "cdan-e: the map's dependence on g should be visible in the full differences ({gap:e})");
+        } else {
+            assert!(out.grad_logits_s.is_none() && out.grad_logits_t.is_none(), "{m}: gradient reached the logits");
+            assert!(through_g.iter().any(|v| v.abs() > 1e-6), "{m}: the objective should depend on the logits through g");
+        }
     }
 }
 
