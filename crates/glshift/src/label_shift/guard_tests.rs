@@ -1,34 +1,19 @@
 use super::*;
+use crate::label_shift::test_support::{self, draw};
 use ndarray::Array2;
 
-/// Probabilities of a 3-class classifier with logits `strength·e_y + N(0, 1)` (seeded): the
-/// output depends only on the true class y (label shift holds between two draws of the same
-/// strength; a different strength is a conditional shift).
+/// Strength s for every class: label shift holds between two draws of the same strength.
 fn rows(labels: &[usize], strength: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
-    let mut p = Array2::<f32>::zeros((labels.len(), 3));
-    for (i, &y) in labels.iter().enumerate() {
-        let logits: Vec<f32> = (0..3)
-            .map(|k| {
-                let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
-                let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
-                if k == y { strength + noise } else { noise }
-            })
-            .collect();
-        let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
-        for k in 0..3 {
-            p[[i, k]] = (logits[k] - m).exp() / z;
-        }
-    }
-    p
-}
-
-fn draw(counts: [usize; 3]) -> Vec<usize> {
-    (0..3).flat_map(|k| std::iter::repeat_n(k, counts[k])).collect()
+    test_support::rows(labels, [strength; 3], rng)
 }
 
 fn params() -> GuardParams {
-    GuardParams { alpha: 0.05, level: 0.9, resamples: 199, soft: true, seed: 5, tau: 0.9, min_confident_share: 0.0 }
+    GuardParams { bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 }, alpha: 0.05, level: 0.9, min_confident_share: 0.0 }
+}
+
+fn with_resamples(resamples: usize) -> GuardParams {
+    let p = params();
+    GuardParams { bootstrap: DiagnosticsParams { resamples, ..p.bootstrap }, ..p }
 }
 
 const PS: [f64; 3] = [1.0 / 3.0; 3];
@@ -91,7 +76,7 @@ fn guard_is_deterministic_whatever_the_thread_count() {
     let target = rows(&draw([100, 50, 50]), 2.0, &mut rng);
     let run = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resamples: 60, ..params() }).unwrap())
+        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &with_resamples(60)).unwrap())
     };
     assert_eq!(run(1), run(3));
 }
@@ -120,5 +105,5 @@ fn projection_lands_in_the_box_on_the_simplex_and_keeps_inside_points() {
 fn bad_inputs_are_errors() {
     let hold = Array2::<f32>::from_elem((4, 3), 1.0 / 3.0);
     assert!(prior_guard(hold.view(), &[0, 1, 2], hold.view(), &PS, &params()).is_err());
-    assert!(prior_guard(hold.view(), &[0, 1, 2, 0], hold.view(), &PS, &GuardParams { resamples: 1, ..params() }).is_err());
+    assert!(prior_guard(hold.view(), &[0, 1, 2, 0], hold.view(), &PS, &with_resamples(1)).is_err());
 }

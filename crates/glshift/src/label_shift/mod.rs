@@ -28,6 +28,7 @@ pub mod bcts;
 mod bootstrap;
 mod diagnostics;
 mod estimators;
+mod exact_shift;
 mod fit_diagnostics;
 pub mod mlls;
 mod rlls;
@@ -45,6 +46,8 @@ mod prior;
 mod estimator_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod test_support;
 
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;

@@ -12,7 +12,7 @@
 
 use ndarray::ArrayView2;
 
-use crate::label_shift::{self, GuardParams, PriorGuard, ShiftEstimate};
+use crate::label_shift::{self, DiagnosticsParams, GuardParams, PriorGuard, ShiftEstimate};
 use crate::methods::config::{FitConfig, GuardFallback, MethodKind};
 use crate::Result;
 
@@ -38,7 +38,8 @@ impl ShiftTracker {
     pub fn new(cfg: &FitConfig, c: usize) -> ShiftTracker {
         let g = &cfg.label_shift.guard;
         let guarded = g.enabled && cfg.method == MethodKind::Mul && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
-        let params = GuardParams { alpha: g.alpha, level: g.level, resamples: g.resamples, soft: cfg.label_shift.soft, seed: cfg.seed, tau: cfg.mul.tau, min_confident_share: g.min_confident_share };
+        let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
+        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share };
         ShiftTracker {
             floor: cfg.prior_floor_for(c),
             soft: cfg.label_shift.soft,
