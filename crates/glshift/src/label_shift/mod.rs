@@ -61,7 +61,7 @@ pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use fit_estimator::{FinalPrior, PriorEstimator};
-pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FitPrior, FitPriorInterval};
+pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval};
 pub use floor::{apply_prior_floor, restrict_to_support};
 pub use guard::{prior_guard, project_to_box, GuardParams, PriorGuard};
 pub use holdout::{stratified_folds, stratified_holdout};
