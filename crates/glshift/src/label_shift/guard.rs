@@ -24,7 +24,17 @@
 //! features, strong conditional shift) where the correction and the alignment rest on what the
 //! network does not recognise.
 //!
-//! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2). Not trusted, the fit falls back (`label_shift.guard.fallback`).
+//! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2).
+//!
+//! **Response** ([`PriorGuard::response`]). Under the floor the fit falls back
+//! (`label_shift.guard.fallback`, `source` by default: no MUL term). A disagreement with a
+//! confident network gets `on_disagreement`: `fallback` (default) answers as under the floor;
+//! `no-correction` keeps J_TU and J_DU with w ≡ 1 (the network recognises most of the target,
+//! only the correction is in doubt); `shrink` keeps them with every in-loop estimate pulled
+//! towards pˢ, `p ← pˢ + λ(p − pˢ)`, by the share of the correction the disagreement leaves,
+//! `λ = clamp(1 − D / ‖p̂_QP − pˢ‖₁, 0, 1)`. The two lighter answers beat the fallback on the
+//! development false alarms of docs/safety.md but fail its MNIST→USPS safety check (the
+//! alignment itself hurts there), so they are options, not the default.
 //!
 //! **Box.** Each replicate also resamples the real target rows (with replacement) and recomputes
 //! the QP on (C*, q*): the per-class percentile interval at `level`, widened to hold p̂_QP,
@@ -85,15 +95,80 @@ pub struct PriorGuard {
     pub level: f64,
     /// Replicates that gave both D* and a box estimate.
     pub resamples: usize,
+    /// λ = clamp(1 − D / ‖qp_prior − pˢ‖₁, 0, 1): the share of the correction the
+    /// disagreement leaves (used by `on_disagreement = "shrink"`).
+    #[serde(default)]
+    pub kept_correction: f64,
+}
+
+/// What a fit does when the target is under the confident-share floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardFallback {
+    /// Keep J_TU and J_DU, drop the label-shift correction (w ≡ 1, p̂ᵗ = pˢ).
+    NoCorrection,
+    /// Drop every MUL term too: the adaptation stage trains the source cross-entropy alone,
+    /// as `source` does.
+    Source,
+}
+
+/// What a fit does when only the agreement test distrusts the estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DisagreementResponse {
+    /// As under the floor (`fallback`).
+    Fallback,
+    /// Keep J_TU and J_DU, w ≡ 1.
+    NoCorrection,
+    /// Keep J_TU and J_DU, every estimate shrunk towards pˢ by `kept_correction`.
+    Shrink,
+}
+
+/// The guard's verdict turned into what the adaptation loop does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GuardResponse {
+    /// The label-shift correction is used.
+    Use,
+    /// MUL's terms with w ≡ 1.
+    NoCorrection,
+    /// MUL's terms with estimates `pˢ + λ(p − pˢ)`.
+    Shrink(f64),
+    /// The source cross-entropy alone.
+    Source,
 }
 
 impl PriorGuard {
+    /// Fewer target rows than the floor are τ-confident (rule 2).
+    pub fn low_confidence(&self) -> bool {
+        self.confident_share < self.min_confident_share
+    }
+
+    /// The response to this verdict (module docs): trusted → use; under the floor →
+    /// `fallback`; a disagreement alone → `on_disagreement`.
+    pub fn response(&self, fallback: GuardFallback, on_disagreement: DisagreementResponse) -> GuardResponse {
+        let fallen = match fallback {
+            GuardFallback::NoCorrection => GuardResponse::NoCorrection,
+            GuardFallback::Source => GuardResponse::Source,
+        };
+        if self.trusted {
+            GuardResponse::Use
+        } else if self.low_confidence() {
+            fallen
+        } else {
+            match on_disagreement {
+                DisagreementResponse::Fallback => fallen,
+                DisagreementResponse::NoCorrection => GuardResponse::NoCorrection,
+                DisagreementResponse::Shrink => GuardResponse::Shrink(self.kept_correction),
+            }
+        }
+    }
+
     /// One line for the fit's printed summary.
     pub fn summary(&self) -> String {
         let verdict = if self.trusted {
             "label-shift correction used"
         } else {
-            "not trusted: the fit falls back (label_shift.guard.fallback)"
+            "not trusted: the fit falls back (label_shift.guard.fallback), or, where only the agreement test fired, drops or shrinks the correction (label_shift.guard.on_disagreement)"
         };
         format!(
             "prior guard: BBSE-QP vs MLLS ℓ1 = {:.3} (null median {:.3}, p = {:.3}, α = {}; box half-width {:.3}); confident target rows {:.3} (floor {}): {verdict}",
@@ -145,7 +220,10 @@ pub fn prior_guard(
     let box_half_width = low.iter().zip(&high).map(|(l, h): (&f64, &f64)| h - l).sum::<f64>() / 2.0;
     let confident_share = confident_share(target, b.tau);
     let disagrees = p_value < p.alpha && d > box_half_width;
+    let correction = super::l1_distance(&qp, source_prior);
+    let kept_correction = if correction > 0.0 { (1.0 - d / correction).clamp(0.0, 1.0) } else { 0.0 };
     Ok(PriorGuard {
+        kept_correction,
         box_half_width,
         confident_share,
         min_confident_share: p.min_confident_share,
@@ -207,6 +285,11 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
     let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
     sorted[i]
+}
+
+/// `pˢ + λ(p − pˢ)` (a prior again when p and pˢ are, for λ in [0, 1]).
+pub fn shrink_towards(p: &[f64], source_prior: &[f64], lambda: f64) -> Vec<f64> {
+    p.iter().zip(source_prior).map(|(&x, &s)| s + lambda * (x - s)).collect()
 }
 
 /// Euclidean projection of `x` onto {p : low ≤ p ≤ high, Σp = 1}: `p_k = clamp(x_k − τ, low_k,

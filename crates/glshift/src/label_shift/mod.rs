@@ -63,7 +63,7 @@ pub use confusion::{confusion_matrix, Confusion};
 pub use fit_estimator::{FinalPrior, PriorEstimator};
 pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval};
 pub use floor::{apply_prior_floor, restrict_to_support};
-pub use guard::{prior_guard, project_to_box, GuardParams, PriorGuard};
+pub use guard::{prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard};
 pub use holdout::{stratified_folds, stratified_holdout};
 pub use prior::{class_prior, l1_distance, predicted_distribution};
 
