@@ -168,7 +168,7 @@ impl PriorGuard {
         let verdict = if self.trusted {
             "label-shift correction used"
         } else {
-            "not trusted: the fit falls back (label_shift.guard.fallback), or, where only the agreement test fired, drops or shrinks the correction (label_shift.guard.on_disagreement)"
+            "not trusted: the fit falls back (label_shift.guard.fallback; a disagreement alone: label_shift.guard.on_disagreement)"
         };
         format!(
             "prior guard: BBSE-QP vs MLLS ℓ1 = {:.3} (null median {:.3}, p = {:.3}, α = {}; box half-width {:.3}); confident target rows {:.3} (floor {}): {verdict}",
