@@ -52,6 +52,13 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
     } else {
         assert_ne!(fingerprint(&guarded), fingerprint(&plain));
     }
+    // This task's target is under the confident-share floor (rule 2); without the floor its
+    // estimate is trusted, and the trusted branch is exercised for certain.
+    let mut no_floor = config();
+    no_floor.label_shift.guard.min_confident_share = 0.0;
+    let trusted = fit(&data, &no_floor, &mut |_| {}).unwrap();
+    assert!(trusted.prior_guard.as_ref().is_some_and(|g| g.trusted), "{:?}", trusted.prior_guard);
+    assert_eq!(fingerprint(&trusted), fingerprint(&plain), "a trusted estimate must change nothing");
     let source = fit(&data, &FitConfig { method: MethodKind::Source, ..config() }, &mut |_| {}).unwrap();
     assert!(source.prior_guard.is_none(), "source has no estimate to guard");
 }
@@ -60,8 +67,9 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
 fn a_distrusted_estimate_runs_the_fallback() {
     let task = support::synthetic_task(300, 240, 4);
     let data = support::fit_data(&task);
-    // α = 1 distrusts every estimate whose D is not the smallest of all replicates; with
-    // `on_disagreement = "fallback"` (the default) every distrusted fit runs the fallback.
+    // α = 1 makes every disagreement significant (here the target is also under the
+    // confident-share floor); with `on_disagreement = "fallback"` (the default) every
+    // distrusted fit runs the fallback.
     let mut cfg = config();
     cfg.label_shift.guard.alpha = 1.0;
     assert_eq!(cfg.label_shift.guard.on_disagreement, DisagreementResponse::Fallback);
@@ -86,8 +94,11 @@ fn a_distrusted_estimate_runs_the_fallback() {
 fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
     let task = support::synthetic_task(300, 240, 4);
     let data = support::fit_data(&task);
+    // α = 1 and a box of level 0.02 (about as wide as the replicates' median) make the small
+    // disagreement of this task count; no confident-share floor: rule 1 alone fires.
     let mut cfg = config();
     cfg.label_shift.guard.alpha = 1.0;
+    cfg.label_shift.guard.level = 0.02;
     cfg.label_shift.guard.min_confident_share = 0.0;
     cfg.label_shift.guard.on_disagreement = DisagreementResponse::NoCorrection;
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
