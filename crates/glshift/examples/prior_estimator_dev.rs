@@ -17,22 +17,15 @@
 
 use std::path::Path;
 
-use glshift::data::load_pair;
 use glshift::label_shift::{
-    bootstrap, fit_temperature, restrict_to_support, softmax_with_temperature, stratified_holdout, Bbse, FitPrior,
-    IntervalMethod, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
+    bootstrap, restrict_to_support, Bbse, FitPrior, IntervalMethod, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator,
+    ShiftInputs,
 };
-use glshift::model::FittedModel;
 use glshift::Result;
-use ndarray::Axis;
 
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
-}
-
-fn vec_of(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
-}
+#[path = "support/saved_run.rs"]
+mod saved_run;
+use saved_run::{vec_of, SavedRun};
 
 /// `inner`, then restricted to the tracker's support (classes the fit reported > 0) with its floor.
 struct OnSupport<E> {
@@ -85,19 +78,10 @@ fn candidates(soft: bool, support: &[bool], floor: f64) -> Vec<(&'static str, Bo
 
 /// Per candidate: (name, ℓ1, share of classes covered).
 fn score(run: &Path) -> Vec<(String, f64, f64)> {
-    let (source, target) = load_pair(&run.join("sim"), "source", "target").expect("load sim");
-    let model = FittedModel::load(&run.join("fit/model.glshift")).expect("load model");
-    let cfg = model.config().clone();
-    let sy = source.labels.clone().expect("source labels");
-    let c = model.n_classes();
-    let (_, hold) = stratified_holdout(&sy, c, cfg.label_shift.holdout_fraction, cfg.seed).expect("split");
-    let hp = model.predict_proba(source.features.select(Axis(0), &hold).view()).expect("predict");
-    let tp = model.predict_proba(target.features.view()).expect("predict");
-    let hy: Vec<usize> = hold.iter().map(|&i| sy[i]).collect();
-    let ps = model.source_prior().to_vec();
-    let report = json(&run.join("fit/report.json"));
-    let truth = vec_of(&json(&run.join("sim/simulation.json"))["target"]["true_prior"]);
-    let l1 = |p: &[f64]| p.iter().zip(&truth).map(|(a, b)| (a - b).abs()).sum::<f64>();
+    let run_data = SavedRun::load(run);
+    let SavedRun { cfg, c, source_prior: ps, report, truth, .. } = &run_data;
+    let c = *c;
+    let l1 = |p: &[f64]| p.iter().zip(truth.iter()).map(|(a, b)| (a - b).abs()).sum::<f64>();
     let covered = |lo: &[f64], hi: &[f64]| {
         (0..c).filter(|&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12).count() as f64 / c as f64
     };
@@ -106,15 +90,11 @@ fn score(run: &Path) -> Vec<(String, f64, f64)> {
     };
     // The tracker's estimate is ŵ ⊙ pˢ (its weights are p̂ᵗ / pˢ), whatever the report shows.
     let w = vec_of(&report["importance_weights"]);
-    let tracker: Vec<f64> = w.iter().zip(&ps).map(|(a, b)| a * b).collect();
+    let tracker: Vec<f64> = w.iter().zip(ps).map(|(a, b)| a * b).collect();
     let reported = vec_of(&report["estimated_target_prior"]);
     let chosen = report["config"]["label_shift"]["prior_estimator"].as_str().unwrap_or("tracker").to_string();
 
-    let logits = |p: &ndarray::Array2<f32>| p.mapv(|v| v.max(1e-30).ln());
-    let (hl, tl) = (logits(&hp), logits(&tp));
-    let t = fit_temperature(hl.view(), &hy).expect("temperature");
-    let (hc, tc) = (softmax_with_temperature(hl.view(), t), softmax_with_temperature(tl.view(), t));
-    let inp = ShiftInputs { source_probs: hc.view(), source_labels: &hy, target_probs: tc.view(), source_prior: Some(&ps) };
+    let inp = run_data.inputs();
     let support: Vec<bool> = tracker.iter().map(|&p| p > 0.0).collect();
     let mut out = Vec::new();
     for (name, est) in candidates(cfg.label_shift.soft, &support, cfg.prior_floor_for(c)) {

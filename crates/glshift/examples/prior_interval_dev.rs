@@ -23,49 +23,26 @@
 
 use std::path::Path;
 
-use glshift::data::load_pair;
-use glshift::label_shift::{
-    bootstrap, fit_temperature, softmax_with_temperature, stratified_holdout, FitPrior, Interval, IntervalMethod,
-    ShiftEstimator, ShiftInputs,
-};
-use glshift::model::FittedModel;
-use ndarray::{Array2, Axis};
+use glshift::label_shift::{bootstrap, softmax_with_temperature, FitPrior, Interval, IntervalMethod, ShiftEstimator, ShiftInputs};
+use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 const NAMES: [&str; 5] = ["floored-basic", "raw-shifted", "raw-percentile", "raw-percentile+report", "raw-basic+report"];
 
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
-}
-
-fn vec_of(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
-}
+#[path = "support/saved_run.rs"]
+mod saved_run;
+use saved_run::{vec_of, SavedRun};
 
 /// Per variant: (lows, highs) for one run.
 fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
-    let (source, target) = load_pair(&run.join("sim"), "source", "target").expect("load sim");
-    let model = FittedModel::load(&run.join("fit/model.glshift")).expect("load model");
-    let cfg = model.config().clone();
-    let sy = source.labels.clone().expect("source labels");
-    let c = model.n_classes();
-    let (_, hold) = stratified_holdout(&sy, c, cfg.label_shift.holdout_fraction, cfg.seed).expect("split");
-    let hp = model.predict_proba(source.features.select(Axis(0), &hold).view()).expect("predict");
-    let tp = model.predict_proba(target.features.view()).expect("predict");
-    let hy: Vec<usize> = hold.iter().map(|&i| sy[i]).collect();
-    let ps = model.source_prior().to_vec();
-    let report = json(&run.join("fit/report.json"));
+    let run_data = SavedRun::load(run);
+    let SavedRun { cfg, c, report, truth, .. } = &run_data;
+    let c = *c;
     let reported = vec_of(&report["estimated_target_prior"]);
     let old = (vec_of(&report["estimated_target_prior_ci_low"]), vec_of(&report["estimated_target_prior_ci_high"]));
-    let truth = vec_of(&json(&run.join("sim/simulation.json"))["target"]["true_prior"]);
-
-    let logits = |p: &Array2<f32>| p.mapv(|v| v.max(1e-30).ln());
-    let (hl, tl) = (logits(&hp), logits(&tp));
-    let t = fit_temperature(hl.view(), &hy).expect("temperature");
-    let (hc, tc) = (softmax_with_temperature(hl.view(), t), softmax_with_temperature(tl.view(), t));
-    let inp = ShiftInputs { source_probs: hc.view(), source_labels: &hy, target_probs: tc.view(), source_prior: Some(&ps) };
+    let inp = run_data.inputs();
     let raw = FitPrior { soft: cfg.label_shift.soft, floor: 0.0, support: None };
     let iv = bootstrap(&raw, &inp, 200, cfg.seed ^ 0x5eed_c1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
     // The old construction, rebuilt: floored replicates, deviations from the final network's
@@ -83,7 +60,7 @@ fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
     if gap > 1e-6 {
         eprintln!("{}: the old interval rebuilt differs from the report's by {gap} (fit made after the change?)", run.display());
     }
-    (from_replicates(&reported, old, &iv), truth)
+    (from_replicates(&reported, old, &iv), truth.clone())
 }
 
 type Bounds = (Vec<f64>, Vec<f64>);

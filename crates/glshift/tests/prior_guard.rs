@@ -1,10 +1,13 @@
 //! The prior guard (`label_shift.guard`, docs/safety.md "The prior guard"): on by default for
 //! MUL; when it trusts the pre-trained network's estimate (and does not cap the drift) the fit
-//! is the unguarded fit bit for bit; when it does not, the fallback runs (no MUL term, w ≡ 1,
-//! p̂ᵗ = pˢ, or MUL's terms without the correction); `source` never runs it.
+//! is the unguarded fit bit for bit; when it does not, the response runs: the fallback under the
+//! confident-share floor (no MUL term, w ≡ 1, p̂ᵗ = pˢ, or MUL's terms without the correction),
+//! the disagreement response above it (the same fallback by default, or MUL's terms with w ≡ 1
+//! or with shrunk estimates); `source` never runs it.
 
 use glshift::methods::train::fit;
-use glshift::methods::{FitConfig, Fitted, GuardFallback, MethodKind, Stage};
+use glshift::label_shift::GuardResponse;
+use glshift::methods::{DisagreementResponse, FitConfig, Fitted, GuardFallback, MethodKind, Stage};
 use glshift::nn::NetworkConfig;
 
 mod support;
@@ -49,6 +52,13 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
     } else {
         assert_ne!(fingerprint(&guarded), fingerprint(&plain));
     }
+    // This task's target is under the confident-share floor (rule 2); without the floor its
+    // estimate is trusted, and the trusted branch is exercised for certain.
+    let mut no_floor = config();
+    no_floor.label_shift.guard.min_confident_share = 0.0;
+    let trusted = fit(&data, &no_floor, &mut |_| {}).unwrap();
+    assert!(trusted.prior_guard.as_ref().is_some_and(|g| g.trusted), "{:?}", trusted.prior_guard);
+    assert_eq!(fingerprint(&trusted), fingerprint(&plain), "a trusted estimate must change nothing");
     let source = fit(&data, &FitConfig { method: MethodKind::Source, ..config() }, &mut |_| {}).unwrap();
     assert!(source.prior_guard.is_none(), "source has no estimate to guard");
 }
@@ -57,9 +67,12 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
 fn a_distrusted_estimate_runs_the_fallback() {
     let task = support::synthetic_task(300, 240, 4);
     let data = support::fit_data(&task);
-    // α = 1 distrusts every estimate whose D is not the smallest of all replicates.
+    // α = 1 makes every disagreement significant (here the target is also under the
+    // confident-share floor); with `on_disagreement = "fallback"` (the default) every
+    // distrusted fit runs the fallback.
     let mut cfg = config();
     cfg.label_shift.guard.alpha = 1.0;
+    assert_eq!(cfg.label_shift.guard.on_disagreement, DisagreementResponse::Fallback);
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
     let g = f.prior_guard.as_ref().unwrap();
     assert!(!g.trusted, "{g:?}");
@@ -75,4 +88,37 @@ fn a_distrusted_estimate_runs_the_fallback() {
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
     assert!(adapt_records(&f).any(|r| r.j_tu > 0.0), "no-correction keeps J_TU");
     assert!(adapt_records(&f).all(|r| r.target_prior.as_deref() == Some(ps.as_slice())));
+}
+
+#[test]
+fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
+    let task = support::synthetic_task(300, 240, 4);
+    let data = support::fit_data(&task);
+    // α = 1 and a box of level 0.02 (about as wide as the replicates' median) make the small
+    // disagreement of this task count; no confident-share floor: rule 1 alone fires.
+    let mut cfg = config();
+    cfg.label_shift.guard.alpha = 1.0;
+    cfg.label_shift.guard.level = 0.02;
+    cfg.label_shift.guard.min_confident_share = 0.0;
+    cfg.label_shift.guard.on_disagreement = DisagreementResponse::NoCorrection;
+    let f = fit(&data, &cfg, &mut |_| {}).unwrap();
+    let g = f.prior_guard.as_ref().unwrap();
+    assert!(!g.trusted && !g.low_confidence(), "{g:?}");
+    assert_eq!(g.response(cfg.label_shift.guard.fallback, cfg.label_shift.guard.on_disagreement), GuardResponse::NoCorrection);
+    let ps = &f.source_prior;
+    assert!(adapt_records(&f).all(|r| r.target_prior.as_deref() == Some(ps.as_slice())), "w ≡ 1");
+    assert!(adapt_records(&f).any(|r| r.j_tu > 0.0), "MUL's terms are kept");
+    // It is the `no-correction` fallback's fit bit for bit.
+    let mut same = cfg.clone();
+    same.label_shift.guard.on_disagreement = DisagreementResponse::Fallback;
+    same.label_shift.guard.fallback = GuardFallback::NoCorrection;
+    assert_eq!(fingerprint(&f), fingerprint(&fit(&data, &same, &mut |_| {}).unwrap()));
+    // `shrink` moves every in-loop estimate λ of the way from pˢ to the raw estimate.
+    cfg.label_shift.guard.on_disagreement = DisagreementResponse::Shrink;
+    let s = fit(&data, &cfg, &mut |_| {}).unwrap();
+    let lambda = s.prior_guard.as_ref().unwrap().kept_correction;
+    assert!((0.0..=1.0).contains(&lambda), "{lambda}");
+    if lambda > 0.0 {
+        assert!(adapt_records(&s).any(|r| r.target_prior.as_deref() != Some(ps.as_slice())), "λ = {lambda}: a shrunk correction is still one");
+    }
 }

@@ -27,6 +27,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
+use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
 use super::{bbse_qp, confusion_diagnostics, confusion_matrix, fit_temperature, predicted_distribution, Mlls};
 use crate::{Error, Result};
 
@@ -126,7 +127,6 @@ pub fn fit_diagnostics(
     })?;
     let cond = confusion_diagnostics(conf.matrix.view());
     let mut warnings: Vec<String> = cond.warning.iter().cloned().collect();
-    let confident = target.rows().into_iter().filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > p.tau as f32).count();
     let null = null_residuals(hold.view(), holdout_labels, &qp.target_prior, source_prior, target.nrows(), p);
     let failed = p.resamples - null.len();
     if failed * 2 > p.resamples {
@@ -144,7 +144,7 @@ pub fn fit_diagnostics(
         mlls_prior: mlls.target_prior,
         confusion_condition_number: cond.condition_number.is_finite().then_some(cond.condition_number),
         confusion_smallest_singular_value: cond.smallest_singular_value,
-        confident_target_share: confident as f64 / target.nrows().max(1) as f64,
+        confident_target_share: confident_share(target.view(), p.tau),
         temperature,
         label_shift_residual: residual,
         residual_null_median: sorted[sorted.len() / 2],
@@ -164,11 +164,8 @@ fn null_residuals(
     n_target: usize,
     p: &DiagnosticsParams,
 ) -> Vec<f64> {
-    let c = source_prior.len();
-    let by_class: Vec<Vec<usize>> = (0..c).map(|k| (0..labels.len()).filter(|&i| labels[i] == k).collect()).collect();
-    // Classes with hold-out rows, with the target prior renormalised over them.
-    let drawable: Vec<(usize, f64)> = (0..c).filter(|&k| !by_class[k].is_empty()).map(|k| (k, target_prior[k])).collect();
-    let mass: f64 = drawable.iter().map(|d| d.1).sum();
+    let by_class = rows_by_class(labels, source_prior.len());
+    let drawable = Drawable::new(&by_class, target_prior);
     let mut master = ChaCha8Rng::seed_from_u64(p.seed ^ 0x5f37_59df_0a1b_c2d3);
     let seeds: Vec<u64> = (0..p.resamples).map(|_| master.random()).collect();
     let soft = p.soft;
@@ -176,19 +173,10 @@ fn null_residuals(
         .par_iter()
         .map(|&s| -> Option<f64> {
             let mut rng = ChaCha8Rng::seed_from_u64(s);
-            let mut rows = Vec::with_capacity(labels.len());
-            for members in &by_class {
-                rows.extend((0..members.len()).map(|_| members[rng.random_range(0..members.len())]));
-            }
+            let rows = resample_within_class(&by_class, &mut rng);
             let y: Vec<usize> = rows.iter().map(|&i| labels[i]).collect();
             let conf = confusion_matrix(hold.select(Axis(0), &rows).view(), &y, source_prior, soft).ok()?;
-            let synth: Vec<usize> = (0..n_target)
-                .map(|_| {
-                    let k = pick_class(&drawable, mass, rng.random::<f64>());
-                    let m = &by_class[k];
-                    m[rng.random_range(0..m.len())]
-                })
-                .collect();
+            let synth = drawable.target(&by_class, n_target, &mut rng);
             let q = predicted_distribution(hold.select(Axis(0), &synth).view(), soft).ok()?;
             let est = bbse_qp(conf.matrix.view(), &q, source_prior).ok()?;
             qp_residual(&est).ok()
@@ -197,18 +185,6 @@ fn null_residuals(
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// The class whose cumulative mass first exceeds `u·mass` (the last one on rounding).
-fn pick_class(drawable: &[(usize, f64)], mass: f64, u: f64) -> usize {
-    let mut acc = 0.0;
-    for &(k, m) in drawable {
-        acc += m;
-        if u * mass < acc {
-            return k;
-        }
-    }
-    drawable.last().map_or(0, |d| d.0)
 }
 
 /// ln p with a floor, as logits (softmax of them gives p back).
@@ -224,33 +200,8 @@ fn recalibrate(p: ArrayView2<f32>, temperature: f64) -> Array2<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::label_shift::test_support::{draw, rows};
     use ndarray::Array2;
-
-    /// Rows of a 3-class classifier with logits `strength[y]·e_y + N(0, 1)` (seeded): the
-    /// output depends only on the true class y, with overlapping classes where the strength is
-    /// small, so the hold-out temperature stays moderate.
-    fn rows(labels: &[usize], strength: [f32; 3], rng: &mut ChaCha8Rng) -> Array2<f32> {
-        let mut p = Array2::<f32>::zeros((labels.len(), 3));
-        for (i, &y) in labels.iter().enumerate() {
-            let logits: Vec<f32> = (0..3)
-                .map(|k| {
-                    let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
-                    let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
-                    if k == y { strength[y] + noise } else { noise }
-                })
-                .collect();
-            let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-            let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
-            for k in 0..3 {
-                p[[i, k]] = (logits[k] - m).exp() / z;
-            }
-        }
-        p
-    }
-
-    fn draw(counts: [usize; 3]) -> Vec<usize> {
-        (0..3).flat_map(|k| std::iter::repeat_n(k, counts[k])).collect()
-    }
 
     fn params() -> DiagnosticsParams {
         DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 3 }

@@ -89,12 +89,78 @@ pub struct FitPriorInterval {
     pub failed: usize,
 }
 
-/// The estimate of `estimator` and its interval (see the module doc). `holdout_probs` n_h × c
-/// and `target_probs` n_t × c are the final network's plain softmax outputs; `holdout_labels`
-/// length n_h; `source_prior` the full-source prior; `soft` the confusion and `q` of BBSE-QP
-/// (soft or hard); `tracker` the adaptation loop's last estimate (reported as is by
-/// [`PriorEstimator::Tracker`]); `b` resamples at `level`, seeded (the same numbers whatever
-/// the thread count).
+/// The final network's hold-out and target outputs, re-tempered once with the temperature
+/// fitted on the hold-out (softmax is shift-invariant, so `ln p` serves as logits; unchanged
+/// without `calibrate`): the inputs of the reported estimate and of its interval, so a caller
+/// that wants both calibrates once.
+pub struct FinalOutputs<'a> {
+    /// Calibrated hold-out (n_h × c) and target (n_t × c) probabilities.
+    hold: Array2<f32>,
+    target: Array2<f32>,
+    holdout_labels: &'a [usize],
+    source_prior: &'a [f64],
+}
+
+impl<'a> FinalOutputs<'a> {
+    /// `holdout_probs` n_h × c and `target_probs` n_t × c are the final network's plain softmax
+    /// outputs; `holdout_labels` length n_h; `source_prior` the full-source prior.
+    pub fn new(
+        holdout_probs: ArrayView2<f32>,
+        holdout_labels: &'a [usize],
+        target_probs: ArrayView2<f32>,
+        source_prior: &'a [f64],
+        calibrate: bool,
+    ) -> Result<FinalOutputs<'a>> {
+        let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
+        let (hl, tl) = (logits(holdout_probs), logits(target_probs));
+        let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
+        Ok(FinalOutputs {
+            hold: softmax_with_temperature(hl.view(), temperature),
+            target: softmax_with_temperature(tl.view(), temperature),
+            holdout_labels,
+            source_prior,
+        })
+    }
+
+    fn inputs(&self) -> ShiftInputs<'_> {
+        ShiftInputs {
+            source_probs: self.hold.view(),
+            source_labels: self.holdout_labels,
+            target_probs: self.target.view(),
+            source_prior: Some(self.source_prior),
+        }
+    }
+
+    /// The reported estimate: `tracker` (the adaptation loop's last estimate) as given for
+    /// [`PriorEstimator::Tracker`], else `estimator` (soft or hard BBSE-QP inputs) on these outputs.
+    pub fn estimate(&self, estimator: PriorEstimator, soft: bool, tracker: &ShiftEstimate) -> Result<ShiftEstimate> {
+        match estimator {
+            PriorEstimator::Tracker => Ok(tracker.clone()),
+            _ => estimator.estimator(soft).estimate(&self.inputs()),
+        }
+    }
+
+    /// The reported estimate and its interval (see the module doc): `b` resamples at `level`,
+    /// seeded (the same numbers whatever the thread count).
+    pub fn interval(
+        &self,
+        estimator: PriorEstimator,
+        soft: bool,
+        tracker: &ShiftEstimate,
+        b: usize,
+        level: f64,
+        seed: u64,
+    ) -> Result<FitPriorInterval> {
+        let unfloored = estimator.estimator(soft);
+        let iv = bootstrap(&unfloored, &self.inputs(), b, seed, level, IntervalMethod::Percentile)?;
+        let estimate = self.estimate(estimator, soft, tracker)?;
+        let (low, high) = hull_with_report(&iv.q_low, &iv.q_high, &estimate.target_prior);
+        Ok(FitPriorInterval { estimate, low, high, final_point: iv.point, failed: iv.failed })
+    }
+}
+
+/// [`FinalOutputs::interval`] from the final network's plain softmax outputs (arguments as
+/// [`FinalOutputs::new`] and [`FinalOutputs::interval`]).
 #[allow(clippy::too_many_arguments)]
 pub fn fit_prior_interval(
     estimator: PriorEstimator,
@@ -109,25 +175,12 @@ pub fn fit_prior_interval(
     level: f64,
     seed: u64,
 ) -> Result<FitPriorInterval> {
-    let (hp, tp) = calibrated(holdout_probs, holdout_labels, target_probs, calibrate)?;
-    let inp = ShiftInputs {
-        source_probs: hp.view(),
-        source_labels: holdout_labels,
-        target_probs: tp.view(),
-        source_prior: Some(source_prior),
-    };
-    let unfloored = estimator.estimator(soft);
-    let iv = bootstrap(&unfloored, &inp, b, seed, level, IntervalMethod::Percentile)?;
-    let estimate = match estimator {
-        PriorEstimator::Tracker => tracker.clone(),
-        _ => unfloored.estimate(&inp)?,
-    };
-    let (low, high) = hull_with_report(&iv.q_low, &iv.q_high, &estimate.target_prior);
-    Ok(FitPriorInterval { estimate, low, high, final_point: iv.point, failed: iv.failed })
+    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?.interval(estimator, soft, tracker, b, level, seed)
 }
 
 /// The reported estimate alone ([`FitPriorInterval::estimate`] without the bootstrap): what a
-/// fitted model keeps as its target prior. Arguments as [`fit_prior_interval`].
+/// fitted model keeps as its target prior. Arguments as [`fit_prior_interval`]; the tracker
+/// needs no calibration.
 #[allow(clippy::too_many_arguments)]
 pub fn fit_prior_estimate(
     estimator: PriorEstimator,
@@ -142,28 +195,7 @@ pub fn fit_prior_estimate(
     if estimator == PriorEstimator::Tracker {
         return Ok(tracker.clone());
     }
-    let (hp, tp) = calibrated(holdout_probs, holdout_labels, target_probs, calibrate)?;
-    let inp = ShiftInputs {
-        source_probs: hp.view(),
-        source_labels: holdout_labels,
-        target_probs: tp.view(),
-        source_prior: Some(source_prior),
-    };
-    estimator.estimator(soft).estimate(&inp)
-}
-
-/// Hold-out and target probabilities re-tempered with the temperature fitted on the hold-out
-/// (softmax is shift-invariant, so `ln p` serves as logits); unchanged without `calibrate`.
-fn calibrated(
-    holdout_probs: ArrayView2<f32>,
-    holdout_labels: &[usize],
-    target_probs: ArrayView2<f32>,
-    calibrate: bool,
-) -> Result<(Array2<f32>, Array2<f32>)> {
-    let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
-    let (hl, tl) = (logits(holdout_probs), logits(target_probs));
-    let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
-    Ok((softmax_with_temperature(hl.view(), temperature), softmax_with_temperature(tl.view(), temperature)))
+    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?.estimate(estimator, soft, tracker)
 }
 
 /// Per class `[min(lo, r), max(hi, r)]`: the replicates' interval widened to hold the report.

@@ -24,7 +24,17 @@
 //! features, strong conditional shift) where the correction and the alignment rest on what the
 //! network does not recognise.
 //!
-//! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2). Not trusted, the fit falls back (`label_shift.guard.fallback`).
+//! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2).
+//!
+//! **Response** ([`PriorGuard::response`]). Under the floor the fit falls back
+//! (`label_shift.guard.fallback`, `source` by default: no MUL term). A disagreement with a
+//! confident network gets `on_disagreement`: `fallback` (default) answers as under the floor;
+//! `no-correction` keeps J_TU and J_DU with w ≡ 1 (the network recognises most of the target,
+//! only the correction is in doubt); `shrink` keeps them with every in-loop estimate pulled
+//! towards pˢ, `p ← pˢ + λ(p − pˢ)`, by the share of the correction the disagreement leaves,
+//! `λ = clamp(1 − D / ‖p̂_QP − pˢ‖₁, 0, 1)`. The two lighter answers beat the fallback on the
+//! development false alarms of docs/safety.md but fail its MNIST→USPS safety check (the
+//! alignment itself hurts there), so they are options, not the default.
 //!
 //! **Box.** Each replicate also resamples the real target rows (with replacement) and recomputes
 //! the QP on (C*, q*): the per-class percentile interval at `level`, widened to hold p̂_QP,
@@ -40,22 +50,20 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
-use super::{bbse_qp, confusion_matrix, predicted_distribution, Mlls};
+use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
+use super::{bbse_qp, confusion_matrix, predicted_distribution, DiagnosticsParams, Mlls};
 use crate::{Error, Result};
 
 /// Settings of [`prior_guard`].
 #[derive(Clone, Copy, Debug)]
 pub struct GuardParams {
+    /// τ (MUL's pseudo-label threshold) of the confident share, soft or hard C and q, bootstrap
+    /// replicates and seed: the same settings as the fit's diagnostics.
+    pub bootstrap: DiagnosticsParams,
     /// Level of the agreement test (distrust when p < α).
     pub alpha: f64,
     /// Coverage of the box (per class).
     pub level: f64,
-    pub resamples: usize,
-    /// Soft (probabilities) or hard (argmax) C and q, as the fit uses.
-    pub soft: bool,
-    pub seed: u64,
-    /// MUL's pseudo-label threshold τ.
-    pub tau: f64,
     /// Distrust when the share of target rows above τ is below this.
     pub min_confident_share: f64,
 }
@@ -87,15 +95,80 @@ pub struct PriorGuard {
     pub level: f64,
     /// Replicates that gave both D* and a box estimate.
     pub resamples: usize,
+    /// λ = clamp(1 − D / ‖qp_prior − pˢ‖₁, 0, 1): the share of the correction the
+    /// disagreement leaves (used by `on_disagreement = "shrink"`).
+    #[serde(default)]
+    pub kept_correction: f64,
+}
+
+/// What a fit does when the target is under the confident-share floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardFallback {
+    /// Keep J_TU and J_DU, drop the label-shift correction (w ≡ 1, p̂ᵗ = pˢ).
+    NoCorrection,
+    /// Drop every MUL term too: the adaptation stage trains the source cross-entropy alone,
+    /// as `source` does.
+    Source,
+}
+
+/// What a fit does when only the agreement test distrusts the estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DisagreementResponse {
+    /// As under the floor (`fallback`).
+    Fallback,
+    /// Keep J_TU and J_DU, w ≡ 1.
+    NoCorrection,
+    /// Keep J_TU and J_DU, every estimate shrunk towards pˢ by `kept_correction`.
+    Shrink,
+}
+
+/// The guard's verdict turned into what the adaptation loop does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GuardResponse {
+    /// The label-shift correction is used.
+    Use,
+    /// MUL's terms with w ≡ 1.
+    NoCorrection,
+    /// MUL's terms with estimates `pˢ + λ(p − pˢ)`.
+    Shrink(f64),
+    /// The source cross-entropy alone.
+    Source,
 }
 
 impl PriorGuard {
+    /// Fewer target rows than the floor are τ-confident (rule 2).
+    pub fn low_confidence(&self) -> bool {
+        self.confident_share < self.min_confident_share
+    }
+
+    /// The response to this verdict (module docs): trusted → use; under the floor →
+    /// `fallback`; a disagreement alone → `on_disagreement`.
+    pub fn response(&self, fallback: GuardFallback, on_disagreement: DisagreementResponse) -> GuardResponse {
+        let fallen = match fallback {
+            GuardFallback::NoCorrection => GuardResponse::NoCorrection,
+            GuardFallback::Source => GuardResponse::Source,
+        };
+        if self.trusted {
+            GuardResponse::Use
+        } else if self.low_confidence() {
+            fallen
+        } else {
+            match on_disagreement {
+                DisagreementResponse::Fallback => fallen,
+                DisagreementResponse::NoCorrection => GuardResponse::NoCorrection,
+                DisagreementResponse::Shrink => GuardResponse::Shrink(self.kept_correction),
+            }
+        }
+    }
+
     /// One line for the fit's printed summary.
     pub fn summary(&self) -> String {
         let verdict = if self.trusted {
             "label-shift correction used"
         } else {
-            "not trusted: the fit falls back (label_shift.guard.fallback)"
+            "not trusted: the fit falls back (label_shift.guard.fallback; a disagreement alone: label_shift.guard.on_disagreement)"
         };
         format!(
             "prior guard: BBSE-QP vs MLLS ℓ1 = {:.3} (null median {:.3}, p = {:.3}, α = {}; box half-width {:.3}); confident target rows {:.3} (floor {}): {verdict}",
@@ -115,21 +188,23 @@ pub fn prior_guard(
     source_prior: &[f64],
     p: &GuardParams,
 ) -> Result<PriorGuard> {
-    if p.resamples < 2 {
-        return Err(Error::param("prior_guard.resamples", p.resamples, "need at least 2 bootstrap resamples"));
+    let b = &p.bootstrap;
+    if b.resamples < 2 {
+        return Err(Error::param("prior_guard.resamples", b.resamples, "need at least 2 bootstrap resamples"));
     }
-    let (qp, mlls) = both_estimates(hold, labels, target, source_prior, p.soft)?;
+    let (qp, mlls) = both_estimates(hold, labels, target, source_prior, b.soft)?;
     let d = super::l1_distance(&qp, &mlls);
     let c = source_prior.len();
-    let by_class: Vec<Vec<usize>> = (0..c).map(|k| (0..labels.len()).filter(|&i| labels[i] == k).collect()).collect();
-    let mut master = ChaCha8Rng::seed_from_u64(p.seed ^ 0x9a1d_07e5_3c4b_11f2);
-    let seeds: Vec<u64> = (0..p.resamples).map(|_| master.random()).collect();
+    let by_class = rows_by_class(labels, c);
+    let drawable = Drawable::new(&by_class, &qp);
+    let mut master = ChaCha8Rng::seed_from_u64(b.seed ^ 0x9a1d_07e5_3c4b_11f2);
+    let seeds: Vec<u64> = (0..b.resamples).map(|_| master.random()).collect();
     let reps: Vec<(f64, Vec<f64>)> = seeds
         .par_iter()
-        .filter_map(|&s| replicate(s, hold, labels, target, &by_class, &qp, source_prior, p.soft))
+        .filter_map(|&s| replicate(s, hold, labels, target, (&by_class, &drawable), source_prior, b.soft))
         .collect();
-    if reps.len() * 2 < p.resamples {
-        return Err(Error::numerical("prior guard bootstrap", format!("{} of {} resamples failed", p.resamples - reps.len(), p.resamples)));
+    if reps.len() * 2 < b.resamples {
+        return Err(Error::numerical("prior guard bootstrap", format!("{} of {} resamples failed", b.resamples - reps.len(), b.resamples)));
     }
     let mut null: Vec<f64> = reps.iter().map(|r| r.0).collect();
     null.sort_by(f64::total_cmp);
@@ -143,10 +218,12 @@ pub fn prior_guard(
         })
         .unzip();
     let box_half_width = low.iter().zip(&high).map(|(l, h): (&f64, &f64)| h - l).sum::<f64>() / 2.0;
-    let confident = target.rows().into_iter().filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > p.tau as f32).count();
-    let confident_share = confident as f64 / target.nrows().max(1) as f64;
+    let confident_share = confident_share(target, b.tau);
     let disagrees = p_value < p.alpha && d > box_half_width;
+    let correction = super::l1_distance(&qp, source_prior);
+    let kept_correction = if correction > 0.0 { (1.0 - d / correction).clamp(0.0, 1.0) } else { 0.0 };
     Ok(PriorGuard {
+        kept_correction,
         box_half_width,
         confident_share,
         min_confident_share: p.min_confident_share,
@@ -177,51 +254,28 @@ fn both_estimates(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f3
 
 /// One replicate from its own seed: (D* on a synthetic label-shift target, QP on the resampled
 /// real target), or `None` when an estimate fails.
-#[allow(clippy::too_many_arguments)]
+/// The synthetic target draws classes from p̂_QP (`drawable`).
 fn replicate(
     seed: u64,
     hold: ArrayView2<f32>,
     labels: &[usize],
     target: ArrayView2<f32>,
-    by_class: &[Vec<usize>],
-    qp: &[f64],
+    (by_class, drawable): (&[Vec<usize>], &Drawable),
     ps: &[f64],
     soft: bool,
 ) -> Option<(f64, Vec<f64>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut rows = Vec::with_capacity(labels.len());
-    for members in by_class {
-        rows.extend((0..members.len()).map(|_| members[rng.random_range(0..members.len())]));
-    }
+    let rows = resample_within_class(by_class, &mut rng);
     let y: Vec<usize> = rows.iter().map(|&i| labels[i]).collect();
     let h = hold.select(Axis(0), &rows);
-    let drawable: Vec<(usize, f64)> = (0..ps.len()).filter(|&k| !by_class[k].is_empty()).map(|k| (k, qp[k])).collect();
-    let mass: f64 = drawable.iter().map(|d| d.1).sum();
     let n_t = target.nrows();
-    let synth: Vec<usize> = (0..n_t)
-        .map(|_| {
-            let k = pick(&drawable, mass, rng.random::<f64>());
-            by_class[k][rng.random_range(0..by_class[k].len())]
-        })
-        .collect();
+    let synth = drawable.target(by_class, n_t, &mut rng);
     let (a, b) = both_estimates(h.view(), &y, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
     let resampled: Vec<usize> = (0..n_t).map(|_| rng.random_range(0..n_t)).collect();
     let conf = confusion_matrix(h.view(), &y, ps, soft).ok()?;
     let q = predicted_distribution(target.select(Axis(0), &resampled).view(), soft).ok()?;
     let boxed = bbse_qp(conf.matrix.view(), &q, ps).ok()?.target_prior;
     Some((super::l1_distance(&a, &b), boxed))
-}
-
-/// The class whose cumulative mass first exceeds `u·mass` (the last one on rounding).
-fn pick(drawable: &[(usize, f64)], mass: f64, u: f64) -> usize {
-    let mut acc = 0.0;
-    for &(k, m) in drawable {
-        acc += m;
-        if u * mass < acc {
-            return k;
-        }
-    }
-    drawable.last().map_or(0, |d| d.0)
 }
 
 /// The `q`-quantile of sorted values (nearest rank; 0 when empty).
@@ -231,6 +285,11 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
     let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
     sorted[i]
+}
+
+/// `pˢ + λ(p − pˢ)` (a prior again when p and pˢ are, for λ in [0, 1]).
+pub fn shrink_towards(p: &[f64], source_prior: &[f64], lambda: f64) -> Vec<f64> {
+    p.iter().zip(source_prior).map(|(&x, &s)| s + lambda * (x - s)).collect()
 }
 
 /// Euclidean projection of `x` onto {p : low ≤ p ≤ high, Σp = 1}: `p_k = clamp(x_k − τ, low_k,

@@ -1,34 +1,19 @@
 use super::*;
+use crate::label_shift::test_support::{self, draw};
 use ndarray::Array2;
 
-/// Probabilities of a 3-class classifier with logits `strength·e_y + N(0, 1)` (seeded): the
-/// output depends only on the true class y (label shift holds between two draws of the same
-/// strength; a different strength is a conditional shift).
+/// Strength s for every class: label shift holds between two draws of the same strength.
 fn rows(labels: &[usize], strength: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
-    let mut p = Array2::<f32>::zeros((labels.len(), 3));
-    for (i, &y) in labels.iter().enumerate() {
-        let logits: Vec<f32> = (0..3)
-            .map(|k| {
-                let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
-                let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
-                if k == y { strength + noise } else { noise }
-            })
-            .collect();
-        let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let z: f32 = logits.iter().map(|l| (l - m).exp()).sum();
-        for k in 0..3 {
-            p[[i, k]] = (logits[k] - m).exp() / z;
-        }
-    }
-    p
-}
-
-fn draw(counts: [usize; 3]) -> Vec<usize> {
-    (0..3).flat_map(|k| std::iter::repeat_n(k, counts[k])).collect()
+    test_support::rows(labels, [strength; 3], rng)
 }
 
 fn params() -> GuardParams {
-    GuardParams { alpha: 0.05, level: 0.9, resamples: 199, soft: true, seed: 5, tau: 0.9, min_confident_share: 0.0 }
+    GuardParams { bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 }, alpha: 0.05, level: 0.9, min_confident_share: 0.0 }
+}
+
+fn with_resamples(resamples: usize) -> GuardParams {
+    let p = params();
+    GuardParams { bootstrap: DiagnosticsParams { resamples, ..p.bootstrap }, ..p }
 }
 
 const PS: [f64; 3] = [1.0 / 3.0; 3];
@@ -91,7 +76,7 @@ fn guard_is_deterministic_whatever_the_thread_count() {
     let target = rows(&draw([100, 50, 50]), 2.0, &mut rng);
     let run = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resamples: 60, ..params() }).unwrap())
+        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &with_resamples(60)).unwrap())
     };
     assert_eq!(run(1), run(3));
 }
@@ -120,5 +105,65 @@ fn projection_lands_in_the_box_on_the_simplex_and_keeps_inside_points() {
 fn bad_inputs_are_errors() {
     let hold = Array2::<f32>::from_elem((4, 3), 1.0 / 3.0);
     assert!(prior_guard(hold.view(), &[0, 1, 2], hold.view(), &PS, &params()).is_err());
-    assert!(prior_guard(hold.view(), &[0, 1, 2, 0], hold.view(), &PS, &GuardParams { resamples: 1, ..params() }).is_err());
+    assert!(prior_guard(hold.view(), &[0, 1, 2, 0], hold.view(), &PS, &with_resamples(1)).is_err());
+}
+
+/// A confident target whose conditionals moved (the agreement test fires, rule 2 does not).
+fn split_case() -> (Vec<usize>, Array2<f32>, Array2<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let yh = draw([300, 300, 300]);
+    let hold = rows(&yh, 1.0, &mut rng);
+    let target = rows(&draw([600, 300, 300]), 6.0, &mut rng);
+    (yh, hold, target)
+}
+
+#[test]
+fn a_disagreement_alone_drops_the_correction_and_low_confidence_falls_back() {
+    use DisagreementResponse as On;
+    let (yh, hold, target) = split_case();
+    let floor = GuardParams { min_confident_share: 0.5, ..params() };
+    let g = prior_guard(hold.view(), &yh, target.view(), &PS, &floor).unwrap();
+    assert!(!g.trusted && !g.low_confidence(), "only the agreement test fires: {g:?}");
+    assert_eq!(g.response(GuardFallback::Source, On::NoCorrection), GuardResponse::NoCorrection);
+    assert_eq!(g.response(GuardFallback::Source, On::Fallback), GuardResponse::Source, "the rule before");
+    assert_eq!(g.response(GuardFallback::Source, On::Shrink), GuardResponse::Shrink(g.kept_correction));
+    // The same rows under a floor above their confident share: rule 2 fires and the response
+    // flips to the fallback, whatever `on_disagreement` says.
+    let strict = GuardParams { min_confident_share: g.confident_share + 0.01, ..params() };
+    let s = prior_guard(hold.view(), &yh, target.view(), &PS, &strict).unwrap();
+    assert!(s.low_confidence(), "{s:?}");
+    for on in [On::Fallback, On::NoCorrection, On::Shrink] {
+        assert_eq!(s.response(GuardFallback::Source, on), GuardResponse::Source);
+        assert_eq!(s.response(GuardFallback::NoCorrection, on), GuardResponse::NoCorrection);
+    }
+    // Exact label shift, confident enough: trusted, the correction is used.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let yh = draw([150, 150, 150]);
+    let hold = rows(&yh, 4.0, &mut rng);
+    let target = rows(&draw([400, 100, 300]), 4.0, &mut rng);
+    let t = prior_guard(hold.view(), &yh, target.view(), &PS, &floor).unwrap();
+    assert!(t.trusted, "{t:?}");
+    for on in [On::Fallback, On::NoCorrection, On::Shrink] {
+        assert_eq!(t.response(GuardFallback::Source, on), GuardResponse::Use);
+    }
+}
+
+#[test]
+fn kept_correction_is_the_share_of_the_correction_the_disagreement_leaves() {
+    let (yh, hold, target) = split_case();
+    let g = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
+    let correction: f64 = g.qp_prior.iter().zip(&PS).map(|(a, b)| (a - b).abs()).sum();
+    assert!(correction > 0.0, "{g:?}");
+    let expected = (1.0 - g.qp_mlls_l1 / correction).clamp(0.0, 1.0);
+    assert!((g.kept_correction - expected).abs() < 1e-12, "{g:?}");
+    assert!((0.0..=1.0).contains(&g.kept_correction));
+    // Shrinking by λ keeps a prior and moves it λ of the way from pˢ to the estimate.
+    let p = [0.6, 0.3, 0.1];
+    assert_eq!(shrink_towards(&p, &PS, 1.0), p.to_vec());
+    let half = shrink_towards(&p, &PS, 0.5);
+    assert!((half.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{half:?}");
+    for k in 0..3 {
+        assert!((half[k] - 0.5 * (p[k] + PS[k])).abs() < 1e-12, "{half:?}");
+        assert!((shrink_towards(&p, &PS, 0.0)[k] - PS[k]).abs() < 1e-15);
+    }
 }

@@ -28,6 +28,7 @@ pub mod bcts;
 mod bootstrap;
 mod diagnostics;
 mod estimators;
+mod exact_shift;
 mod fit_diagnostics;
 pub mod mlls;
 mod rlls;
@@ -45,6 +46,8 @@ mod prior;
 mod estimator_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod test_support;
 
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
@@ -58,9 +61,9 @@ pub use rlls::{rlls_regulariser, Rlls};
 pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use fit_estimator::{FinalPrior, PriorEstimator};
-pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FitPrior, FitPriorInterval};
+pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval};
 pub use floor::{apply_prior_floor, restrict_to_support};
-pub use guard::{prior_guard, project_to_box, GuardParams, PriorGuard};
+pub use guard::{prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard};
 pub use holdout::{stratified_folds, stratified_holdout};
 pub use prior::{class_prior, l1_distance, predicted_distribution};
 

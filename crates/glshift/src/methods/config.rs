@@ -12,6 +12,7 @@ pub use super::ablation::Discrepancy;
 pub use super::baselines::BaselineConfig;
 pub use super::kind::MethodKind;
 use crate::data::Preprocess;
+pub use crate::label_shift::{DisagreementResponse, GuardFallback};
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};
@@ -71,9 +72,12 @@ impl Default for LabelShiftConfig {
 /// adaptation iteration it distrusts the pre-trained network's estimate when BBSE-QP and MLLS
 /// disagree both significantly (p < `alpha` under their bootstrap disagreement at exact label
 /// shift) and materially (beyond half the summed width of the estimate's `level` box), or when
-/// fewer than `min_confident_share` of the target rows are τ-confident; MUL then runs
-/// `fallback`. Off: the estimate is always used (the rule before issue 14's item 5). The
-/// confident-share floor was chosen after reading SURF target accuracies (docs/safety.md).
+/// fewer than `min_confident_share` of the target rows are τ-confident. Under the floor MUL
+/// runs `fallback`; a disagreement alone gets `on_disagreement` (by default the same fallback:
+/// the lighter responses, best on development draws of the cross-domain protocol, failed the
+/// MNIST→USPS safety check). Off: the estimate is always used (the rule before issue 14's
+/// item 5). The confident-share floor and `fallback` were chosen after reading SURF target
+/// accuracies (docs/safety.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PriorGuardConfig {
@@ -88,24 +92,15 @@ pub struct PriorGuardConfig {
     pub min_confident_share: f64,
     /// Project every later in-loop estimate onto the box (caps the prior's drift).
     pub cap_drift: bool,
-    /// What a fit whose estimate is not trusted does instead.
+    /// What a fit does when the target is under the confident-share floor.
     pub fallback: GuardFallback,
-}
-
-/// What MUL does when the prior guard does not trust the estimate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GuardFallback {
-    /// Keep J_TU and J_DU, drop the label-shift correction (w ≡ 1, p̂ᵗ = pˢ).
-    NoCorrection,
-    /// Drop every MUL term too: the adaptation stage trains the source cross-entropy alone,
-    /// as `source` does.
-    Source,
+    /// What a fit does when only the agreement test distrusts the estimate.
+    pub on_disagreement: DisagreementResponse,
 }
 
 impl Default for PriorGuardConfig {
     fn default() -> Self {
-        PriorGuardConfig { enabled: true, alpha: 0.05, level: 0.9, resamples: 200, min_confident_share: 0.5, cap_drift: false, fallback: GuardFallback::Source }
+        PriorGuardConfig { enabled: true, alpha: 0.05, level: 0.9, resamples: 200, min_confident_share: 0.5, cap_drift: false, fallback: GuardFallback::Source, on_disagreement: DisagreementResponse::Fallback }
     }
 }
 

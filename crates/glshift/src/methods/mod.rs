@@ -11,7 +11,7 @@ pub mod train;
 
 pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use baselines::{BaselineConfig, BaselineTraining};
-pub use config::{ConfusionRows, FitConfig, GuardFallback, LabelShiftConfig, MethodKind, MulConfig, PriorGuardConfig};
+pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, MethodKind, MulConfig, PriorGuardConfig};
 pub use kind::{build_method, BuildContext};
 pub use method::{AdaptInputs, CeWeights, Method, StepOutput};
 pub use train::{

@@ -5,15 +5,16 @@
 //! only the proportions of the others are re-estimated.
 //!
 //! With the prior guard (MUL, `label_shift.guard`), the first iteration also tests the
-//! pre-trained network's estimate (`label_shift::guard`). Not trusted: every
-//! estimate is replaced by pˢ (w ≡ 1), and with the `source` fallback the loop also drops MUL's
-//! terms. Trusted, with `cap_drift`: every later raw estimate is projected onto the first one's
-//! bootstrap box.
+//! pre-trained network's estimate (`label_shift::guard`) and fixes the response
+//! ([`PriorGuard::response`]): `NoCorrection` and `Source` replace every estimate by pˢ (w ≡ 1),
+//! and `Source` also drops MUL's terms; `Shrink(λ)` replaces every raw estimate p by
+//! `pˢ + λ(p − pˢ)` before the floor. Trusted, with `cap_drift`: every later raw estimate is
+//! projected onto the first one's bootstrap box.
 
 use ndarray::ArrayView2;
 
-use crate::label_shift::{self, GuardParams, PriorGuard, ShiftEstimate};
-use crate::methods::config::{FitConfig, GuardFallback, MethodKind};
+use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
+use crate::methods::config::{FitConfig, MethodKind};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
@@ -24,6 +25,7 @@ pub(super) struct ShiftTracker {
     /// The guard's settings when it runs for this fit, and whether it caps the drift.
     guard_params: Option<(GuardParams, bool)>,
     fallback: GuardFallback,
+    on_disagreement: DisagreementResponse,
     /// What the guard found at the first iteration.
     pub guard: Option<PriorGuard>,
     /// Classes whose confusion column had no row and was filled (pitfall 1), last iteration.
@@ -38,7 +40,8 @@ impl ShiftTracker {
     pub fn new(cfg: &FitConfig, c: usize) -> ShiftTracker {
         let g = &cfg.label_shift.guard;
         let guarded = g.enabled && cfg.method == MethodKind::Mul && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
-        let params = GuardParams { alpha: g.alpha, level: g.level, resamples: g.resamples, soft: cfg.label_shift.soft, seed: cfg.seed, tau: cfg.mul.tau, min_confident_share: g.min_confident_share };
+        let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
+        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share };
         ShiftTracker {
             floor: cfg.prior_floor_for(c),
             soft: cfg.label_shift.soft,
@@ -46,6 +49,7 @@ impl ShiftTracker {
             support: None,
             guard_params: guarded.then_some((params, g.cap_drift)),
             fallback: g.fallback,
+            on_disagreement: g.on_disagreement,
             guard: None,
             filled: Vec::new(),
             floored: Vec::new(),
@@ -53,9 +57,14 @@ impl ShiftTracker {
         }
     }
 
-    /// The guard distrusted the estimate and the fallback is `source`: the method adds nothing.
+    /// What the loop does with the guard's verdict (`Use` before the guard ran or without it).
+    pub fn response(&self) -> GuardResponse {
+        self.guard.as_ref().map_or(GuardResponse::Use, |g| g.response(self.fallback, self.on_disagreement))
+    }
+
+    /// The response is the `source` fallback: the method adds nothing.
     pub fn source_fallback(&self) -> bool {
-        self.fallback == GuardFallback::Source && self.guard.as_ref().is_some_and(|g| !g.trusted)
+        self.response() == GuardResponse::Source
     }
 
     /// One estimate from labelled source probabilities (`conf_probs`, n × c, with `conf_labels`)
@@ -75,15 +84,22 @@ impl ShiftTracker {
             self.guard = Some(label_shift::prior_guard(conf_probs, conf_labels, target_probs, source_prior, params)?);
         }
         if let (Some(g), Some((_, cap))) = (&self.guard, &self.guard_params) {
-            if !g.trusted {
-                let est = no_correction(&raw, source_prior);
-                self.floored.clear();
-                self.last = Some(est.clone());
-                return Ok(est);
-            }
-            if *cap {
-                raw.target_prior = label_shift::project_to_box(&raw.target_prior, &g.low, &g.high);
-                raw.weights = ratio(&raw.target_prior, source_prior);
+            match self.response() {
+                GuardResponse::NoCorrection | GuardResponse::Source => {
+                    let est = no_correction(&raw, source_prior);
+                    self.floored.clear();
+                    self.last = Some(est.clone());
+                    return Ok(est);
+                }
+                GuardResponse::Shrink(lambda) => {
+                    raw.target_prior = label_shift::shrink_towards(&raw.target_prior, source_prior, lambda);
+                    raw.weights = ratio(&raw.target_prior, source_prior);
+                }
+                GuardResponse::Use if *cap => {
+                    raw.target_prior = label_shift::project_to_box(&raw.target_prior, &g.low, &g.high);
+                    raw.weights = ratio(&raw.target_prior, source_prior);
+                }
+                GuardResponse::Use => {}
             }
         }
         let est = match &self.support {
