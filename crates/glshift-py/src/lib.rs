@@ -1,8 +1,9 @@
 //! `glshift._core`: the Python extension of glshift. A thin layer over the core's estimator API
-//! (`glshift::model`), model selection (`glshift::select`, in [`select`]), label-shift suite (`glshift::label_shift::suite`) and per-class
-//! conditional test (`glshift::kernel::cond_test`): array conversions, error mapping and GIL
-//! handling only. The scikit-learn conventions (parameters,
-//! label encoding, `sample_domain`) live in the pure-Python package `glshift` around it.
+//! (`glshift::model`), model selection (`glshift::select`, in [`select`]), label-shift suite
+//! (`glshift::label_shift::suite`) and per-class conditional test (`glshift::kernel::cond_test`):
+//! array conversions, error mapping and GIL handling only. The scikit-learn conventions
+//! (parameters, label encoding, `sample_domain`) live in the pure-Python package `glshift`
+//! around it.
 //!
 //! Errors: every `glshift::Error` becomes a Python exception carrying the core's message:
 //! `ValueError` for bad input (BadData, Shape, Param, BadFile, UnknownDomain), `RuntimeError`
