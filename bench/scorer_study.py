@@ -21,8 +21,9 @@ from pathlib import Path
 SCORERS = ["iwcv", "dev", "dev_normalised", "snd", "neg_entropy", "circular"]
 MEAN_RANK = ["iwcv", "dev_normalised", "snd", "neg_entropy", "circular"]
 BENCH_ORDER = ["oc-uda", "oc-pda", "oc-gls", "surf", "mnist-usps", "synthetic"]
-# Safety-first margins (in each scorer's own units) tried for "best if it beats source by m".
-SAFE_MARGINS = {"iwcv": [0.0, 0.02, 0.05], "circular": [0.0, 0.01, 0.02], "dev_normalised": [0.0, 0.02, 0.05]}
+# Margins (in each guard scorer's own units) of the constrained rules "lowest entropy among
+# the candidates whose guard score is at least source's minus m".
+CONSTRAINTS = {"iwcv": [0.0, 0.01, 0.02, 0.05], "circular": [0.0], "dev_normalised": [0.0]}
 
 
 def ranks(v):
@@ -100,12 +101,10 @@ def rules(cands, names):
         out[s] = argbest([c["scores"][s] for c in cands])
     mr = mean_rank_values(cands)
     out["mean-rank"] = argbest(mr)
-    for s, margins in SAFE_MARGINS.items():
-        v = [c["scores"][s] for c in cands]
-        b = argbest(v)
-        for m in margins:
-            ok = b is not None and v[src] is not None and v[b] > v[src] + m
-            out[f"safe-{s}@{m:g}"] = b if ok else src
+    # Safety-first: the best IWCV only when it beats `source`'s IWCV, else source.
+    v = [c["scores"]["iwcv"] for c in cands]
+    b = argbest(v)
+    out["iwcv-if-beats-source"] = b if b is not None and v[src] is not None and v[b] > v[src] else src
     # Consensus: the mean-rank winner only when a majority of the aggregated scorers rank it
     # above `source`, else source.
     b = out["mean-rank"]
@@ -113,6 +112,15 @@ def rules(cands, names):
                 if cands[b]["scores"][s] is not None and cands[src]["scores"][s] is not None
                 and cands[b]["scores"][s] > cands[src]["scores"][s])
     out["consensus-mean-rank"] = b if above * 2 > len(MEAN_RANK) else src
+    # Constrained: the lowest entropy among the candidates that a risk-estimating scorer does
+    # not find worse than `source` by more than m (`source` always admissible).
+    # safe-entropy(iwcv,0.02) is select's default rule, `safe-entropy`.
+    ent = [c["scores"]["neg_entropy"] for c in cands]
+    for guard, margins in CONSTRAINTS.items():
+        g = [c["scores"][guard] for c in cands]
+        for m in margins:
+            ok = [i == src or (g[i] is not None and g[src] is not None and g[i] >= g[src] - m) for i in range(len(cands))]
+            out[f"safe-entropy({guard},{m:g})"] = argbest([x if k else None for x, k in zip(ent, ok)])
     out["always-mul"] = names.index("mul")
     out["always-source"] = src
     return out
