@@ -43,7 +43,7 @@ pub struct AblationArgs {
 }
 
 pub fn run(args: AblationArgs) -> Result<()> {
-    let base = resolve_config(args.grid.config.as_ref(), None, None)?;
+    let base = resolve_config(args.grid.run.config.as_ref(), None, None)?;
     let kernels: Vec<(String, LabelKernel)> = args
         .label_kernels
         .iter()

@@ -10,6 +10,7 @@ use glshift_experiments::grid::{self, GridObserver, GridSpec, Variant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::fit::resolve_config;
+use crate::pair::RunArgs;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -23,6 +24,7 @@ pub struct BenchArgs {
 
 /// The arguments every grid command shares: data, protocol, tasks, seeds, output.
 #[derive(Args, Debug)]
+#[command(mut_arg("config", |a| a.help("TOML settings over the defaults, shared by every run")))]
 pub struct GridArgs {
     /// Folder holding the domains.
     #[arg(long)]
@@ -38,13 +40,8 @@ pub struct GridArgs {
     pub tasks: Option<Vec<String>>,
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
-    /// TOML settings over the defaults, shared by every run.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    #[arg(long)]
-    pub out: PathBuf,
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Also keep each run's model file (runs/….glshift, a few MB each; for `glshift predict`).
     #[arg(long)]
     pub keep_models: bool,
@@ -58,7 +55,7 @@ impl GridArgs {
             pda_classes: self.pda_classes,
             tasks: self.tasks.clone(),
             seeds: self.seeds.clone(),
-            out: self.out.clone(),
+            out: self.run.out.clone(),
             keep_models: self.keep_models,
         }
     }
@@ -66,7 +63,7 @@ impl GridArgs {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let methods: Vec<MethodKind> = args.methods.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
-    let base = resolve_config(args.grid.config.as_ref(), None, None)?;
+    let base = resolve_config(args.grid.run.config.as_ref(), None, None)?;
     run_grid(&args.grid, &grid::method_variants(&methods, &base)?)
 }
 
@@ -90,7 +87,7 @@ impl GridObserver for Bar {
 
 /// Runs the grid with a progress bar and prints its table.
 pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
-    let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    let bar = if args.run.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
     bar.set_style(ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?.progress_chars("=> "));
     let mut obs = Bar(bar);
     let outcome = grid::run_grid(&args.spec(), variants, &mut obs)?;

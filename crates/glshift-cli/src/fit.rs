@@ -11,13 +11,14 @@ use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift_experiments::protocol;
 
-use crate::pair::{PairArgs, ProtocolArgs};
+use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
 use crate::progress::TrainBar;
 
 /// The model file `fit` writes into its output folder (`glshift predict --model`).
 pub const MODEL_FILE: &str = "model.glshift";
 
 #[derive(Args, Debug)]
+#[command(mut_arg("out", |a| a.help("Output folder for report.json, predictions.csv and model.glshift")))]
 pub struct FitArgs {
     #[command(flatten)]
     pub pair: PairArgs,
@@ -30,15 +31,8 @@ pub struct FitArgs {
     /// Random seed (network initialisation, hold-out split, dropout). Overrides the config file.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// TOML file with settings over the defaults (see README "Configuration").
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Output folder for report.json, predictions.csv and model.glshift.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Builds the configuration: defaults, then the TOML file, then command-line flags.
@@ -58,12 +52,12 @@ pub fn resolve_config(config: Option<&PathBuf>, method: Option<&str>, seed: Opti
 }
 
 pub fn run(args: FitArgs) -> Result<()> {
-    let cfg = resolve_config(args.config.as_ref(), args.method.as_deref(), args.seed)?;
-    let created = check_out_dir(&args.out)?;
+    let cfg = resolve_config(args.run.config.as_ref(), args.method.as_deref(), args.seed)?;
+    let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &cfg);
     if result.is_err() && created {
         // Only removes the folder this run created, and only while it is still empty.
-        let _ = std::fs::remove_dir(&args.out);
+        let _ = std::fs::remove_dir(&args.run.out);
     }
     result
 }
@@ -72,12 +66,12 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let (source, target) = args.pair.load()?;
     let proto = args.protocol.parse(source.n_classes())?;
     let (source, target) = protocol::apply(proto, &source, &target)?;
-    let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.quiet);
+    let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.run.quiet);
     let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));
     bar.finish();
     let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
-    write_files_atomically(&run_files(&args.out, &out)?)?;
+    write_files_atomically(&run_files(&args.run.out, &out)?)?;
     let r = &out.report;
     for w in &r.warnings {
         eprintln!("warning: {w}");
@@ -105,7 +99,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
             m.target.ratio, m.target.j_b, m.target.j_w, m.d_st_diagonal_mean, m.d_st_off_diagonal_mean
         );
     }
-    eprintln!("wrote {}", args.out.display());
+    eprintln!("wrote {}", args.run.out.display());
     Ok(())
 }
 

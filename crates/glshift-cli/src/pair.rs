@@ -1,5 +1,7 @@
-//! The `--data DIR --source A --target B` arguments shared by the commands that train on one
-//! domain pair (`fit`, `shift test`), flattened into each command's own arguments.
+//! Arguments shared by several commands, flattened into each command's own arguments: the
+//! `--data DIR --source A --target B` of the commands that train on one domain pair (`fit`,
+//! `select`, `shift test`), the protocol (`fit`, `select`) and the run's `--config`, `--out`,
+//! `--quiet` (`fit`, `select`, `bench`, `ablation`).
 
 use std::path::PathBuf;
 
@@ -45,4 +47,22 @@ impl ProtocolArgs {
     pub fn parse(&self, n_classes: usize) -> glshift::Result<Protocol> {
         Protocol::parse(&self.setting, n_classes, self.pda_classes)
     }
+}
+
+/// `--config FILE --out DIR --quiet`, shared by `fit`, `select` and the grid commands. A
+/// command whose flags mean more than these generic texts say (what `--out` holds, what the
+/// config is the base of) rewrites the help with `#[command(mut_arg(...))]` on its own
+/// arguments, so each command's `--help` reads as before. (`--seed` is not here: `fit` and
+/// `select` take one seed, the grid commands a list, `--seeds`.)
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// TOML file with settings over the defaults (see README "Configuration").
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Output folder.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
 }

@@ -12,10 +12,10 @@ use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, S
 use glshift_experiments::protocol;
 
 use crate::fit::{check_out_dir, resolve_config, run_files};
-use crate::pair::{PairArgs, ProtocolArgs};
+use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
 use crate::progress::TrainBar;
 
-/// The selection rule (docs/select.md; the default is provisional).
+/// The selection rule (docs/select.md; the default was decided by the scorer study).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ScorerArg {
     /// Label-shift IWCV on the source hold-out, one w for all candidates.
@@ -32,6 +32,8 @@ pub enum ScorerArg {
     Circular,
     /// Mean rank over iwcv, dev-normalised, snd, entropy and circular.
     MeanRank,
+    /// Lowest entropy among the candidates whose iwcv is within 0.02 of the `source` candidate's.
+    SafeEntropy,
 }
 
 impl From<ScorerArg> for SelectRule {
@@ -44,11 +46,16 @@ impl From<ScorerArg> for SelectRule {
             ScorerArg::Entropy => SelectRule::Entropy,
             ScorerArg::Circular => SelectRule::Circular,
             ScorerArg::MeanRank => SelectRule::MeanRank,
+            ScorerArg::SafeEntropy => SelectRule::SafeEntropy,
         }
     }
 }
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("config", |a| a.help("TOML file of settings over the defaults: the base every candidate overrides")),
+    mut_arg("out", |a| a.help("Output folder for selection.json and the chosen model's files"))
+)]
 pub struct SelectArgs {
     #[command(flatten)]
     pub pair: PairArgs,
@@ -56,36 +63,29 @@ pub struct SelectArgs {
     #[arg(long)]
     pub candidates: Option<PathBuf>,
     /// Selection rule.
-    #[arg(long, value_enum, default_value = "mean-rank")]
+    #[arg(long, value_enum, default_value = "safe-entropy")]
     pub scorer: ScorerArg,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     /// Random seed of every candidate. Overrides the config file.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// TOML file of settings over the defaults: the base every candidate overrides.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Output folder for selection.json and the chosen model's files.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 pub fn run(args: SelectArgs) -> Result<()> {
-    let base = resolve_config(args.config.as_ref(), None, args.seed)?;
+    let base = resolve_config(args.run.config.as_ref(), None, args.seed)?;
     let candidates = match &args.candidates {
         Some(path) => read_candidates_file(path, &base)?,
         None => default_candidates(),
     };
     let params = SelectParams::new(base).candidates(candidates).rule(args.scorer.into()).check()?;
-    let created = check_out_dir(&args.out)?;
+    let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &params);
     if result.is_err() && created {
         // Only removes the folder this run created, and only while it is still empty.
-        let _ = std::fs::remove_dir(&args.out);
+        let _ = std::fs::remove_dir(&args.run.out);
     }
     result
 }
@@ -100,7 +100,7 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
         if bar.as_ref().map(|b| b.0) != Some(i) {
             bar.take().map(|(_, b)| b.finish());
             let label = format!("candidate {}/{} {}→{}", i + 1, params.configs().len(), args.pair.source, args.pair.target);
-            bar = Some((i, TrainBar::new(&label, args.quiet)));
+            bar = Some((i, TrainBar::new(&label, args.run.quiet)));
         }
         bar.as_ref().map(|(_, b)| b.update(p));
     });
@@ -121,11 +121,11 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
         // No target labels: no evaluation field at all (not a null).
         file.as_object_mut().map(|o| o.remove("target_evaluation"));
     }
-    let mut files = run_files(&args.out, &outcome.chosen)?;
-    files.push((args.out.join("selection.json"), serde_json::to_vec_pretty(&file)?));
+    let mut files = run_files(&args.run.out, &outcome.chosen)?;
+    files.push((args.run.out.join("selection.json"), serde_json::to_vec_pretty(&file)?));
     write_files_atomically(&files)?;
     print_summary(&outcome, elapsed);
-    eprintln!("wrote {}", args.out.display());
+    eprintln!("wrote {}", args.run.out.display());
     Ok(())
 }
 

@@ -22,7 +22,7 @@ fn select_writes_the_selection_and_the_chosen_models_files() {
     assert!(o.status.success(), "{}", stderr(&o));
     let sel = json(&out.join("selection.json"));
     let s = &sel["selection"];
-    assert_eq!(s["rule"], "mean-rank");
+    assert_eq!(s["rule"], "safe-entropy");
     let cands = s["candidates"].as_array().unwrap();
     let names: Vec<&str> = cands.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["source", "mul", "mul-no-du", "mul-weak"]);

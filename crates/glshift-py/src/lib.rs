@@ -1,12 +1,15 @@
 //! `glshift._core`: the Python extension of glshift. A thin layer over the core's estimator API
-//! (`glshift::model`), label-shift suite (`glshift::label_shift::suite`) and per-class
-//! conditional test (`glshift::kernel::cond_test`): array conversions, error mapping and GIL
-//! handling only. The scikit-learn conventions (parameters,
-//! label encoding, `sample_domain`) live in the pure-Python package `glshift` around it.
+//! (`glshift::model`), model selection (`glshift::select`, in [`select`]), label-shift suite
+//! (`glshift::label_shift::suite`) and per-class conditional test (`glshift::kernel::cond_test`):
+//! array conversions, error mapping and GIL handling only. The scikit-learn conventions
+//! (parameters, label encoding, `sample_domain`) live in the pure-Python package `glshift`
+//! around it.
 //!
 //! Errors: every `glshift::Error` becomes a Python exception carrying the core's message:
 //! `ValueError` for bad input (BadData, Shape, Param, BadFile, UnknownDomain), `RuntimeError`
 //! for Numerical, `OSError` for Io and Write.
+
+mod select;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,23 +119,37 @@ fn resolved_config(
 /// callback with `resume_unwind`, so no panic message is printed, and caught in the worker).
 struct Cancelled;
 
-/// Runs `params.fit_detailed(data)` on a worker thread without the GIL; the calling thread
-/// wakes every 100 ms to run Python's signal handlers. On KeyboardInterrupt (or any exception a
-/// handler raises) the worker stops at its next iteration (the progress callback unwinds with
-/// [`Cancelled`]), is joined, and the exception is returned.
+/// Runs `params.fit_detailed(data)` on a worker thread without the GIL, interruptible
+/// ([`interruptible`]).
 fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: &Dataset) -> PyResult<FitOutcome> {
+    interruptible(py, "fit", |tick| {
+        let mut progress = |_: Progress| tick();
+        params.fit_detailed(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+    })
+}
+
+/// Runs `work` on a worker thread without the GIL; the calling thread wakes every 100 ms to
+/// run Python's signal handlers. `work` calls its `tick` after every training iteration. On
+/// KeyboardInterrupt (or any exception a handler raises) the next `tick` unwinds the worker
+/// with [`Cancelled`], the worker is joined, and the exception is returned. `what` names the
+/// work in the message of an internal error.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    what: &str,
+    work: impl FnOnce(&mut dyn FnMut()) -> glshift::Result<T> + Send,
+) -> PyResult<T> {
     let cancel = AtomicBool::new(false);
     let done = (Mutex::new(false), Condvar::new());
     std::thread::scope(|s| {
         let (cancel, done) = (&cancel, &done);
         let worker = s.spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut progress = |_: Progress| {
+                let mut tick = || {
                     if cancel.load(Ordering::Relaxed) {
                         std::panic::resume_unwind(Box::new(Cancelled));
                     }
                 };
-                params.fit_detailed(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+                work(&mut tick)
             }));
             *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
             done.1.notify_all();
@@ -159,12 +176,12 @@ fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: &Dataset) -> 
         match worker.join() {
             Ok(Ok(outcome)) => outcome.map_err(py_err),
             Ok(Err(payload)) | Err(payload) => {
-                let what = payload
+                let msg = payload
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                Err(PyRuntimeError::new_err(format!("internal error in glshift's fit (please report): {what}")))
+                Err(PyRuntimeError::new_err(format!("internal error in glshift's {what} (please report): {msg}")))
             }
         }
     })
@@ -376,6 +393,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
+    m.add_function(wrap_pyfunction!(select::select, m)?)?;
     m.add_function(wrap_pyfunction!(resolved_config, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_shift, m)?)?;
     m.add_function(wrap_pyfunction!(conditional_shift_test, m)?)?;

@@ -11,6 +11,7 @@ See docs/python.md in the glshift repository.
 from ._core import __version__
 from ._cond_test import ConditionalTest, conditional_shift_test
 from ._estimators import METHODS, MUL, Adapter, SourceOnly, load
+from ._select import RULES, Selection, select
 from ._shift import SUITE, ShiftResult, bbse, bbse_qp, estimate_shift, mlls, rlls
 
 __all__ = [
@@ -20,6 +21,9 @@ __all__ = [
     "SourceOnly",
     "Adapter",
     "load",
+    "select",
+    "Selection",
+    "RULES",
     "SUITE",
     "ShiftResult",
     "estimate_shift",

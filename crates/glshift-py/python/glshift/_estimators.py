@@ -243,11 +243,9 @@ class Adapter(_GLShiftEstimator):
         return self.method
 
 
-def load(path):
-    """Read a model file (``model.glshift`` of ``glshift fit`` or ``save``) into a fitted
-    estimator: :class:`MUL`, :class:`SourceOnly` or :class:`Adapter` by the file's method,
-    with ``config`` set to the file's settings and ``classes_`` to its class names (strings)."""
-    model = _core.Model.load(os.fspath(path))
+def _from_model(model, classes):
+    """A fitted :class:`MUL`, :class:`SourceOnly` or :class:`Adapter` (by the model's method)
+    around a core model, ``config`` set to the model's settings."""
     cfg = json.loads(model.info_json())["config"]
     method = cfg["method"]
     if method == "mul":
@@ -256,5 +254,13 @@ def load(path):
         est = SourceOnly(config=cfg)
     else:
         est = Adapter(method=method, config=cfg)
-    est._set_model(model, np.asarray(model.class_names))
+    est._set_model(model, classes)
     return est
+
+
+def load(path):
+    """Read a model file (``model.glshift`` of ``glshift fit`` or ``save``) into a fitted
+    estimator: :class:`MUL`, :class:`SourceOnly` or :class:`Adapter` by the file's method,
+    with ``config`` set to the file's settings and ``classes_`` to its class names (strings)."""
+    model = _core.Model.load(os.fspath(path))
+    return _from_model(model, np.asarray(model.class_names))

@@ -1,8 +1,10 @@
 //! The in-memory training data of a fit: labelled source rows and unlabelled target rows.
 
+use std::path::PathBuf;
+
 use ndarray::{Array2, ArrayView2};
 
-use crate::data::{check_features, Domain};
+use crate::data::{check_features, Domain, FileFormat, LabelRule};
 use crate::{Error, Result};
 
 /// Source features `n_s × d` with labels `0..c`, target features `n_t × d` (no labels: a fit
@@ -84,6 +86,23 @@ impl Dataset {
     /// Feature dimension d.
     pub fn dim(&self) -> usize {
         self.source_x.ncols()
+    }
+
+    /// The two in-memory domains `source` (labelled) and `target` (no labels), for the APIs
+    /// that take domains (`glshift::select`); their paths name them `<source array>` and
+    /// `<target array>` in errors.
+    pub fn to_domains(&self) -> (Domain, Domain) {
+        let domain = |name: &str, x: &Array2<f32>, labels: Option<Vec<usize>>| Domain {
+            name: name.to_string(),
+            features: x.clone(),
+            labels,
+            class_names: self.class_names.clone(),
+            path: PathBuf::from(format!("<{name} array>")),
+            format: FileFormat::Npy,
+            label_rule: LabelRule::ZeroBased,
+            feature_names: None,
+        };
+        (domain("source", &self.source_x, Some(self.source_y.clone())), domain("target", &self.target_x, None))
     }
 }
 

@@ -6,8 +6,12 @@
 //!
 //! ```text
 //! θ̂ = argmax_θ s_r(θ)                          (one scorer r), or
-//! θ̂ = argmin_θ (1/|R|) Σ_{j∈R} rank_j(θ)       (mean rank over the scorers R)
+//! θ̂ = argmin_θ (1/|R|) Σ_{j∈R} rank_j(θ)       (mean rank over the scorers R), or
+//! θ̂ = argmin_{θ ∈ S} H(θ),  S = {θ_src} ∪ {θ : IWCV(θ) ≥ IWCV(θ_src) − m}   (safe-entropy, the default)
 //! ```
+//!
+//! where `H` is the mean entropy of a candidate's target predictions, `θ_src` the pre-trained
+//! network (the `source` candidate) and `m` = [`SAFE_IWCV_MARGIN`]
 //!
 //! ties going to the earlier candidate. Every candidate shares one pre-training (the
 //! [`PretrainCache`]: the base configuration fixes seed, network and pre-training), and MUL's
@@ -34,11 +38,12 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use candidates::{default_candidates, read_candidates_file, Candidate};
-pub use scores::{CandidateScores, SelectRule, SND_MAX_ROWS, SND_TEMPERATURE};
+pub use scores::{CandidateScores, SelectRule, SAFE_IWCV_MARGIN, SND_MAX_ROWS, SND_TEMPERATURE};
 
 use crate::data::Domain;
 use crate::label_shift::FitDiagnostics;
 use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress, Stage};
+use crate::model::Dataset;
 use crate::pipeline::{self, RunOutput};
 use crate::{eval, Error, Result};
 
@@ -198,12 +203,26 @@ impl CheckedSelectParams {
         Ok(SelectOutcome { selection, chosen, evaluation })
     }
 
+    /// [`CheckedSelectParams::select`] on in-memory arrays (the Python package's
+    /// `glshift.select`): the dataset has no target labels, so the outcome has no evaluation.
+    pub fn select_dataset(&self, data: &Dataset, progress: &mut dyn FnMut(usize, Progress)) -> Result<SelectOutcome> {
+        let (source, target) = data.to_domains();
+        self.select(&source, &target, progress)
+    }
+
+    /// The candidate that is the pre-trained network itself (`source` with `adapt_iters = 0`
+    /// over the base), if one is: IWCV's weights come from it and `safe-entropy` compares with it.
+    fn pretrained_candidate(&self) -> Option<usize> {
+        let cfg = FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
+        self.configs.iter().position(|c| *c == cfg)
+    }
+
     /// The common IWCV weights: MLLS on the pre-trained network (a candidate's run when one is
     /// exactly `source` with `adapt_iters = 0`, else one more run from the cache).
     fn iwcv_reference(&self, source: &Domain, blind: &Domain, runs: &[RunOutput], cache: &mut PretrainCache) -> Result<IwcvReference> {
         let cfg = FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
         let own;
-        let run = match self.configs.iter().position(|c| *c == cfg) {
+        let run = match self.pretrained_candidate() {
             Some(i) => &runs[i],
             None => {
                 own = pipeline::run_cached(source, blind, &cfg, cache, &mut |_| {})?;
@@ -228,7 +247,7 @@ impl CheckedSelectParams {
             .zip(&mut warnings)
             .map(|(r, w)| scores::score_candidate(r, &reference.weights, &rows, w))
             .collect();
-        let values = scores::rule_values(&all, rule);
+        let values = scores::rule_values(&all, rule, self.pretrained_candidate());
         let chosen = scores::arg_best(&values)
             .ok_or_else(|| Error::numerical(format!("select rule {rule}"), "no candidate could be scored (see the candidates' warnings)"))?;
         let candidates: Vec<ScoredCandidate> = runs
@@ -269,6 +288,10 @@ impl CheckedSelectParams {
 fn reason(rule: SelectRule, cands: &[ScoredCandidate], chosen: usize) -> String {
     let what = match rule {
         SelectRule::MeanRank => "the best mean rank over iwcv, dev-normalised, snd, entropy and circular".to_string(),
+        SelectRule::SafeEntropy => format!(
+            "the lowest mean target entropy among the candidates whose iwcv is at least the pre-trained network's minus {}",
+            scores::SAFE_IWCV_MARGIN
+        ),
         r => format!("the highest {r} score"),
     };
     let show = |v: Option<f64>| match (rule, v) {

@@ -18,6 +18,11 @@ use crate::{scorers, Error, Result};
 pub const SND_TEMPERATURE: f64 = 0.05;
 pub const SND_MAX_ROWS: usize = 4000;
 
+/// IWCV's margin of [`SelectRule::SafeEntropy`]: a candidate whose label-shift IWCV score (minus
+/// a w-weighted hold-out NLL, in nats) is more than this below the `source` candidate's is not
+/// chosen. Set by the scorer study (docs/select.md "The default rule").
+pub const SAFE_IWCV_MARGIN: f64 = 0.02;
+
 /// How a selection turns scores into a choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -34,14 +39,17 @@ pub enum SelectRule {
     Entropy,
     /// Highest circular (reverse) validation accuracy.
     Circular,
-    /// Lowest mean rank over iwcv, dev-normalised, snd, entropy and circular (the default,
-    /// provisional until the scorer study of issue 14 decides).
-    #[default]
+    /// Lowest mean rank over iwcv, dev-normalised, snd, entropy and circular.
     MeanRank,
+    /// Lowest mean entropy among the candidates whose IWCV score is at least the `source`
+    /// candidate's minus [`SAFE_IWCV_MARGIN`] (the `source` candidate always qualifies); the
+    /// default, decided by the scorer study (docs/select.md).
+    #[default]
+    SafeEntropy,
 }
 
 impl SelectRule {
-    pub const ALL: [SelectRule; 7] = [
+    pub const ALL: [SelectRule; 8] = [
         SelectRule::Iwcv,
         SelectRule::Dev,
         SelectRule::DevNormalised,
@@ -49,6 +57,7 @@ impl SelectRule {
         SelectRule::Entropy,
         SelectRule::Circular,
         SelectRule::MeanRank,
+        SelectRule::SafeEntropy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +69,7 @@ impl SelectRule {
             SelectRule::Entropy => "entropy",
             SelectRule::Circular => "circular",
             SelectRule::MeanRank => "mean-rank",
+            SelectRule::SafeEntropy => "safe-entropy",
         }
     }
 
@@ -97,7 +107,7 @@ pub struct CandidateScores {
 }
 
 impl CandidateScores {
-    /// The score a single-scorer rule reads (None for `MeanRank`).
+    /// The score a single-scorer rule reads (None for `MeanRank` and `SafeEntropy`).
     pub fn get(&self, rule: SelectRule) -> Option<f64> {
         match rule {
             SelectRule::Iwcv => self.iwcv,
@@ -106,7 +116,7 @@ impl CandidateScores {
             SelectRule::Snd => self.snd,
             SelectRule::Entropy => self.neg_entropy,
             SelectRule::Circular => self.circular,
-            SelectRule::MeanRank => None,
+            SelectRule::MeanRank | SelectRule::SafeEntropy => None,
         }
     }
 }
@@ -194,19 +204,40 @@ fn circular(out: &RunOutput) -> Result<f64> {
     Ok(hits as f64 / out.holdout_labels.len() as f64)
 }
 
-/// The value each candidate has under `rule` (higher is better): its score, or for
-/// `MeanRank` minus its mean rank (1 = best; ties share the mean of their ranks; a missing
-/// score ranks below every present one).
-pub(super) fn rule_values(scores: &[CandidateScores], rule: SelectRule) -> Vec<Option<f64>> {
-    if rule != SelectRule::MeanRank {
-        return scores.iter().map(|s| s.get(rule)).collect();
+/// The value each candidate has under `rule` (higher is better): its score; for `MeanRank`
+/// minus its mean rank (1 = best; ties share the mean of their ranks; a missing score ranks
+/// below every present one); for `SafeEntropy` its −entropy where its IWCV is at least
+/// `reference`'s minus [`SAFE_IWCV_MARGIN`], else none (`reference`, the `source` candidate,
+/// always keeps its value; without a reference the rule is `Entropy`).
+pub(super) fn rule_values(scores: &[CandidateScores], rule: SelectRule, reference: Option<usize>) -> Vec<Option<f64>> {
+    match rule {
+        SelectRule::MeanRank => {
+            let mut total = vec![0.0; scores.len()];
+            for r in SelectRule::AGGREGATED {
+                let values: Vec<f64> = scores.iter().map(|s| s.get(r).unwrap_or(f64::NEG_INFINITY)).collect();
+                ranks_descending(&values).iter().zip(&mut total).for_each(|(rk, t)| *t += rk);
+            }
+            total.iter().map(|t| Some(-t / SelectRule::AGGREGATED.len() as f64)).collect()
+        }
+        SelectRule::SafeEntropy => {
+            let floor = reference.map(|r| scores[r].iwcv.map(|v| v - SAFE_IWCV_MARGIN));
+            scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let admissible = match floor {
+                        None => true,
+                        Some(_) if Some(i) == reference => true,
+                        // The reference has no IWCV: nothing can be compared with it.
+                        Some(None) => false,
+                        Some(Some(f)) => s.iwcv.is_some_and(|v| v >= f),
+                    };
+                    s.neg_entropy.filter(|_| admissible)
+                })
+                .collect()
+        }
+        r => scores.iter().map(|s| s.get(r)).collect(),
     }
-    let mut total = vec![0.0; scores.len()];
-    for r in SelectRule::AGGREGATED {
-        let values: Vec<f64> = scores.iter().map(|s| s.get(r).unwrap_or(f64::NEG_INFINITY)).collect();
-        ranks_descending(&values).iter().zip(&mut total).for_each(|(rk, t)| *t += rk);
-    }
-    total.iter().map(|t| Some(-t / SelectRule::AGGREGATED.len() as f64)).collect()
 }
 
 /// Ranks 1..n of `v` from the largest, ties sharing the mean of their ranks.
@@ -244,14 +275,33 @@ mod tests {
         let mut scores = vec![s(1.0), s(2.0), s(0.0)];
         // Candidate 2 wins one scorer by a mile but loses the other four.
         scores[2].snd = Some(100.0);
-        let v = rule_values(&scores, SelectRule::MeanRank);
+        let v = rule_values(&scores, SelectRule::MeanRank, None);
         assert_eq!(arg_best(&v), Some(1));
-        assert_eq!(arg_best(&rule_values(&scores, SelectRule::Snd)), Some(2));
+        assert_eq!(arg_best(&rule_values(&scores, SelectRule::Snd, None)), Some(2));
         // A missing score ranks last; a rule with no value at all chooses nothing.
         scores[1].iwcv = None;
-        assert_eq!(rule_values(&scores, SelectRule::Iwcv)[1], None);
+        assert_eq!(rule_values(&scores, SelectRule::Iwcv, None)[1], None);
         assert_eq!(arg_best(&[None, None]), None);
         assert_eq!(arg_best(&[Some(1.0), Some(1.0)]), Some(0));
+    }
+
+    #[test]
+    fn safe_entropy_keeps_the_lowest_entropy_within_the_iwcv_margin_of_source() {
+        let s = |iwcv: Option<f64>, neg_entropy: f64| CandidateScores { iwcv, neg_entropy: Some(neg_entropy), ..Default::default() };
+        let m = SAFE_IWCV_MARGIN;
+        // 0 = source; 1 is the most confident but its IWCV is past the margin; 2 just within it.
+        let mut scores = vec![s(Some(-0.5), -0.9), s(Some(-0.5 - 1.5 * m), -0.1), s(Some(-0.5 - 0.5 * m), -0.3), s(None, -0.2)];
+        let v = rule_values(&scores, SelectRule::SafeEntropy, Some(0));
+        assert_eq!(v, vec![Some(-0.9), None, Some(-0.3), None]);
+        assert_eq!(arg_best(&v), Some(2));
+        assert_eq!(arg_best(&rule_values(&scores, SelectRule::Entropy, Some(0))), Some(1));
+        // Nothing within the margin: source, however uncertain.
+        scores[2].iwcv = Some(-0.5 - 2.0 * m);
+        assert_eq!(arg_best(&rule_values(&scores, SelectRule::SafeEntropy, Some(0))), Some(0));
+        // Source without IWCV: only source; no source candidate at all: plain entropy.
+        scores[0].iwcv = None;
+        assert_eq!(arg_best(&rule_values(&scores, SelectRule::SafeEntropy, Some(0))), Some(0));
+        assert_eq!(arg_best(&rule_values(&scores, SelectRule::SafeEntropy, None)), Some(1));
     }
 
     #[test]

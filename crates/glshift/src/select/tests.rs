@@ -47,7 +47,7 @@ fn bad_candidate_files_are_errors_naming_the_file_and_the_problem() {
 fn params_check_refuses_empty_lists_and_no_holdout_and_the_defaults_pass() {
     let checked = SelectParams::default().check().unwrap();
     assert_eq!(checked.configs().len(), default_candidates().len());
-    assert_eq!(checked.rule(), SelectRule::MeanRank);
+    assert_eq!(checked.rule(), SelectRule::SafeEntropy);
     // The source candidate is the pre-trained network; the others are MUL over the same base.
     assert_eq!(checked.configs()[0].adapt_iters, 0);
     assert!(SelectParams::default().candidates(vec![]).check().is_err());
