@@ -39,6 +39,26 @@ METHODS = (
 _DOMAIN_REQUEST = {"sample_domain": True}
 
 
+def _count_kwarg(name, v):
+    """``{name: int(v)}`` for the core, ``{}`` for None; anything but an integer >= 0 is refused."""
+    if v is None:
+        return {}
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"{name}: expected an integer >= 0 or None, got {v!r}")
+    return {name: int(v)}
+
+
+def _config_kwargs(config):
+    """The core's keyword for ``config``: a dict of settings (as JSON) or a TOML file path."""
+    if isinstance(config, dict):
+        return {"config_json": json.dumps(config)}
+    if isinstance(config, (str, os.PathLike)):
+        return {"config_path": os.fspath(config)}
+    if config is not None:
+        raise TypeError(f"config: expected None, a dict of settings or a TOML file path, got {type(config).__name__}")
+    return {}
+
+
 def _validate(est, X, y=None, reset=False):
     """scikit-learn's input validation (rank, dtype, sparse, empty, n_features_in_, feature
     names, ``y`` given) with the core's dtype: a C-contiguous float32 matrix. Finiteness is
@@ -115,23 +135,9 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _settings(self):
         kw = {"method": self._method()}
-        if self.seed is not None:
-            if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-                raise ValueError(f"seed: expected an integer >= 0 or None, got {self.seed!r}")
-            kw["seed"] = int(self.seed)
-        for name in ("pretrain_iters", "adapt_iters"):
-            v = getattr(self, name)
-            if v is not None:
-                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                    raise ValueError(f"{name}: expected an integer >= 0 or None, got {v!r}")
-                kw[name] = int(v)
-        cfg = self.config
-        if isinstance(cfg, dict):
-            kw["config_json"] = json.dumps(cfg)
-        elif isinstance(cfg, (str, os.PathLike)):
-            kw["config_path"] = os.fspath(cfg)
-        elif cfg is not None:
-            raise TypeError(f"config: expected None, a dict of settings or a TOML file path, got {type(cfg).__name__}")
+        for name in ("seed", "pretrain_iters", "adapt_iters"):
+            kw.update(_count_kwarg(name, getattr(self, name)))
+        kw.update(_config_kwargs(self.config))
         return kw
 
     def resolved_config(self):

@@ -5,14 +5,11 @@ estimators' ``fit``, the core fits and scores the candidates and returns the cho
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from . import _core
-from ._estimators import MUL, _from_model, _GLShiftEstimator, _split_domains, _validate
+from ._estimators import MUL, _config_kwargs, _count_kwarg, _from_model, _GLShiftEstimator, _split_domains, _validate
 
 #: The selection rules (``rule=``), as ``glshift select --scorer``.
 RULES = ("iwcv", "dev", "dev-normalised", "snd", "entropy", "circular", "mean-rank", "safe-entropy")
@@ -99,16 +96,8 @@ def select(X, y, sample_domain=None, *, candidates=None, rule=None, seed=None, c
         if not isinstance(rule, str):
             raise ValueError(f"rule: expected one of {', '.join(RULES)}, got {rule!r}")
         kw["rule"] = rule
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed: expected an integer >= 0 or None, got {seed!r}")
-        kw["seed"] = int(seed)
-    if isinstance(config, dict):
-        kw["config_json"] = json.dumps(config)
-    elif isinstance(config, (str, os.PathLike)):
-        kw["config_path"] = os.fspath(config)
-    elif config is not None:
-        raise TypeError(f"config: expected None, a dict of settings or a TOML file path, got {type(config).__name__}")
+    kw.update(_count_kwarg("seed", seed))
+    kw.update(_config_kwargs(config))
     # The estimators' validation (rank, dtype float32, sparse, empty) on a throwaway instance.
     X, y = _validate(MUL(), X, y, reset=True)
     Xs, ys, Xt, classes = _split_domains(X, y, sample_domain)
