@@ -8,7 +8,9 @@ default fit (candidate `mul`) and `source` (candidate `source`, the pre-trained 
 replayed here from the label-free scores stored in `selection` (the target accuracies come only
 from `target_evaluation`). Aggregates: mean ± std over the tasks of each benchmark, and overall.
 
-usage: python3 bench/scorer_study.py OUT [--per-task]
+usage: python3 bench/scorer_study.py OUT [--per-task] [--candidates NAME,NAME,...]
+--candidates replays everything on a subset of the study's candidates (it must hold `source` and
+`mul`), e.g. select's default set; the subset is exact, since every score is a candidate's own.
 Standard library only.
 """
 import json
@@ -133,8 +135,7 @@ def candidate_names():
     return re.findall(r'^name = "([^"]+)"', f.read_text(), re.M)
 
 
-def load(root):
-    keep_names = candidate_names()
+def load(root, keep_names):
     tasks = []
     for f in sorted(Path(root).glob("*/*/selection.json")):
         d = json.loads(f.read_text())
@@ -196,6 +197,14 @@ def table(groups, per_task):
             print(f"| {r} | {ms(a)} | {statistics.fmean(reg):.2f} | {statistics.fmean(ds):+.2f} | {min(ds):+.2f} | "
                   f"{statistics.fmean(dm):+.2f} | {min(dm):+.2f} |")
         print()
+    default = "safe-entropy(iwcv,0.02)"
+    print(f"## How often the default rule ({default}) chose each candidate (label-free: the choice reads no label)\n")
+    print("| benchmark | " + " | ".join(groups[0][1][0]["names"]) + " |")
+    print("|---|" + "---|" * len(groups[0][1][0]["names"]))
+    for g, ts in groups:
+        counts = [sum(1 for t in ts if t["choice"][default][0] == n) for n in ts[0]["names"]]
+        print(f"| {g} | " + " | ".join(str(c) for c in counts) + " |")
+    print()
     if per_task:
         print("## Per task: target accuracy of every candidate, and each rule's choice\n")
         for g, ts in groups:
@@ -209,7 +218,14 @@ def table(groups, per_task):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    tasks = load(sys.argv[1])
+    keep_names = candidate_names()
+    if "--candidates" in sys.argv:
+        asked = sys.argv[sys.argv.index("--candidates") + 1].split(",")
+        unknown = [n for n in asked if n not in keep_names]
+        if unknown or "source" not in asked or "mul" not in asked:
+            sys.exit(f"--candidates: {','.join(asked)}: each must be one of {','.join(keep_names)}, source and mul included")
+        keep_names = [n for n in keep_names if n in asked]
+    tasks = load(sys.argv[1], keep_names)
     if not tasks:
         sys.exit(f"no selection.json with target_evaluation under {sys.argv[1]}")
     benches = sorted({t["bench"] for t in tasks}, key=lambda b: (BENCH_ORDER.index(b) if b in BENCH_ORDER else 99, b))
