@@ -59,7 +59,7 @@ impl From<ScorerArg> for SelectRule {
 pub struct SelectArgs {
     #[command(flatten)]
     pub pair: PairArgs,
-    /// TOML file of `[[candidate]]` tables (docs/select.md); default: source, mul, mul-no-du, mul-weak.
+    /// TOML file of `[[candidate]]` tables (docs/select.md); default: source, mul, mul-weak.
     #[arg(long)]
     pub candidates: Option<PathBuf>,
     /// Selection rule.

@@ -17,7 +17,7 @@ def selected(data):
 
 def test_default_candidates_are_scored_and_one_is_chosen(selected):
     names = [c["name"] for c in selected.candidates]
-    assert names == ["source", "mul", "mul-no-du", "mul-weak"]
+    assert names == ["source", "mul", "mul-weak"]
     assert selected.chosen_name == names[selected.chosen]
     assert selected.rule in glshift.RULES
     assert selected.chosen_name in selected.reason

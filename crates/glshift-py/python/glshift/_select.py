@@ -80,7 +80,7 @@ def select(X, y, sample_domain=None, *, candidates=None, rule=None, seed=None, c
     candidates : list of dict or None
         Each a ``[[candidate]]`` table of docs/select.md as a dict: ``method`` (required),
         ``name``, ``lambda_tu``, ``lambda_du``, ``tau``, ``adapt_iters``. None: the default set
-        (``source``, ``mul``, ``mul-no-du``, ``mul-weak``).
+        (``source``, ``mul``, ``mul-weak``).
     rule : str or None
         One of :data:`RULES`; None: ``glshift select``'s default.
     seed, config
