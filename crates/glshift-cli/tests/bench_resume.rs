@@ -126,3 +126,40 @@ fn bench_keeps_model_files_only_when_asked() {
         assert_eq!(report["accuracy"], record["target_accuracy"], "{}", m.display());
     }
 }
+
+#[test]
+fn a_diverging_run_is_kept_as_failed_and_the_grid_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    // DANN's mini-batch SGD at an absurd learning rate: its adaptation overflows; `source`
+    // does not read `baselines.lr` and finishes.
+    let cfg = dir.path().join("cfg.toml");
+    std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 5\n[network]\nhidden = [8]\n[baselines]\nlr = 1e30\niterations = 20\n").unwrap();
+    let out = dir.path().join("bench");
+    let args = [
+        "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt", "--methods", "source,dann",
+        "--seeds", "0", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("dann src→tgt seed 0") && err.contains("kept as a failed run"), "{err}");
+    assert!(err.contains("`baselines.lr` (now 1e30"), "the advice names DANN's own learning rate: {err}");
+    // Only real accuracies in results.json; the failure apart, with its error.
+    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results.iter().map(|r| r["method"].as_str().unwrap()).collect::<Vec<_>>(), ["source"]);
+    let failed: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("failed_runs.json")).unwrap()).unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["method"], "dann");
+    assert!(failed[0]["error"].as_str().unwrap().contains("training diverged"), "{}", failed[0]);
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.lines().any(|l| l == "| dann | diverged | — |"), "{table}");
+    assert!(table.contains("1 run diverged") && table.contains("- dann src→tgt seed 0: "), "{table}");
+    // Resumed: the failure is read back, not retrained.
+    let fpath = out.join("runs/uda__dann__src__tgt__seed0.failed.json");
+    let before = std::fs::metadata(&fpath).unwrap().modified().unwrap();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::metadata(&fpath).unwrap().modified().unwrap(), before);
+    assert!(std::fs::read_to_string(out.join("table.md")).unwrap().contains("(2 read back from runs/)"));
+}

@@ -2,7 +2,7 @@
 //! tables.
 
 use glshift::eval::mean_std;
-use glshift::records::BenchRecord;
+use glshift::records::{BenchRecord, FailedRun};
 
 fn short(name: &str) -> String {
     name.chars().next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default()
@@ -10,8 +10,17 @@ fn short(name: &str) -> String {
 
 /// Tasks as columns, methods as rows (`(id, label)`: records are matched on the id, the row
 /// shows the label), mean ± std over seeds (in %), an Avg column whose std is over the per-seed
-/// averages, the ‖pˢ − pᵗ‖₁ row, and the best mean of each column in bold.
-pub fn render_table(records: &[BenchRecord], tasks: &[(String, String)], methods: &[(&str, &str)], seeds: &[u64]) -> String {
+/// averages, the ‖pˢ − pᵗ‖₁ row, and the best mean of each column in bold. A run in `failed`
+/// (it diverged) has no accuracy: its cell says how many seeds diverged ("diverged" alone when
+/// all did), and the Avg column averages only the seeds where every task has an accuracy
+/// ("—" when none has; "over k of n seeds" when some lack one).
+pub fn render_table(
+    records: &[BenchRecord],
+    failed: &[FailedRun],
+    tasks: &[(String, String)],
+    methods: &[(&str, &str)],
+    seeds: &[u64],
+) -> String {
     let initials: Vec<String> = tasks.iter().map(|(s, t)| format!("{}→{}", short(s), short(t))).collect();
     let unique = initials.iter().collect::<std::collections::BTreeSet<_>>().len() == initials.len();
     let headers: Vec<String> = if unique { initials } else { tasks.iter().map(|(s, t)| format!("{s}→{t}")).collect() };
@@ -21,12 +30,21 @@ pub fn render_table(records: &[BenchRecord], tasks: &[(String, String)], methods
             .find(|r| r.method == m && r.source == s && r.target == t && r.seed == seed)
             .map(|r| 100.0 * r.target_accuracy)
     };
-    // cells[method][task] = (mean, std); last column = average over tasks.
-    let mut cells: Vec<Vec<(f64, f64)>> = Vec::new();
+    let diverged = |m: &str, s: &str, t: &str| failed.iter().filter(|f| f.method == m && f.source == s && f.target == t).count();
+    // cells[method][task]; last column = average over tasks.
+    let mut cells: Vec<Vec<Cell>> = Vec::new();
     for &(m, _) in methods {
-        let mut row: Vec<(f64, f64)> = tasks
+        let mut row: Vec<Cell> = tasks
             .iter()
-            .map(|(s, t)| mean_std(&seeds.iter().filter_map(|&sd| acc(m, s, t, sd)).collect::<Vec<_>>()))
+            .map(|(s, t)| {
+                let v: Vec<f64> = seeds.iter().filter_map(|&sd| acc(m, s, t, sd)).collect();
+                let note = match diverged(m, s, t) {
+                    0 => None,
+                    k if v.is_empty() => Some(if k == 1 { "diverged".to_string() } else { format!("{k} seeds diverged") }),
+                    k => Some(format!("{k} diverged")),
+                };
+                Cell::of(&v, note)
+            })
             .collect();
         let per_seed_avg: Vec<f64> = seeds
             .iter()
@@ -35,22 +53,21 @@ pub fn render_table(records: &[BenchRecord], tasks: &[(String, String)], methods
                 (v.len() == tasks.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             })
             .collect();
-        row.push(mean_std(&per_seed_avg));
+        let short = (!per_seed_avg.is_empty() && per_seed_avg.len() < seeds.len())
+            .then(|| format!("over {} of {} seeds", per_seed_avg.len(), seeds.len()));
+        row.push(Cell::of(&per_seed_avg, short));
         cells.push(row);
     }
     let ncol = tasks.len() + 1;
     let best: Vec<f64> = (0..ncol)
-        .map(|j| cells.iter().map(|r| r[j].0).filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max))
+        .map(|j| cells.iter().filter_map(|r| r[j].mean).fold(f64::NEG_INFINITY, f64::max))
         .collect();
     let mut out = format!("| method | {} | Avg |\n|---|{}\n", headers.join(" | "), "---|".repeat(ncol));
     for ((_, m), row) in methods.iter().zip(&cells) {
         let fmt: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(j, &(mean, sd))| {
-                let s = format!("{mean:.1} ± {sd:.1}");
-                if (mean - best[j]).abs() < 1e-9 && methods.len() > 1 { format!("**{s}**") } else { s }
-            })
+            .map(|(j, c)| c.render(methods.len() > 1 && c.mean.is_some_and(|m| (m - best[j]).abs() < 1e-9)))
             .collect();
         out.push_str(&format!("| {m} | {} |\n", fmt.join(" | ")));
     }
@@ -67,5 +84,49 @@ pub fn render_table(records: &[BenchRecord], tasks: &[(String, String)], methods
     let all: Vec<f64> = shifts.iter().filter_map(|v| v.parse().ok()).collect();
     let avg = if all.is_empty() { String::new() } else { format!("{:.2}", all.iter().sum::<f64>() / all.len() as f64) };
     out.push_str(&format!("| ‖pˢ − pᵗ‖₁ | {} | {avg} |\n", shifts.join(" | ")));
+    out
+}
+
+/// One cell: mean ± std over the values it has (none: no mean), and a note on what is missing.
+struct Cell {
+    mean: Option<f64>,
+    sd: f64,
+    note: Option<String>,
+}
+
+impl Cell {
+    fn of(values: &[f64], note: Option<String>) -> Cell {
+        let (mean, sd) = mean_std(values);
+        Cell { mean: (!values.is_empty()).then_some(mean), sd, note }
+    }
+
+    fn render(&self, bold: bool) -> String {
+        let body = match self.mean {
+            Some(m) if bold => format!("**{m:.1} ± {:.1}**", self.sd),
+            Some(m) => format!("{m:.1} ± {:.1}", self.sd),
+            None => String::new(),
+        };
+        match (&self.note, body.is_empty()) {
+            (Some(n), true) => n.clone(),
+            (Some(n), false) => format!("{body} ({n})"),
+            (None, true) => "—".to_string(),
+            (None, false) => body,
+        }
+    }
+}
+
+/// The lines under the table that list every run that diverged, with its error.
+pub fn failed_note(failed: &[FailedRun]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n{} run{} diverged (no accuracy; kept in failed_runs.json, not retried with the same settings):\n",
+        failed.len(),
+        if failed.len() == 1 { "" } else { "s" }
+    );
+    for f in failed {
+        out.push_str(&format!("- {} {}→{} seed {}: {}\n", f.method, f.source, f.target, f.seed, f.error));
+    }
     out
 }

@@ -36,6 +36,23 @@ pub struct BenchRecord {
     pub config: serde_json::Value,
 }
 
+/// A run of a grid whose training stopped with a numerical failure (it diverged). It has no
+/// accuracy, so it is kept apart from the [`BenchRecord`]s (`failed_runs.json` beside
+/// `results.json`, `runs/*.failed.json` for resuming) and shown as such in the table: never a
+/// number. Training is deterministic, so a failure with the same settings is not retried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    pub method: String,
+    pub setting: String,
+    pub source: String,
+    pub target: String,
+    pub seed: u64,
+    /// The error, as `glshift fit` would print it (stage, iteration, term and advice).
+    pub error: String,
+    /// The full settings of the run, compared as [`BenchRecord::config`] is.
+    pub config: serde_json::Value,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

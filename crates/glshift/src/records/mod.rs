@@ -6,5 +6,5 @@
 mod bench;
 mod protocol;
 
-pub use bench::BenchRecord;
+pub use bench::{BenchRecord, FailedRun};
 pub use protocol::Protocol;

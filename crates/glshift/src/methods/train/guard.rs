@@ -3,15 +3,28 @@
 
 use super::Stage;
 use crate::methods::config::FitConfig;
+use crate::methods::MethodKind;
 use crate::{Error, Result};
 
-/// What to do when training diverges, with the settings that control it.
-pub(super) fn divergence_advice(cfg: &FitConfig) -> String {
-    format!(
-        "training diverged; lower `optimizer.lr` (now {:?}) or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?}), \
-         or check the scale of the features (`preprocess`, now {})",
-        cfg.optimizer.lr, cfg.mul.lambda_tu, cfg.mul.lambda_du, cfg.preprocess
-    )
+/// What to do when training diverges in `stage`, naming the settings that control that
+/// stage for `cfg.method`: pre-training and the full-batch methods step with `optimizer`; the
+/// papers' mini-batch baselines with `baselines.lr` and their transfer weight
+/// `baselines.trade_off`; MUL and class-wise MMD weigh their terms with `mul.lambda_*`.
+pub(super) fn divergence_advice(cfg: &FitConfig, stage: Stage) -> String {
+    let features = format!("or check the scale of the features (`preprocess`, now {})", cfg.preprocess);
+    let lr = format!("`optimizer.lr` (now {:?})", cfg.optimizer.lr);
+    let what = match (stage, cfg.method) {
+        (Stage::Pretrain, _) | (Stage::Adapt, MethodKind::Source) => lr,
+        (Stage::Adapt, MethodKind::Mul | MethodKind::MmdClasswise) => {
+            format!("{lr} or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?})", cfg.mul.lambda_tu, cfg.mul.lambda_du)
+        }
+        (Stage::Adapt, k) if cfg.baselines.minibatch(k) => format!(
+            "`baselines.lr` (now {:?}, {k}'s mini-batch SGD) or `baselines.trade_off` (now {:?})",
+            cfg.baselines.lr, cfg.baselines.trade_off
+        ),
+        (Stage::Adapt, _) => format!("{lr} or `baselines.trade_off` (now {:?})", cfg.baselines.trade_off),
+    };
+    format!("training diverged; lower {what}, {features}")
 }
 
 /// Stops training when a loss term is NaN/Inf, naming the stage, iteration and term.
@@ -19,13 +32,13 @@ pub(super) fn check_finite(what: &str, iter: usize, stage: Stage, v: f64, cfg: &
     if v.is_finite() {
         Ok(())
     } else {
-        Err(Error::numerical(format!("{stage:?} iteration {iter}"), format!("{what} is {v}: {}", divergence_advice(cfg))))
+        Err(Error::numerical(format!("{stage:?} iteration {iter}"), format!("{what} is {v}: {}", divergence_advice(cfg, stage))))
     }
 }
 
 /// The error of a non-finite gradient: `term` names the culprit.
 pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitConfig) -> Error {
-    Error::numerical(format!("{stage:?} iteration {iter}"), format!("{term} is not finite: {}", divergence_advice(cfg)))
+    Error::numerical(format!("{stage:?} iteration {iter}"), format!("{term} is not finite: {}", divergence_advice(cfg, stage)))
 }
 
 /// Estimated peak memory in bytes of training on `n_rows` rows (source + target) of dimension
@@ -64,4 +77,28 @@ pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Resul
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn advice(method: MethodKind, stage: Stage) -> String {
+        divergence_advice(&FitConfig { method, ..FitConfig::default() }, stage)
+    }
+
+    #[test]
+    fn divergence_advice_names_the_settings_of_the_stage_and_method() {
+        let pre = advice(MethodKind::IwDann, Stage::Pretrain);
+        assert!(pre.contains("`optimizer.lr`") && !pre.contains("baselines"), "{pre}");
+        let mul = advice(MethodKind::Mul, Stage::Adapt);
+        assert!(mul.contains("`optimizer.lr`") && mul.contains("`mul.lambda_tu`"), "{mul}");
+        // The papers' baselines step with their own SGD: optimizer.lr and mul.* do not apply.
+        let iw = advice(MethodKind::IwDann, Stage::Adapt);
+        assert!(iw.contains("`baselines.lr`") && iw.contains("`baselines.trade_off`"), "{iw}");
+        assert!(!iw.contains("optimizer.lr") && !iw.contains("mul.lambda"), "{iw}");
+        let coral = advice(MethodKind::Coral, Stage::Adapt);
+        assert!(coral.contains("`optimizer.lr`") && coral.contains("`baselines.trade_off`"), "{coral}");
+        assert!(advice(MethodKind::Source, Stage::Adapt).contains("`optimizer.lr`"));
+    }
 }
