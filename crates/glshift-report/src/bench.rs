@@ -1,10 +1,11 @@
 //! `glshift report BENCH_DIR`: tables and per-method bars from a bench grid's `results.json`
-//! (read as the type that wrote it, [`BenchRecord`]).
+//! (read as the type that wrote it, [`BenchRecord`]), and the runs that diverged from
+//! `failed_runs.json` ([`FailedRun`]; grids of older versions have none).
 
 use std::path::{Path, PathBuf};
 
 use glshift::eval::mean_std;
-use glshift::records::BenchRecord;
+use glshift::records::{BenchRecord, FailedRun};
 
 use crate::error::{Error, Result};
 use crate::figure::Figure;
@@ -24,6 +25,17 @@ pub fn read_results(path: &Path) -> Result<Vec<BenchRecord>> {
         return Err(Error::bad_file(path, format!("accuracy {} of {} {}→{} is outside [0, 1]", r.target_accuracy, r.method, r.source, r.target)));
     }
     Ok(records)
+}
+
+/// Reads `failed_runs.json`: the runs of the grid that diverged (none when the file is absent,
+/// as in grids written before it existed).
+pub fn read_failed(path: &Path) -> Result<Vec<FailedRun>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::Read { path: path.to_path_buf(), reason: e.to_string() }),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| Error::bad_file(path, format!("not a glshift bench failed-runs file ({e})")))
 }
 
 fn unique<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
@@ -94,13 +106,20 @@ fn grid(records: &[&BenchRecord]) -> Grid {
 }
 
 /// The bench page and its bar figures (one per setting).
-pub fn bench_report(dir: &Path, records: &[BenchRecord]) -> Result<(String, Vec<Figure>)> {
+pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -> Result<(String, Vec<Figure>)> {
     let mut page = Page::new(&format!("glshift bench: {}", dir.display()));
     let n_seeds = unique(records.iter().map(|r| r.seed)).len();
     page.para(
         &format!("{} runs. Accuracies in %, mean ± std over seeds (Avg: mean ± std over seeds of the task average, only seeds with every task). Target labels were read only to score.", records.len()),
         None,
     );
+    if !failed.is_empty() {
+        let list: Vec<String> = failed.iter().map(|f| format!("{} {} {}→{} seed {}: {}", f.setting, f.method, f.source, f.target, f.seed, f.error)).collect();
+        page.para(
+            &format!("{} run(s) diverged and have no accuracy (\"diverged\" in the tables; their averages use only the seeds where every task has one): {}.", failed.len(), list.join("; ")),
+            None,
+        );
+    }
     let mut figures = Vec::new();
     for setting in unique(records.iter().map(|r| r.setting.clone())) {
         let rs: Vec<&BenchRecord> = records.iter().filter(|r| r.setting == setting).collect();
@@ -115,8 +134,19 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord]) -> Result<(String, Vec<
             .iter()
             .zip(&g.acc)
             .map(|(m, row)| {
+                // As table.md: a cell says how many of its seeds diverged (the Avg cell has no task).
+                let diverged = |j: usize| {
+                    g.tasks.get(j).map_or(0, |(s, t)| {
+                        failed.iter().filter(|f| f.setting == setting && &f.method == m && &f.source == s && &f.target == t).count()
+                    })
+                };
                 let mut r = vec![m.clone()];
-                r.extend(row.iter().map(|v| v.map_or("–".into(), |(a, s)| format!("{a:.1} ± {s:.1}"))));
+                r.extend(row.iter().enumerate().map(|(j, v)| match (v, diverged(j)) {
+                    (Some((a, s)), 0) => format!("{a:.1} ± {s:.1}"),
+                    (Some((a, s)), k) => format!("{a:.1} ± {s:.1} ({k} diverged)"),
+                    (None, 0) => "–".into(),
+                    (None, _) => "diverged".into(),
+                }));
                 r
             })
             .collect();
@@ -157,7 +187,8 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord]) -> Result<(String, Vec<
 /// Reads `dir/results.json` and writes `dir/figures/*` and `dir/report.html` atomically.
 pub fn write_bench_report(dir: &Path) -> Result<Written> {
     let records = read_results(&dir.join("results.json"))?;
-    let (html, figures) = bench_report(dir, &records)?;
+    let failed = read_failed(&dir.join("failed_runs.json"))?;
+    let (html, figures) = bench_report(dir, &records, &failed)?;
     let mut files = figure_files(dir, &figures);
     let paths: Vec<PathBuf> = files.iter().map(|f| f.0.clone()).collect();
     let html_path = dir.join("report.html");

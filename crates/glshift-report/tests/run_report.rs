@@ -160,6 +160,11 @@ fn bench_report_has_tables_and_bars_per_setting() {
             }
         }
     }
+    // mul webcam→dslr uda seed 1 diverged: no record, a failed run instead.
+    records.retain(|r| !(r["method"] == "mul" && r["setting"] == "uda" && r["source"] == "webcam" && r["seed"] == 1));
+    let failed = serde_json::json!([{"method": "mul", "setting": "uda", "source": "webcam", "target": "dslr", "seed": 1,
+        "error": "numerical failure in Adapt iteration 9: the transfer term is NaN", "config": null}]);
+    std::fs::write(tmp.path().join("failed_runs.json"), serde_json::to_vec(&failed).unwrap()).unwrap();
     std::fs::write(tmp.path().join("results.json"), serde_json::to_vec(&records).unwrap()).unwrap();
     let w = glshift_report::bench::write_bench_report(tmp.path()).unwrap();
     assert_figure(tmp.path(), "bench_bars_uda", 600, 460, 8);
@@ -167,6 +172,9 @@ fn bench_report_has_tables_and_bars_per_setting() {
     let html = std::fs::read_to_string(w.html).unwrap();
     assert!(html.contains("Setting uda") && html.contains("Setting pda") && html.contains("A→W"));
     assert!(html.contains("90.5 ± 0.7"), "mean ± std over seeds of mul A→W uda");
+    // The diverged run is named, and its task's cell is the seed that finished (never a 0).
+    assert!(html.contains("1 run(s) diverged") && html.contains("uda mul webcam→dslr seed 1: numerical failure"), "{html}");
+    assert!(html.contains("90.0 ± 0.0 (1 diverged)"), "mul W→D uda over its one finished seed");
 }
 
 #[test]
@@ -175,6 +183,13 @@ fn corrupt_bench_results_is_an_error_naming_the_file() {
     std::fs::write(tmp.path().join("results.json"), b"[{\"method\": 3}]").unwrap();
     let err = glshift_report::bench::write_bench_report(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("results.json"), "{err}");
+    assert!(!tmp.path().join("report.html").exists());
+    // A valid results.json beside a damaged failed_runs.json: the error names the latter.
+    let ok = serde_json::json!([{"method": "source", "setting": "uda", "source": "a", "target": "w", "seed": 0, "target_accuracy": 0.5}]);
+    std::fs::write(tmp.path().join("results.json"), serde_json::to_vec(&ok).unwrap()).unwrap();
+    std::fs::write(tmp.path().join("failed_runs.json"), b"[{\"method\": ").unwrap();
+    let err = glshift_report::bench::write_bench_report(tmp.path()).unwrap_err().to_string();
+    assert!(err.contains("failed_runs.json"), "{err}");
     assert!(!tmp.path().join("report.html").exists());
 }
 
