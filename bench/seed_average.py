@@ -19,14 +19,23 @@ def main():
     ap.add_argument("--method", default="mul")
     a = ap.parse_args()
     acc = {}
+    failed = []
     for f in glob.glob(os.path.join(a.dir, "runs", "*.json")):
         r = json.load(open(f))
-        if r["method"] == a.method:
-            acc.setdefault(r["seed"], {})[(r["source"], r["target"])] = 100 * r["target_accuracy"]
+        if r["method"] != a.method:
+            continue
+        if f.endswith(".failed.json"):  # a run that diverged: no accuracy
+            failed.append(f"{r['source']}→{r['target']} seed {r['seed']}")
+            continue
+        acc.setdefault(r["seed"], {})[(r["source"], r["target"])] = 100 * r["target_accuracy"]
     per_seed = {s: sum(v.values()) / len(v) for s, v in sorted(acc.items())}
     tasks = {s: len(v) for s, v in sorted(acc.items())}
     print(f"{a.method}: tasks per seed {tasks}; per-seed averages " + ", ".join(f"{s}: {m:.3f}" for s, m in per_seed.items()))
-    if len(per_seed) > 1:
+    if failed:
+        print(f"{len(failed)} run(s) diverged and are left out of the averages: {', '.join(sorted(failed))}")
+    if len(set(tasks.values())) > 1:
+        print("the seeds cover different numbers of tasks: their averages are not comparable")
+    elif len(per_seed) > 1:
         vals = list(per_seed.values())
         print(f"mean over seeds of the task average: {statistics.mean(vals):.3f} ± {statistics.stdev(vals):.3f}")
 
