@@ -290,6 +290,8 @@ def glshift_records(folders):
     out = {}
     for f in folders:
         for p in sorted(Path(f, "runs").glob("uda__*.json")):
+            if p.name.endswith(".failed.json"):  # diverged: no accuracy (its cell stays empty)
+                continue
             r = json.loads(p.read_text())
             out[(r["method"], r["source"], r["target"], r["seed"])] = r["target_accuracy"]
     return out
