@@ -5,7 +5,7 @@
 //! turning the rules off runs every iteration.
 
 use glshift::methods::train::fit;
-use glshift::methods::{FitConfig, Fitted, MethodKind, Stage};
+use glshift::methods::{Discrepancy, FitConfig, Fitted, MethodKind, Stage};
 use glshift::nn::NetworkConfig;
 
 mod support;
@@ -63,4 +63,21 @@ fn both_stages_stop_early_deterministically_and_the_rules_can_be_turned_off() {
     let full = run(&off, 2);
     assert_eq!(counts(&full).1, off.adapt_iters);
     assert_eq!(counts(&full).0, off.pretrain_iters, "a window as long as pre-training never stops it");
+}
+
+/// `mmd-classwise` is MUL with class-wise MMD in place of MCMD (the paper's ablation), so it
+/// trains as MUL does: the adaptation stop and the prior guard apply, and the fit is bit for bit
+/// method `mul` with `mul.discrepancy = classwise-mmd` (the ablation's row).
+#[test]
+fn mmd_classwise_trains_exactly_as_mul_with_the_classwise_discrepancy() {
+    let task = support::synthetic_task(300, 240, 4);
+    let data = support::fit_data(&task);
+    let method = FitConfig { method: MethodKind::MmdClasswise, ..config() };
+    let mut row = config();
+    row.mul.discrepancy = Discrepancy::ClasswiseMmd;
+    let (a, b) = (fit(&data, &method, &mut |_| {}).unwrap(), fit(&data, &row, &mut |_| {}).unwrap());
+    assert_eq!(fingerprint(&a), fingerprint(&b), "mmd-classwise and the ablation's row train differently");
+    assert!(a.prior_guard.is_some(), "the prior guard did not run for mmd-classwise");
+    let ad = counts(&a).1;
+    assert!(ad < method.adapt_iters, "mmd-classwise adapted all {ad} iterations: no adaptation stop");
 }

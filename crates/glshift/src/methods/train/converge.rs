@@ -117,9 +117,10 @@ pub(super) struct AdaptStopper {
 }
 
 impl AdaptStopper {
-    /// `None` when the rule does not apply (turned off, or not MUL).
+    /// `None` when the rule does not apply (turned off, or a method outside MUL's family: MUL
+    /// and `mmd-classwise`, which differ only in the discrepancy and so train alike).
     pub fn new(cfg: &FitConfig) -> Option<Self> {
-        let applies = cfg.adapt_stop.enabled && cfg.method == crate::methods::config::MethodKind::Mul;
+        let applies = cfg.adapt_stop.enabled && cfg.method.is_mul_family();
         applies.then(|| AdaptStopper {
             cfg: cfg.adapt_stop.clone(),
             needs_pooling: cfg.mul.use_du && cfg.mul.lambda_du > 0.0,
@@ -300,6 +301,10 @@ mod tests {
         c.adapt_stop.enabled = true;
         c.method = crate::methods::config::MethodKind::Source;
         assert!(AdaptStopper::new(&c).is_none());
+        c.method = crate::methods::config::MethodKind::Dann;
+        assert!(AdaptStopper::new(&c).is_none());
+        c.method = crate::methods::config::MethodKind::MmdClasswise;
+        assert!(AdaptStopper::new(&c).is_some(), "the ablation's mmd-classwise trains as MUL");
     }
     #[test]
     fn a_set_objective_tolerance_waits_for_j_tu_to_settle() {

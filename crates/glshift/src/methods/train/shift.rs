@@ -14,7 +14,7 @@
 use ndarray::ArrayView2;
 
 use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
-use crate::methods::config::{FitConfig, MethodKind};
+use crate::methods::config::FitConfig;
 use crate::Result;
 
 pub(super) struct ShiftTracker {
@@ -39,7 +39,7 @@ pub(super) struct ShiftTracker {
 impl ShiftTracker {
     pub fn new(cfg: &FitConfig, c: usize) -> ShiftTracker {
         let g = &cfg.label_shift.guard;
-        let guarded = g.enabled && cfg.method == MethodKind::Mul && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
+        let guarded = g.enabled && cfg.method.is_mul_family() && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
         let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
         let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share };
         ShiftTracker {
