@@ -17,6 +17,7 @@
 use ndarray::{Array2, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
 
 use super::BaselineConfig;
 use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig, Optimizer, Sgd};
@@ -32,6 +33,32 @@ pub fn grl_coefficient(progress: f64, trade_off: f64, gamma: f64) -> f64 {
 pub fn reverse_gradient<T: Real>(grad: &Array2<T>, lambda: f64) -> Array2<T> {
     let s = T::from_f64_(-lambda);
     grad.mapv(|g| g * s)
+}
+
+/// Standard deviation of D's hidden-layer weights at initialisation (`ad_layer1`, `ad_layer2`).
+pub const HIDDEN_INIT_STD: f64 = 0.01;
+/// Standard deviation of the logit of D's 1-logit head at initialisation (`ad_layer3`).
+pub const HEAD_INIT_STD: f64 = 0.3;
+
+/// Re-draws D's weights as the reference code initialises its `AdversarialNetwork` (thuml/CDAN
+/// `pytorch/network.py`, the same class in the IWDAN/IWCDAN code): hidden weights
+/// N(0, [`HIDDEN_INIT_STD`]²), head N(0, [`HEAD_INIT_STD`]²), biases 0. The head here has two
+/// logits whose difference is the reference's one logit, so each column is drawn with std
+/// `HEAD_INIT_STD/√2` and the difference has the reference's distribution. Before, D took the
+/// network's He/Xavier rule: hidden weights 4–9 times larger on Z of 256 columns (std √(2/256) ≈
+/// 0.09 and √(2/1024) ≈ 0.04) and a head 5 times smaller; with it DANN lagged skada's by 0.7
+/// points on the reference check (docs/baselines.md, "Why DANN lagged skada's").
+fn reference_init<T: Real>(net: &mut Network<T>, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1a17_d15c);
+    let mut draw = |lin: &mut crate::nn::Linear<T>, std: f64| {
+        let normal = Normal::new(0.0, std).expect("a positive, finite std");
+        lin.w.mapv_inplace(|_| T::from_f64_(normal.sample(&mut rng)));
+        lin.b.fill(T::from_f64_(0.0));
+    };
+    for block in &mut net.g.blocks {
+        draw(&mut block.linear, HIDDEN_INIT_STD);
+    }
+    draw(&mut net.f, HEAD_INIT_STD / std::f64::consts::SQRT_2);
 }
 
 /// A domain discriminator with its optimiser and dropout stream.
@@ -64,9 +91,15 @@ impl<T: Real> Discriminator<T> {
             batch_norm: false,
             activation_on_z: true,
         };
-        let net = Network::new_generic(input_dim, 2, &arch, seed)?;
+        let mut net = Network::new_generic(input_dim, 2, &arch, seed)?;
+        reference_init(&mut net, seed);
         let opt = Optimizer::Adam(Adam::new(optimizer, &net));
         Ok(Discriminator { net, opt, schedule: None, rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_d15c) })
+    }
+
+    /// The network D (read-only).
+    pub fn network(&self) -> &Network<T> {
+        &self.net
     }
 
     /// The same discriminator stepping with SGD at `cfg`'s annealed learning rate (the papers'

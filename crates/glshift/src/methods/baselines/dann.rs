@@ -32,9 +32,9 @@ pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
 ///   Defaults from the paper: D = 1024 → 1024 → 1 with ReLU and dropout 0.5 (its Office
 ///   set-up; the same in CDAN's released `AdversarialNetwork`), λ_p = 2/(1 + exp(−10p)) − 1,
 ///   mini-batch SGD with momentum 0.9 at lr₀·(1 + 10p)^−0.75 for G, F and D (`BaselineConfig`
-///   names the source of each setting). Not from the paper: D's initialisation is this
-///   crate's He/Xavier rule, not the reference code's N(0, 0.01) / N(0, 0.3); the 2-logit
-///   softmax head is the 1-logit sigmoid head's equivalent.
+///   names the source of each setting). D's initialisation is the reference code's
+///   (N(0, 0.01) hidden weights, N(0, 0.3) logit, zero biases: `adversary::reference_init`);
+///   the 2-logit softmax head stands for the 1-logit sigmoid head.
 /// - `iw-dann` — Combes, Zhao, Wang & Gordon, "Domain Adaptation with Conditional Distribution
 ///   Matching and Generalized Label Shift", NeurIPS 2020 (IWDAN): the source terms of L_D and
 ///   the source CE weighted by w_{yᵢ}, w from BBSE-QP (hold-out confusion, calibrated,

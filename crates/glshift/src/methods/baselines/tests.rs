@@ -253,8 +253,8 @@ fn discriminator_with_annealed_sgd_learns_too_and_differs_from_adamw() {
     let ones = vec![1.0; 40];
     let first = sgd.loss(h.view(), &ones, &ones).value;
     let mut last = first;
-    for k in 0..200 {
-        let p = k as f64 / 200.0;
+    for k in 0..400 {
+        let p = k as f64 / 400.0;
         let l = sgd.loss(h.view(), &ones, &ones);
         sgd.update(&l, p);
         let la = adam.loss(h.view(), &ones, &ones);
@@ -297,4 +297,29 @@ fn importance_weighted_baselines_refuse_a_missing_estimate() {
     let mut inp = inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view());
     inp.estimate = None;
     assert!(b.compute(&inp).is_err());
+}
+
+/// D starts as the reference code's `AdversarialNetwork`: hidden weights N(0, 0.01²), zero
+/// biases, and a logit (the difference of the two head columns) N(0, 0.3²) per unit of its input;
+/// the draw is seeded.
+#[test]
+fn discriminator_starts_with_the_reference_initialisation() {
+    let cfg = BaselineConfig::default();
+    let opt = crate::nn::AdamConfig::default();
+    let disc = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
+    let std = |v: Vec<f64>| (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt();
+    let net = disc.network();
+    assert_eq!(net.g.blocks.iter().map(|b| b.linear.w.ncols()).collect::<Vec<_>>(), cfg.discriminator_hidden);
+    for b in &net.g.blocks {
+        let s = std(b.linear.w.iter().copied().collect());
+        assert!((s - adversary::HIDDEN_INIT_STD).abs() < 0.02 * adversary::HIDDEN_INIT_STD, "hidden std {s}");
+        assert!(b.linear.b.iter().all(|&v| v == 0.0));
+    }
+    let logit: Vec<f64> = net.f.w.rows().into_iter().map(|r| r[1] - r[0]).collect();
+    let s = std(logit);
+    assert!((s - adversary::HEAD_INIT_STD).abs() < 0.1 * adversary::HEAD_INIT_STD, "logit weight std {s}");
+    assert!(net.f.b.iter().all(|&v| v == 0.0));
+    let again = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
+    assert_eq!(again.network(), net, "same seed, same D");
+    assert_ne!(Discriminator::<f64>::new(256, &cfg, &opt, 4).unwrap().network(), net);
 }
