@@ -223,7 +223,7 @@ impl Method for Cdan<f32> {
         self.kind == MethodKind::IwCdan
     }
 
-    /// IW-CDAN: the estimate once per pass over the source (IWCDAN's per-epoch update).
+    /// IW-CDAN: the estimate once per pass over the source (as IW-DANN; `dann` module docs).
     fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
         (self.kind == MethodKind::IwCdan).then_some(batches_per_pass)
     }

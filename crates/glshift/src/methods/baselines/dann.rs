@@ -38,8 +38,10 @@ pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
 /// - `iw-dann` — Combes, Zhao, Wang & Gordon, "Domain Adaptation with Conditional Distribution
 ///   Matching and Generalized Label Shift", NeurIPS 2020 (IWDAN): the source terms of L_D and
 ///   the source CE weighted by w_{yᵢ}, w from BBSE-QP (hold-out confusion, calibrated,
-///   floored, as MUL's) recomputed once per pass over the source by mini-batch, as the
-///   paper's per-epoch update (without its moving average); every iteration full-batch.
+///   floored, as MUL's) recomputed once per pass over the source by mini-batch, every
+///   iteration full-batch. The authors' script differs (w from 1, statistics accumulated over
+///   training batches, a QP every 15 passes on Office averaged with the last w at 0.5, a
+///   balanced source CE): docs/baselines.md lists these departures.
 /// - `pada` — Cao et al. 2018 (see [`pada_class_weights`]): source terms of L_D and source CE
 ///   weighted by γ_{yᵢ}, γ recomputed from all target rows every `pada_update_interval` = 500
 ///   iterations by mini-batch (the `update_iter` of PADA's released script; from iteration 0,
@@ -100,8 +102,8 @@ impl Method for Dann<f32> {
         self.kind == MethodKind::IwDann
     }
 
-    /// IW-DANN: once per pass over the source (IWDAN's per-epoch update); PADA: every
-    /// `pada_update_interval` iterations (PADA's code).
+    /// IW-DANN: once per pass over the source (the module docs compare the authors' schedule);
+    /// PADA: every `pada_update_interval` iterations (PADA's code).
     fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
         match self.kind {
             MethodKind::IwDann => Some(batches_per_pass),

@@ -7,8 +7,8 @@
 //!    data loaders);
 //! 2. every `Method::full_view_interval` iterations (from t = 0), the evaluation-mode
 //!    probabilities of every row: BBSE-QP's estimate (IW-DANN, IW-CDAN: once per pass over the
-//!    source, as the IW papers' per-epoch update) and PADA's γ (every 500 iterations, over all
-//!    target rows); cached in between;
+//!    source; the IW authors' script re-solves less often, docs/baselines.md) and PADA's γ
+//!    (every 500 iterations, over all target rows); cached in between;
 //! 3. forward of `[source batch; target batch]` (BatchNorm statistics from the source batch),
 //!    the method's term on the batch, the (weighted) cross-entropy of the source batch, backward,
 //!    SGD with lr_p = lr₀·(1 + αp)^−β; the method's own discriminator follows the same schedule.
