@@ -25,6 +25,9 @@ What is the same as glshift (defaults of `BaselineConfig`, docs/baselines.md):
   target rows per batch (skada's DomainBalancedDataLoader), about 1 000 iterations (whole epochs of
   skada's loader: the count is printed), transfer weight `reg` = 1;
 - DANN and CDAN's discriminator: 1024 → 1024 → 1, ReLU, dropout 0.5, sigmoid (skada's BCE loss),
+  started as torch's default Linear (`--disc-init torch`, the default) or as the reference code's
+  AdversarialNetwork, glshift's start (`--disc-init reference`: N(0, 0.01) hidden weights,
+  N(0, 0.3) logit weights, zero biases; use another --out, the runs' names do not record it),
   behind a gradient reversal whose coefficient ramps as 2/(1 + exp(−10p)) − 1 (a callback).
 
 What is skada's own (not changed here, so that the check is of skada, not of a rewrite):
@@ -63,6 +66,8 @@ def parse_args():
     p.add_argument("--seeds", default="0")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--iterations", type=int, default=1000)
+    p.add_argument("--disc-init", choices=("torch", "reference"), default="torch",
+                   help="the discriminator's start (see the module docs)")
     p.add_argument("--glshift", type=Path, nargs="*", default=[], help="glshift bench output folders")
     p.add_argument("--out", type=Path, required=True)
     return p.parse_args()
@@ -159,7 +164,7 @@ def pretrain(xs_tr, ys_tr, xs_ho, ys_ho, c, seed, iters=500, patience=20, rho=0.
     return net, it
 
 
-def discriminator(d_in, p_holder):
+def discriminator(d_in, p_holder, init="torch"):
     import torch
     from torch import nn
 
@@ -183,6 +188,11 @@ def discriminator(d_in, p_holder):
                 ("lin2", nn.Linear(1024, 1024)), ("relu2", nn.ReLU()), ("drop2", nn.Dropout(0.5)),
                 ("lin3", nn.Linear(1024, 1)), ("sig", nn.Sigmoid()),
             ]))
+            if init == "reference":
+                for name, std in (("lin1", 0.01), ("lin2", 0.01), ("lin3", 0.3)):
+                    layer = getattr(self.net, name)
+                    nn.init.normal_(layer.weight, 0.0, std)
+                    nn.init.zeros_(layer.bias)
 
         def forward(self, x, sample_weight=None):
             p = p_holder["p"]
@@ -192,7 +202,7 @@ def discriminator(d_in, p_holder):
     return Disc()
 
 
-def skada_fit(method, net, xs, ys, xt, seed, iterations, c):
+def skada_fit(method, net, xs, ys, xt, seed, iterations, c, disc_init="torch"):
     """One skada estimator from a copy of the pre-trained `net`; returns (estimator, iterations run)."""
     import torch
     from skorch.callbacks import Callback, LRScheduler
@@ -224,9 +234,9 @@ def skada_fit(method, net, xs, ys, xt, seed, iterations, c):
     if method == "source":
         est = SourceOnly(module, layer_name="g", **common)
     elif method == "dann":
-        est = DANN(module, layer_name="g", reg=1, domain_classifier=discriminator(z, state), **common)
+        est = DANN(module, layer_name="g", reg=1, domain_classifier=discriminator(z, state, disc_init), **common)
     elif method == "cdan":
-        est = CDAN(module, layer_name="g", reg=1, n_classes=c, domain_classifier=discriminator(z * c, state), **common)
+        est = CDAN(module, layer_name="g", reg=1, n_classes=c, domain_classifier=discriminator(z * c, state, disc_init), **common)
     elif method == "dan":
         est = DAN(module, layer_name="g", reg=1, **common)
     elif method == "coral":
@@ -273,7 +283,7 @@ def run_task(args, src, tgt, seed, methods, out_runs):
         if m == "pretrained":
             rec.update(accuracy=accuracy(pre, xt, yt), iterations=pre_iters)
         else:
-            est, iters = skada_fit(m, pre, xs, ys, xt, seed, args.iterations, c)
+            est, iters = skada_fit(m, pre, xs, ys, xt, seed, args.iterations, c, args.disc_init)
             rec.update(accuracy=accuracy(est, xt, yt), iterations=iters)
             trained = est.module_.base_module_
             set_bn_stats(trained, xs)
