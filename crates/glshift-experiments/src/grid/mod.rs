@@ -189,7 +189,8 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
                     // Divergence is a result of the method on this task, not a broken grid: it
                     // is kept and shown, and the other runs go on. Anything else stops the grid.
                     Err(e @ glshift::Error::Numerical { .. }) => {
-                        obs.note(&format!("{run}: {e}; kept as a failed run ({}), the grid goes on", failed_path(&path).display()));
+                        let fpath = failed_path(&path);
+                        obs.note(&format!("{run}: {e}; kept as a failed run ({}), the grid goes on", fpath.display()));
                         let f = FailedRun {
                             method: method.clone(),
                             setting: proto.name().to_string(),
@@ -199,7 +200,6 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
                             error: e.to_string(),
                             config: cfg_value,
                         };
-                        let fpath = failed_path(&path);
                         write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
                         failed.push(f);
                         obs.done();
