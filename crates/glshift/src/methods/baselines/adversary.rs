@@ -47,7 +47,8 @@ pub const HEAD_INIT_STD: f64 = 0.3;
 /// `HEAD_INIT_STD/√2` and the difference has the reference's distribution. Before, D took the
 /// network's He/Xavier rule: hidden weights 4–9 times larger on Z of 256 columns (std √(2/256) ≈
 /// 0.09 and √(2/1024) ≈ 0.04) and a head 5 times smaller; with it DANN lagged skada's by 0.7
-/// points on the reference check (docs/baselines.md, "Why DANN lagged skada's").
+/// points on the reference check (docs/baselines.md, "Why DANN lagged skada's": that diagnosis
+/// read three tasks' target labels; the values here are the reference code's, not tuned).
 fn reference_init<T: Real>(net: &mut Network<T>, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1a17_d15c);
     let mut draw = |lin: &mut crate::nn::Linear<T>, std: f64| {
