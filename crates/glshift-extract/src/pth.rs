@@ -6,12 +6,24 @@
 //! each storage in that order as `u64 element count` + raw little-endian elements. Tensors may
 //! have any strides (the EfficientNet-Lite weights were converted from TensorFlow and are stored
 //! channels-last); they are gathered into C order here.
+//!
+//! **Bounds** before anything is allocated from the file's own numbers: the pickles have the
+//! budget and depth limit of [`crate::pickle`]; every storage's byte length must lie inside the
+//! file; every tensor view must fit its storage (offset + Σ (size − 1)·stride < the storage's
+//! element count, in checked arithmetic) and hold no more elements than its storage (no stride-0
+//! broadcast views); and the views gathered from one file hold at most
+//! [`GATHER_BUDGET_PER_BYTE`] × the file's length in bytes of f32 values (a `state_dict` whose
+//! tensors each own their storage gathers about the file's length once). The architecture then
+//! checks every shape ([`crate::model`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::pickle::{self, Value};
 use crate::{Error, Result};
+
+/// Bytes of gathered f32 tensor values allowed per byte of the weights file.
+pub const GATHER_BUDGET_PER_BYTE: usize = 2;
 
 /// The magic number `torch.save` writes first (legacy format).
 const MAGIC: i64 = 0x1950a86a20f9469cfc6c_u128 as i64;
@@ -65,14 +77,18 @@ pub fn parse_state_dict(bytes: &[u8]) -> std::result::Result<StateDict, String> 
     let refs = tensor_refs(dict)?;
     let Value::List(keys) = keys else { return Err("storage key list is not a list".into()) };
     let storages = read_storages(&bytes[pos..], &keys, &refs)?;
+    let mut budget = bytes.len().saturating_mul(GATHER_BUDGET_PER_BYTE);
     let mut out = StateDict::new();
     for (name, r) in refs {
         if r.dtype != "FloatStorage" {
             continue;
         }
         let storage = storages.get(&r.key).ok_or_else(|| format!("{name}: storage {} missing", r.key))?;
-        let data = gather(storage, &r).map_err(|e| format!("{name}: {e}"))?;
-        out.insert(name, RawTensor { shape: r.shape, data });
+        let n = check_view(storage.len() / 4, &r).map_err(|e| format!("{name}: {e}"))?;
+        budget = budget.checked_sub(4 * n).ok_or_else(|| {
+            format!("{name}: the tensors' views hold more than {GATHER_BUDGET_PER_BYTE}x the file's size")
+        })?;
+        out.insert(name, RawTensor { data: gather(storage, &r, n), shape: r.shape });
     }
     Ok(out)
 }
@@ -107,7 +123,7 @@ fn tensor_refs(dict: Value) -> std::result::Result<Vec<(String, TensorRef)>, Str
 fn tensor_ref(v: &Value) -> std::result::Result<TensorRef, String> {
     let Value::Call(f, args) = v else { return Err("not a tensor".into()) };
     if !matches!(f.as_ref(), Value::Global(m, n) if m == "torch._utils" && n == "_rebuild_tensor_v2") {
-        return Err(format!("not a tensor (built by {f:?})"));
+        return Err(format!("not a tensor (built by {})", pickle::describe(f)));
     }
     if args.len() < 4 {
         return Err("tensor record has too few fields".into());
@@ -162,16 +178,30 @@ fn read_storages<'a>(
     Ok(out)
 }
 
-/// Gathers a strided float32 view of `storage` into a C-order vector.
-fn gather(storage: &[u8], r: &TensorRef) -> std::result::Result<Vec<f32>, String> {
-    let n: usize = r.shape.iter().product();
-    let elems = storage.len() / 4;
-    if n > 0 {
-        let last: usize = r.offset + r.shape.iter().zip(&r.stride).map(|(d, s)| (d - 1) * s).sum::<usize>();
-        if last >= elems {
-            return Err(format!("view reaches element {last} of a storage of {elems}"));
-        }
+/// The element count of view `r` after checking it against a storage of `elems` f32 elements:
+/// every index inside the storage and no more elements than it holds (checked arithmetic).
+fn check_view(elems: usize, r: &TensorRef) -> std::result::Result<usize, String> {
+    let overflow = || format!("view of shape {:?} and stride {:?} overflows", r.shape, r.stride);
+    let n = r.shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(overflow)?;
+    if n == 0 {
+        return Ok(0);
     }
+    if n > elems {
+        return Err(format!("view of {n} elements on a storage of {elems}"));
+    }
+    let mut last = r.offset;
+    for (&d, &s) in r.shape.iter().zip(&r.stride) {
+        last = (d - 1).checked_mul(s).and_then(|x| last.checked_add(x)).ok_or_else(overflow)?;
+    }
+    if last >= elems {
+        return Err(format!("view reaches element {last} of a storage of {elems}"));
+    }
+    Ok(n)
+}
+
+/// Gathers the strided float32 view `r` of `storage`, checked by [`check_view`] to hold `n`
+/// elements inside it, into a C-order vector.
+fn gather(storage: &[u8], r: &TensorRef, n: usize) -> Vec<f32> {
     let read = |i: usize| f32::from_le_bytes(storage[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     let mut out = Vec::with_capacity(n);
     let mut idx = vec![0usize; r.shape.len()];
@@ -186,5 +216,42 @@ fn gather(storage: &[u8], r: &TensorRef) -> std::result::Result<Vec<f32>, String
             idx[d] = 0;
         }
     }
-    Ok(out)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(offset: usize, shape: &[usize], stride: &[usize]) -> TensorRef {
+        TensorRef { key: "0".into(), dtype: "FloatStorage".into(), offset, shape: shape.to_vec(), stride: stride.to_vec() }
+    }
+
+    #[test]
+    fn views_are_checked_against_their_storage_before_any_allocation() {
+        assert_eq!(check_view(12, &view(0, &[3, 4], &[4, 1])), Ok(12));
+        assert_eq!(check_view(12, &view(2, &[2, 5], &[5, 1])), Ok(10)); // last index 2 + 5 + 4 = 11
+        assert_eq!(check_view(0, &view(7, &[0, 5], &[5, 1])), Ok(0));
+        let e = check_view(12, &view(3, &[2, 5], &[5, 1])).unwrap_err();
+        assert!(e.contains("reaches element 12"), "{e}");
+        // More elements than the storage holds (a stride-0 broadcast of 4 TiB).
+        let e = check_view(1, &view(0, &[1 << 20, 1 << 20], &[0, 0])).unwrap_err();
+        assert!(e.contains("on a storage of 1"), "{e}");
+        // Products and sums that overflow usize are errors, not wrapped numbers.
+        let e = check_view(12, &view(0, &[1 << 33, 1 << 33], &[1, 1])).unwrap_err();
+        assert!(e.contains("overflows"), "{e}");
+        let e = check_view(12, &view(usize::MAX, &[2], &[1])).unwrap_err();
+        assert!(e.contains("overflows"), "{e}");
+        let e = check_view(12, &view(0, &[2, 2], &[usize::MAX, 1])).unwrap_err();
+        assert!(e.contains("overflows"), "{e}");
+    }
+
+    #[test]
+    fn gather_follows_the_strides() {
+        let storage: Vec<u8> = (0..6u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        // A 2x3 view stored transposed (column-major): element (i, j) at i + 2j.
+        let r = view(0, &[2, 3], &[1, 2]);
+        let n = check_view(6, &r).unwrap();
+        assert_eq!(gather(&storage, &r, n), vec![0.0, 2.0, 4.0, 1.0, 3.0, 5.0]);
+    }
 }
