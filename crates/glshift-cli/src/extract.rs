@@ -41,6 +41,15 @@ fn progress_bar(total: usize, quiet: bool) -> ProgressBar {
 
 pub fn run(args: ExtractArgs) -> Result<()> {
     let layout = walk(&args.images)?;
+    for folder in &layout.empty_class_folders {
+        eprintln!("warning: class folder {} holds no file", folder.display());
+    }
+    if !layout.classes_left_out.is_empty() {
+        eprintln!(
+            "warning: classes left out of classes.txt (their folders are empty in every domain): {}",
+            layout.classes_left_out.join(", ")
+        );
+    }
     let sha = sha256_file(&args.weights)?;
     let net = EffNetLite2::load(&args.weights)?;
     let total: usize = layout.domains.iter().map(|d| d.files.len()).sum();
@@ -65,7 +74,7 @@ pub fn run(args: ExtractArgs) -> Result<()> {
         images_per_second: images as f64 / seconds,
         threads: rayon::current_num_threads(),
     };
-    let report = ExtractReport::new(&args.weights, sha, &layout.classes, &domains, throughput);
+    let report = ExtractReport::new(&args.weights, sha, &layout, &domains, throughput);
     write_outputs(&args.out, &layout.classes, &domains, &report)?;
     let skipped: usize = domains.iter().map(|d| d.skipped.len()).sum();
     for d in &domains {

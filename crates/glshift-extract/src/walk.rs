@@ -2,6 +2,14 @@
 //! order, files sorted by name inside each class, rows ordered by class then file name (the
 //! order of the reference features). A domain folder without class sub-folders is unlabelled:
 //! its own files, sorted by name.
+//!
+//! A class folder with no file is listed in [`Layout::empty_class_folders`] (the CLI warns and
+//! `extract.json` names it). A class whose folders are empty in every domain is not a class of
+//! the output: it is left out of `classes.txt` ([`Layout::classes_left_out`]) rather than kept
+//! as a class with zero rows. A class empty in some domains only stays (partial DA data has
+//! such classes). Leaving a class out renumbers the classes after it; a model fitted on
+//! features that had it refuses the new features by name (`glshift predict` compares the class
+//! lists), so no label is silently scored against the wrong class.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +38,10 @@ impl DomainFiles {
 pub struct Layout {
     pub classes: Vec<String>,
     pub domains: Vec<DomainFiles>,
+    /// Class folders that hold no file, in walk order.
+    pub empty_class_folders: Vec<PathBuf>,
+    /// Class names whose folders are empty in every domain (not in `classes`).
+    pub classes_left_out: Vec<String>,
 }
 
 /// Sorted (sub-folders, files) of `dir`, skipping names starting with '.'.
@@ -57,6 +69,13 @@ fn name_of(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// One domain folder as listed: its class folders with their files, and its own files.
+struct Listed {
+    dir: PathBuf,
+    classes: Vec<(PathBuf, Vec<PathBuf>)>,
+    files: Vec<PathBuf>,
+}
+
 /// Walks `root`; an error when it holds no domain folder or a domain holds no file.
 pub fn walk(root: &Path) -> Result<Layout> {
     let (domain_dirs, _) = list(root)?;
@@ -65,34 +84,47 @@ pub fn walk(root: &Path) -> Result<Layout> {
         return Err(Error::Empty { path: root.to_path_buf(), reason });
     }
     let mut listed = Vec::with_capacity(domain_dirs.len());
-    let mut classes: Vec<String> = Vec::new();
     for d in &domain_dirs {
         let (class_dirs, files) = list(d)?;
-        classes.extend(class_dirs.iter().map(|c| name_of(c)));
-        listed.push((d.clone(), class_dirs, files));
+        let classes = class_dirs.into_iter().map(|c| list(&c).map(|(_, f)| (c, f))).collect::<Result<_>>()?;
+        listed.push(Listed { dir: d.clone(), classes, files });
     }
-    classes.sort();
-    classes.dedup();
-    let mut domains = Vec::with_capacity(listed.len());
-    for (dir, class_dirs, files) in listed {
-        let domain = if class_dirs.is_empty() {
-            let files = files.into_iter().map(|f| (f, None)).collect();
-            DomainFiles { name: name_of(&dir), dir, files, loose: Vec::new() }
-        } else {
-            let mut rows = Vec::new();
-            for c in &class_dirs {
-                let label = classes.binary_search(&name_of(c)).expect("class collected above");
-                rows.extend(list(c)?.1.into_iter().map(|f| (f, Some(label))));
+    let all_classes = |keep: &dyn Fn(&[PathBuf]) -> bool| -> Vec<String> {
+        let mut names: Vec<String> =
+            listed.iter().flat_map(|l| &l.classes).filter(|(_, f)| keep(f)).map(|(c, _)| name_of(c)).collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let classes = all_classes(&|f| !f.is_empty());
+    let classes_left_out: Vec<String> =
+        all_classes(&|_| true).into_iter().filter(|c| classes.binary_search(c).is_err()).collect();
+    let empty_class_folders =
+        listed.iter().flat_map(|l| &l.classes).filter(|(_, f)| f.is_empty()).map(|(c, _)| c.clone()).collect();
+    let domains = listed.into_iter().map(|l| domain_files(l, &classes)).collect::<Result<_>>()?;
+    Ok(Layout { classes, domains, empty_class_folders, classes_left_out })
+}
+
+/// A listed domain's rows (class then file order); an error when it has no file.
+fn domain_files(l: Listed, classes: &[String]) -> Result<DomainFiles> {
+    let domain = if l.classes.is_empty() {
+        let files = l.files.into_iter().map(|f| (f, None)).collect();
+        DomainFiles { name: name_of(&l.dir), dir: l.dir, files, loose: Vec::new() }
+    } else {
+        let mut rows = Vec::new();
+        for (c, files) in l.classes {
+            // A class with no file anywhere is not in `classes`; its (empty) folder adds no row.
+            if let Ok(label) = classes.binary_search(&name_of(&c)) {
+                rows.extend(files.into_iter().map(|f| (f, Some(label))));
             }
-            DomainFiles { name: name_of(&dir), dir, files: rows, loose: files }
-        };
-        if domain.files.is_empty() {
-            let reason = format!("domain {} has no image files", domain.name);
-            return Err(Error::Empty { path: domain.dir, reason });
         }
-        domains.push(domain);
+        DomainFiles { name: name_of(&l.dir), dir: l.dir, files: rows, loose: l.files }
+    };
+    if domain.files.is_empty() {
+        let reason = format!("domain {} has no image files", domain.name);
+        return Err(Error::Empty { path: domain.dir, reason });
     }
-    Ok(Layout { classes, domains })
+    Ok(domain)
 }
 
 #[cfg(test)]
@@ -131,5 +163,24 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("d/cls")).unwrap();
         let e = walk(dir.path()).unwrap_err().to_string();
         assert!(e.contains("domain d has no image files"), "{e}");
+    }
+
+    #[test]
+    fn a_class_empty_everywhere_is_left_out_and_one_empty_in_one_domain_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for f in ["a/mug/1.jpg", "a/bike/1.jpg", "b/mug/1.jpg"] {
+            touch(&r.join(f));
+        }
+        for d in ["a/cat", "b/cat", "b/bike"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        let l = walk(r).unwrap();
+        assert_eq!(l.classes, ["bike", "mug"]);
+        assert_eq!(l.classes_left_out, ["cat"]);
+        let empty: Vec<String> = l.empty_class_folders.iter().map(|p| p.strip_prefix(r).unwrap().display().to_string()).collect();
+        assert_eq!(empty, ["a/cat", "b/bike", "b/cat"]);
+        assert_eq!(l.domains[0].files.iter().map(|f| f.1).collect::<Vec<_>>(), [Some(0), Some(1)]);
+        assert_eq!(l.domains[1].files.iter().map(|f| f.1).collect::<Vec<_>>(), [Some(1)]);
     }
 }

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::arch::{FEATURE_DIM, IMAGE_SIZE};
 use crate::extract::{DomainFeatures, Skipped};
 use crate::preprocess::RESIZE_SHORT;
+use crate::walk::Layout;
 use crate::{Error, Result};
 
 /// Per-domain counts of `extract.json`.
@@ -46,13 +47,17 @@ pub struct ExtractReport {
     pub preprocessing: String,
     pub feature: String,
     pub classes: Vec<String>,
+    /// Class folders that held no file (warned about).
+    pub empty_class_folders: Vec<String>,
+    /// Classes whose folders were empty in every domain, left out of `classes`.
+    pub classes_left_out: Vec<String>,
     pub domains: Vec<DomainReport>,
     pub throughput: Throughput,
 }
 
 impl ExtractReport {
     /// The report of a run over `domains` with the given weights and timing.
-    pub fn new(weights: &Path, sha256: String, classes: &[String], domains: &[DomainFeatures], throughput: Throughput) -> ExtractReport {
+    pub fn new(weights: &Path, sha256: String, layout: &Layout, domains: &[DomainFeatures], throughput: Throughput) -> ExtractReport {
         ExtractReport {
             glshift_version: env!("CARGO_PKG_VERSION").to_string(),
             model: "EfficientNet-Lite2 (efficientnet-lite-pytorch 0.1.0 architecture), eval mode, f32, CPU".into(),
@@ -64,7 +69,9 @@ impl ExtractReport {
                  {IMAGE_SIZE}x{IMAGE_SIZE}; x/255; normalise mean 127/255 std 128/255 per channel"
             ),
             feature: format!("global average pool of ReLU6(BN(head 1x1 conv)), {FEATURE_DIM}-d"),
-            classes: classes.to_vec(),
+            classes: layout.classes.clone(),
+            empty_class_folders: layout.empty_class_folders.iter().map(|p| p.display().to_string()).collect(),
+            classes_left_out: layout.classes_left_out.clone(),
             domains: domains
                 .iter()
                 .map(|d| DomainReport {
