@@ -27,10 +27,10 @@ pub struct PredictArgs {
     /// Domain to predict, in --data; its labels, if present, are used only to score.
     #[arg(long, requires = "data")]
     pub domain: Option<String>,
-    /// A features matrix (.npy, f32 or f64, n × d) to predict instead of a domain.
+    /// A features matrix (.npy, n × d: float32, float64 or any integer width, converted to f32) to predict instead of a domain.
     #[arg(long, conflicts_with_all = ["data", "domain"])]
     pub features: Option<PathBuf>,
-    /// Labels (.npy, integers 0..c) of --features rows, used only to score.
+    /// Labels (.npy of whole numbers in 0..c, any integer or float dtype) of --features rows, used only to score.
     #[arg(long, requires = "features")]
     pub labels: Option<PathBuf>,
     /// Output folder for predictions.csv and report.json.

@@ -51,7 +51,7 @@ pub struct EstimateArgs {
     /// Source hold-out class probabilities, n_s × c `.npy` (rows sum to 1).
     #[arg(long)]
     pub source_probs: Option<PathBuf>,
-    /// Source hold-out labels, `.npy` of n_s integers in 0..c.
+    /// Source hold-out labels, `.npy` of n_s whole numbers in 0..c (any integer or float dtype).
     #[arg(long)]
     pub source_labels: Option<PathBuf>,
     /// Target class probabilities, n_t × c `.npy`.
