@@ -1,17 +1,20 @@
 //! `glshift shift test` (per-class MCMD² conditional two-sample test after a fit) and
 //! `glshift shift test-calibration` (its level and power study). The statistic, the
 //! permutations and Holm's correction live in `glshift::kernel::cond_test`; docs/shift-test.md.
+//! `shift test` gives no verdict without evidence: it refuses a target that repeats source rows
+//! (before the fit) and inputs where no class reaches `MIN_ROWS_PER_CLASS` rows a side, and its
+//! decision says how many classes were testable.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use glshift::data::{self, PreprocessStats};
-use glshift::kernel::cond_test::DEFAULT_PERMUTATIONS;
+use glshift::data::{self, Domain, PreprocessStats};
+use glshift::kernel::cond_test::{ClassTest, CondTest, DEFAULT_PERMUTATIONS, MIN_ROWS_PER_CLASS};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
-use glshift_experiments::cond_test::{argmax_assign, calibrate, calibration_markdown, test_domains, CalibrationConfig};
+use glshift_experiments::cond_test::{argmax_assign, calibrate, calibration_markdown, class_counts, shared_rows, test_domains, CalibrationConfig};
 use ndarray::Axis;
 use serde_json::json;
 
@@ -73,6 +76,16 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     }
     let cfg = resolve_config(a.config.as_ref(), a.method.as_deref(), Some(a.seed))?;
     let (source, target) = a.pair.load()?;
+    // Both refusals are checked before the fit: they need only the data, and cost nothing.
+    refuse_shared_rows(&source, &target)?;
+    if target.n() < MIN_ROWS_PER_CLASS {
+        bail!(
+            "target '{}' ({}) has {} row(s): a class needs at least {MIN_ROWS_PER_CLASS} rows on each side to be tested, so no class could be; nothing was tested",
+            target.name,
+            target.path.display(),
+            target.n()
+        );
+    }
     let c = source.n_classes();
     let t_fit = Instant::now();
     let run = pipeline::run(&source, &target, &cfg, &mut |_| {})?;
@@ -87,45 +100,114 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     let mut xt = target.features.clone();
     stats.apply(&mut xt)?;
     let (ys, yt) = (argmax_assign(run.holdout_probs.view()), argmax_assign(run.target_probs.view()));
+    refuse_untestable(&ys, &yt, &source, &target)?;
     let eps = cfg.mul.mcmd_params(c).eps;
     let (res, h) = test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, a.seed, eps, a.alpha)?;
     let test_s = t_test.elapsed().as_secs_f64();
-    let shifted: Vec<&str> = res.per_class.iter().filter(|t| t.reject).map(|t| source.class_names[t.class].as_str()).collect();
-    let decision = if res.reject_any {
-        format!("conditional shift detected (Holm, family-wise α = {}) in: {}", a.alpha, shifted.join(", "))
-    } else {
-        format!("no class's conditional shift detected at family-wise α = {}", a.alpha)
-    };
-    let per_class: Vec<_> = res
-        .per_class
-        .iter()
-        .map(|t| {
-            json!({ "class": source.class_names[t.class], "class_index": t.class, "n_source": t.n_source, "n_target": t.n_target,
-                    "mcmd2": t.mcmd2, "p_value": t.p_value, "p_adjusted": t.p_adjusted, "reject": t.reject })
-        })
-        .collect();
+    let decision = decision_text(&res, &source.class_names, a.alpha);
     let report = json!({
         "glshift_version": env!("CARGO_PKG_VERSION"),
         "source": source.name, "target": target.name, "method": cfg.method.to_string(), "seed": a.seed,
         "statistic": "MCMD² per class (linear label kernel, one-hot assignments, eps of the fit), Gaussian feature kernel on the input features preprocessed with source statistics",
         "assignment": "argmax of the fitted model on the source hold-out rows (not trained on) and on the target rows",
-        "p_value": "permutation of the pooled rows of the class; Holm across the tested classes",
+        "p_value": "permutation of the pooled rows of the class; Holm across the testable classes",
         "bandwidth": h, "eps": eps, "permutations": a.permutations, "alpha": a.alpha,
-        "per_class": per_class, "reject_any": res.reject_any, "decision": decision,
+        "min_rows_per_class": res.min_rows_per_class, "testable_classes": res.testable_classes,
+        "per_class": per_class_json(&res, &source.class_names), "reject_any": res.reject_any, "decision": decision,
         "seconds": { "fit": fit_s, "test": test_s, "total_over_fit": (fit_s + test_s) / fit_s },
     });
     write_files_atomically(&[(a.out.clone(), serde_json::to_vec_pretty(&report)?)])?;
-    for t in &res.per_class {
-        let f = |o: Option<f64>| o.map_or("–".into(), |v| format!("{v:.4}"));
-        eprintln!(
-            "{:>14}  n_s {:>3}  n_t {:>3}  MCMD² {:>9}  p {:>7}  Holm {:>7}{}",
-            source.class_names[t.class], t.n_source, t.n_target, f(t.mcmd2), f(t.p_value), f(t.p_adjusted), if t.reject { "  *" } else { "" }
-        );
-    }
+    print_table(&res, &source.class_names);
     eprintln!("{decision}");
     eprintln!("cost: fit {fit_s:.2} s, test {test_s:.2} s ({} permutations); total / fit = {:.3}", a.permutations, (fit_s + test_s) / fit_s);
     println!("wrote {}", a.out.display());
     Ok(())
+}
+
+/// Refuses a target that repeats source rows (bitwise-equal features): the same rows on both
+/// sides make the samples alike, and the test would report "no shift" without evidence.
+fn refuse_shared_rows(source: &Domain, target: &Domain) -> Result<()> {
+    let shared = shared_rows(source.features.view(), target.features.view());
+    if shared > 0 {
+        bail!(
+            "{shared} of the {} rows of target '{}' ({}) also occur in source '{}' ({}) (bitwise-equal feature rows); \
+             the test compares two different samples and cannot give evidence where they share rows: use a target without the source's rows",
+            target.n(),
+            target.name,
+            target.path.display(),
+            source.name,
+            source.path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses when no class has [`MIN_ROWS_PER_CLASS`] rows on both sides after the assignment:
+/// the decision would otherwise read "no shift detected" with nothing tested.
+fn refuse_untestable(ys: &[usize], yt: &[usize], source: &Domain, target: &Domain) -> Result<()> {
+    let c = source.n_classes();
+    let (ns, nt) = (class_counts(ys, c), class_counts(yt, c));
+    if (0..c).any(|k| ns[k] >= MIN_ROWS_PER_CLASS && nt[k] >= MIN_ROWS_PER_CLASS) {
+        return Ok(());
+    }
+    let counts: Vec<String> = (0..c).map(|k| format!("{} {}/{}", source.class_names[k], ns[k], nt[k])).collect();
+    bail!(
+        "no class can be tested: a class needs at least {MIN_ROWS_PER_CLASS} rows assigned to it on each side, and none has \
+         (rows per class, source hold-out of '{}' / target '{}' ({}): {}); give more target rows, or a larger hold-out \
+         (label_shift.holdout_fraction in --config)",
+        source.name,
+        target.name,
+        target.path.display(),
+        counts.join(", ")
+    )
+}
+
+/// Why class `t` was not tested, or `None` when it was.
+fn untestable_reason(t: &ClassTest) -> Option<String> {
+    let short: Vec<String> = [("source", t.n_source), ("target", t.n_target)]
+        .iter()
+        .filter(|(_, n)| *n < MIN_ROWS_PER_CLASS)
+        .map(|(side, n)| format!("{n} {side} rows"))
+        .collect();
+    (!t.testable).then(|| format!("{} (fewer than {MIN_ROWS_PER_CLASS} on a side)", short.join(", ")))
+}
+
+/// The summary line: what was found, and in how many testable classes of how many.
+fn decision_text(res: &CondTest, names: &[String], alpha: f64) -> String {
+    let (m, c) = (res.testable_classes, res.per_class.len());
+    let note = (m < c).then(|| format!("{} not testable: fewer than {} rows on a side", c - m, res.min_rows_per_class));
+    if res.reject_any {
+        let shifted: Vec<&str> = res.per_class.iter().filter(|t| t.reject).map(|t| names[t.class].as_str()).collect();
+        let note = note.map(|n| format!("; {n}")).unwrap_or_default();
+        format!("conditional shift detected (Holm, family-wise α = {alpha}) in: {} ({m} of {c} classes testable{note})", shifted.join(", "))
+    } else {
+        let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
+        format!("no conditional shift detected in the {m} testable classes of {c} at family-wise α = {alpha}{note}")
+    }
+}
+
+fn per_class_json(res: &CondTest, names: &[String]) -> Vec<serde_json::Value> {
+    res.per_class
+        .iter()
+        .map(|t| {
+            json!({ "class": names[t.class], "class_index": t.class, "n_source": t.n_source, "n_target": t.n_target,
+                    "testable": t.testable, "not_testable_reason": untestable_reason(t),
+                    "mcmd2": t.mcmd2, "p_value": t.p_value, "p_adjusted": t.p_adjusted, "reject": t.reject })
+        })
+        .collect()
+}
+
+/// The per-class table on stderr; an untestable class says so instead of showing blanks.
+fn print_table(res: &CondTest, names: &[String]) {
+    let f = |o: Option<f64>| o.map_or("–".into(), |v| format!("{v:.4}"));
+    for t in &res.per_class {
+        let counts = format!("{:>14}  n_s {:>3}  n_t {:>3}", names[t.class], t.n_source, t.n_target);
+        if t.testable {
+            eprintln!("{counts}  MCMD² {:>9}  p {:>7}  Holm {:>7}{}", f(t.mcmd2), f(t.p_value), f(t.p_adjusted), if t.reject { "  *" } else { "" });
+        } else {
+            eprintln!("{counts}  not testable (fewer than {MIN_ROWS_PER_CLASS} rows on a side)");
+        }
+    }
 }
 
 pub fn calibration_cmd(a: CalibrationArgs) -> Result<()> {

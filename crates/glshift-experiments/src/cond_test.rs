@@ -20,18 +20,27 @@
 //!   per-class shift; power for that class, level for the others);
 //! - `real:DOMAIN`: the source half against rows of another domain (as many, without
 //!   replacement), both assigned by the model (power against a real domain shift).
+//!
+//! A class below [`MIN_ROWS_PER_CLASS`] rows on a side in a draw is not testable there: it has
+//! no p-value, so it is left out of that scenario's shares and of Holm, and counted in
+//! `ScenarioSummary::untestable` instead.
+//!
+//! [`shared_rows`] is the check `glshift shift test` runs before its fit: a target that repeats
+//! source rows is refused (rows in both samples make them look alike and bias toward "no shift").
 
 use glshift::data::{Domain, PreprocessStats};
 use glshift::kernel::bandwidth;
-use glshift::kernel::cond_test::{conditional_shift_test, CondTest, CondTestParams};
+use glshift::kernel::cond_test::{conditional_shift_test, CondTest, CondTestParams, MIN_ROWS_PER_CLASS};
 use glshift::methods::FitConfig;
 use glshift::nn::argmax_row;
 use glshift::pipeline;
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::simulate::{split_domain, subset};
 use crate::{Error, Result};
@@ -39,6 +48,36 @@ use crate::{Error, Result};
 /// Hard assignments: the argmax of each row (n × c) → n.
 pub fn argmax_assign(probs: ArrayView2<f32>) -> Vec<usize> {
     probs.rows().into_iter().map(|r| argmax_row(r).0).collect()
+}
+
+/// Number of rows of `b` that are bitwise equal (every f32, `to_bits`) to some row of `a`; 0
+/// when the widths differ. Rows are hashed, then a hash match is confirmed row against row, so
+/// the cost is O((n_a + n_b)·d).
+pub fn shared_rows(a: ArrayView2<f32>, b: ArrayView2<f32>) -> usize {
+    if a.ncols() != b.ncols() {
+        return 0;
+    }
+    let key = |r: ArrayView1<f32>| {
+        let mut h = DefaultHasher::new();
+        r.iter().for_each(|v| v.to_bits().hash(&mut h));
+        h.finish()
+    };
+    let same = |x: ArrayView1<f32>, y: ArrayView1<f32>| x.iter().zip(y.iter()).all(|(u, v)| u.to_bits() == v.to_bits());
+    let mut by_key: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, r) in a.rows().into_iter().enumerate() {
+        by_key.entry(key(r)).or_default().push(i);
+    }
+    b.rows()
+        .into_iter()
+        .filter(|&r| by_key.get(&key(r)).is_some_and(|ix| ix.iter().any(|&i| same(a.row(i), r))))
+        .count()
+}
+
+/// Rows per class of the assignments `y` (`c` classes; indices ≥ c are not counted).
+pub fn class_counts(y: &[usize], c: usize) -> Vec<usize> {
+    let mut n = vec![0; c];
+    y.iter().filter(|&&k| k < c).for_each(|&k| n[k] += 1);
+    n
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -85,7 +124,10 @@ pub struct ScenarioSummary {
     pub other_classes_share: Option<f64>,
     /// Share of draws where Holm's overall decision rejected.
     pub overall_reject_share: f64,
+    /// (draw, class) pairs tested, i.e. with at least `MIN_ROWS_PER_CLASS` rows a side.
     pub tested: usize,
+    /// (draw, class) pairs below the minimum on a side: not in the shares nor in Holm.
+    pub untestable: usize,
 }
 
 /// What `glshift shift test-calibration` writes.
@@ -110,18 +152,22 @@ struct Tally {
     others: (usize, usize),
     rejects: usize,
     draws: usize,
+    untestable: usize,
 }
 
 impl Tally {
     fn new(name: String, c: usize) -> Tally {
-        Tally { name, below: vec![(0, 0); c], shifted: (0, 0), others: (0, 0), rejects: 0, draws: 0 }
+        Tally { name, below: vec![(0, 0); c], shifted: (0, 0), others: (0, 0), rejects: 0, draws: 0, untestable: 0 }
     }
 
     fn add(&mut self, t: &CondTest, shifted: Option<usize>) {
         self.draws += 1;
         self.rejects += usize::from(t.reject_any);
         for ct in &t.per_class {
-            let Some(p) = ct.p_value else { continue };
+            let Some(p) = ct.p_value else {
+                self.untestable += 1;
+                continue;
+            };
             let hit = usize::from(p < 0.05);
             self.below[ct.class].0 += hit;
             self.below[ct.class].1 += 1;
@@ -144,6 +190,7 @@ impl Tally {
             other_classes_share: if power { share(self.others) } else { None },
             overall_reject_share: self.rejects as f64 / self.draws.max(1) as f64,
             tested: n,
+            untestable: self.untestable,
         }
     }
 }
@@ -258,16 +305,43 @@ pub fn calibration_markdown(r: &CalibrationReport) -> String {
         "Domain `{}` ({} training rows for the fixed `source` assignment model, pool {} rows, its accuracy on the pool {:.3}); {} draws, {} permutations, h = {:.1}.\n\n",
         r.domain, r.n_train, r.n_pool, r.pool_accuracy, r.config.draws, r.config.permutations, r.bandwidth
     );
-    s.push_str("| scenario | share p<0.05 (all classes) | min–max over classes | shifted class | other classes | Holm rejects (draws) |\n|---|---|---|---|---|---|\n");
+    s.push_str("| scenario | share p<0.05 (all classes) | min–max over classes | shifted class | other classes | Holm rejects (draws) | not testable (draw·class) |\n|---|---|---|---|---|---|---|\n");
     for sc in &r.scenarios {
         let v: Vec<f64> = sc.share_below_005.iter().flatten().copied().collect();
         let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
         let f = |o: Option<f64>| o.map_or("–".to_string(), |x| format!("{x:.3}"));
         s.push_str(&format!(
-            "| {} | {:.3} | {:.3}–{:.3} | {} | {} | {:.3} |\n",
-            sc.scenario, sc.overall_share, lo, hi, f(sc.shifted_class_share), f(sc.other_classes_share), sc.overall_reject_share
+            "| {} | {:.3} | {:.3}–{:.3} | {} | {} | {:.3} | {} |\n",
+            sc.scenario, sc.overall_share, lo, hi, f(sc.shifted_class_share), f(sc.other_classes_share), sc.overall_reject_share, sc.untestable
         ));
     }
-    s.push_str(&format!("\n{c} classes; {:.1} s.\n", r.seconds));
+    s.push_str(&format!("\n{c} classes; {:.1} s; a class is tested in a draw when it has at least {MIN_ROWS_PER_CLASS} rows on each side.\n", r.seconds));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn shared_rows_counts_the_target_rows_found_bitwise_in_the_source() {
+        let a = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]];
+        let b = array![[3.0f32, 4.0], [7.0, 8.0], [1.0, 2.0], [1.0, 2.0], [-0.0, 0.0]];
+        assert_eq!(shared_rows(a.view(), b.view()), 3, "a repeated target row counts each time");
+        assert_eq!(shared_rows(a.view(), a.view()), 3, "the same data shares every row");
+        // Bitwise: 0.0 and -0.0 differ, one ulp differs, and other widths share nothing.
+        let z = array![[0.0f32, 0.0]];
+        assert_eq!(shared_rows(z.view(), b.view()), 0);
+        let near = array![[1.0f32, f32::from_bits(2.0f32.to_bits() + 1)]];
+        assert_eq!(shared_rows(a.view(), near.view()), 0);
+        assert_eq!(shared_rows(a.view(), array![[1.0f32, 2.0, 0.0]].view()), 0);
+        assert_eq!(shared_rows(a.view(), b.slice(ndarray::s![1..2, ..])), 0);
+    }
+
+    #[test]
+    fn class_counts_counts_each_class() {
+        assert_eq!(class_counts(&[0, 2, 2, 1, 2], 4), vec![1, 1, 3, 0]);
+        assert_eq!(class_counts(&[], 2), vec![0, 0]);
+    }
 }

@@ -46,6 +46,16 @@ def test_a_class_missing_on_one_side_is_not_tested():
     r = glshift.conditional_shift_test(xa, ya, xb[keep], yb[keep], n_classes=3, permutations=49)
     assert r.n_target[2] == 0 and np.isnan(r.p_value[2]) and np.isnan(r.mcmd2[2]) and not r.reject[2]
     assert np.all(np.isfinite(r.p_value[:2]))
+    assert r.testable.tolist() == [True, True, False] and r.testable_classes == 2
+
+
+def test_a_class_below_the_minimum_is_not_testable():
+    xa, ya, xb, yb = samples()
+    # Keep 4 target rows of class 2 (one fewer than the minimum of 5) and 5 of class 1.
+    keep = (yb == 0) | ((yb == 1) & (np.cumsum(yb == 1) <= 5)) | ((yb == 2) & (np.cumsum(yb == 2) <= 4))
+    r = glshift.conditional_shift_test(xa, ya, xb[keep], yb[keep], n_classes=3, permutations=49)
+    assert r.min_rows_per_class == 5 and r.n_target.tolist() == [40, 5, 4]
+    assert r.testable.tolist() == [True, True, False] and np.isnan(r.p_adjusted[2]) and not r.reject[2]
 
 
 @pytest.mark.parametrize(

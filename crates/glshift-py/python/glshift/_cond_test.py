@@ -13,9 +13,13 @@ from . import _core
 
 @dataclass(frozen=True)
 class ConditionalTest:
-    """Result of :func:`conditional_shift_test`. Arrays have one entry per class; a class with no
-    row on either side is not tested (``mcmd2``, ``p_value`` and ``p_adjusted`` are NaN there)."""
+    """Result of :func:`conditional_shift_test`. Arrays have one entry per class; a class with
+    fewer than ``min_rows_per_class`` (5) rows on either side is not testable: ``testable`` is
+    False, ``mcmd2``, ``p_value`` and ``p_adjusted`` are NaN, ``reject`` is False, and it is left
+    out of Holm's correction. Not testable is not "no shift"."""
 
+    #: The class has at least ``min_rows_per_class`` rows on each side.
+    testable: np.ndarray
     mcmd2: np.ndarray
     p_value: np.ndarray
     #: Holm-adjusted across the tested classes.
@@ -25,6 +29,9 @@ class ConditionalTest:
     n_target: np.ndarray
     #: Some class's adjusted p-value is below ``alpha``.
     reject_any: bool
+    #: Number of testable classes (0: nothing was tested, whatever ``reject_any`` says).
+    testable_classes: int
+    min_rows_per_class: int
     alpha: float
     permutations: int
     bandwidth: float
@@ -78,6 +85,7 @@ def conditional_shift_test(X_source, y_source, X_target, y_target, *, n_classes=
     per = out["per_class"]
     col = lambda k: np.array([np.nan if p[k] is None else p[k] for p in per], dtype=float)  # noqa: E731
     return ConditionalTest(
+        testable=np.array([p["testable"] for p in per], dtype=bool),
         mcmd2=col("mcmd2"),
         p_value=col("p_value"),
         p_adjusted=col("p_adjusted"),
@@ -85,6 +93,8 @@ def conditional_shift_test(X_source, y_source, X_target, y_target, *, n_classes=
         n_source=np.array([p["n_source"] for p in per], dtype=int),
         n_target=np.array([p["n_target"] for p in per], dtype=int),
         reject_any=bool(out["reject_any"]),
+        testable_classes=int(out["testable_classes"]),
+        min_rows_per_class=int(out["min_rows_per_class"]),
         alpha=float(out["alpha"]),
         permutations=int(out["permutations"]),
         bandwidth=float(out["bandwidth"]),

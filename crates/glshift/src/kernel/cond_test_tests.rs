@@ -101,16 +101,46 @@ fn empty_classes_are_untested_and_bad_inputs_are_errors() {
     let (zb, _) = sample(20, 2, None, 0.0, &mut rng);
     let yb = vec![0usize; 20];
     let t = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 3, &params(19, 0)).unwrap();
-    assert_eq!((t.per_class[1].n_target, t.per_class[1].p_value, t.per_class[1].reject), (0, None, false));
-    assert_eq!(t.per_class[2].mcmd2, None);
-    assert!(t.per_class[0].p_value.is_some());
+    assert_eq!((t.per_class[1].n_target, t.per_class[1].testable, t.per_class[1].p_value, t.per_class[1].reject), (0, false, None, false));
+    assert_eq!((t.per_class[2].testable, t.per_class[2].mcmd2), (false, None));
+    assert!(t.per_class[0].testable && t.per_class[0].p_value.is_some());
+    assert_eq!((t.testable_classes, t.min_rows_per_class), (1, MIN_ROWS_PER_CLASS));
     let e = conditional_shift_test(za.view(), &ya[..5], zb.view(), &yb, 2, &params(19, 0)).unwrap_err();
     assert!(e.to_string().contains("source assignments"), "{e}");
-    let e = conditional_shift_test(za.view(), &ya, zb.view(), &vec![5; 20], 2, &params(19, 0)).unwrap_err();
+    let e = conditional_shift_test(za.view(), &ya, zb.view(), &[5; 20], 2, &params(19, 0)).unwrap_err();
     assert!(e.to_string().contains("target assignment") && e.to_string().contains("row 0"), "{e}");
     let e = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 2, &params(0, 0)).unwrap_err();
     assert!(e.to_string().contains("permutation"), "{e}");
     let mut p = params(9, 0);
     p.h = 0.0;
     assert!(conditional_shift_test(za.view(), &ya, zb.view(), &yb, 2, &p).unwrap_err().to_string().contains("bandwidth"));
+}
+
+#[test]
+fn a_class_below_the_minimum_is_not_testable_and_left_out_of_holm() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let (za, ya) = sample(60, 3, None, 0.0, &mut rng);
+    // Target: class 0 keeps exactly the minimum, class 1 all its rows, class 2 one row fewer
+    // than the minimum, moved far away (a shift the test must not claim, nor call "no shift").
+    let (zb_all, yb_all) = sample(60, 3, Some(2), 50.0, &mut rng);
+    let mut kept = [0usize; 3];
+    let quota = [MIN_ROWS_PER_CLASS, usize::MAX, MIN_ROWS_PER_CLASS - 1];
+    let rows: Vec<usize> = (0..yb_all.len())
+        .filter(|&i| {
+            let k = yb_all[i];
+            kept[k] += 1;
+            kept[k] <= quota[k]
+        })
+        .collect();
+    let (zb, yb) = (zb_all.select(Axis(0), &rows), rows.iter().map(|&i| yb_all[i]).collect::<Vec<_>>());
+    let t = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 3, &params(99, 1)).unwrap();
+    let c2 = &t.per_class[2];
+    assert_eq!((c2.n_target, c2.testable, c2.mcmd2, c2.p_value, c2.p_adjusted, c2.reject), (MIN_ROWS_PER_CLASS - 1, false, None, None, None, false));
+    assert_eq!(t.per_class[0].n_target, MIN_ROWS_PER_CLASS);
+    assert!(t.per_class[0].testable && t.per_class[1].testable, "exactly the minimum is testable: {t:?}");
+    assert_eq!(t.testable_classes, 2);
+    // Holm over the two testable classes only (m = 2, not 3).
+    let want = holm(&[t.per_class[0].p_value, t.per_class[1].p_value]);
+    assert_eq!([t.per_class[0].p_adjusted, t.per_class[1].p_adjusted], [want[0], want[1]]);
+    assert!(!t.reject_any, "the untestable shifted class must not make a rejection: {t:?}");
 }
