@@ -1,7 +1,9 @@
-//! The registry of methods: one line per method gives its [`MethodKind`] variant, its
-//! command-line / report name (clap, serde, `Display`, `FromStr`, error lists and
-//! [`MethodKind::ALL`] all read it) and how to build its [`Method`]. Adding a method is one
-//! line here plus its own file; nothing else lists methods.
+//! The registry of methods: one row per method gives its [`MethodKind`] variant, its
+//! command-line / report name (clap, serde, `Display`, `FromStr`, error lists, the Python
+//! package's `METHODS` and [`MethodKind::ALL`] all read it), the facts the training loop asks
+//! about it ([`MethodInfo`]: family, mini-batch stage, source class weights, citation) and how
+//! to build its [`Method`]. Adding a method is one row here plus its own file; nothing else
+//! lists methods or asks "is it method X".
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +22,45 @@ pub struct BuildContext<'a> {
 
 type Constructor = fn(&BuildContext) -> Result<Box<dyn Method>>;
 
+/// Which group of methods a method belongs to; the loop's rules follow it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// No adaptation term (`source`).
+    Source,
+    /// MUL and its variants: J_TU/J_DU recorded in the history, the prior guard and the
+    /// label-free adaptation stop apply, divergence advice names `mul.lambda_*`.
+    Mul,
+    /// A baseline of `methods::baselines`: a transfer term recorded in the history's `transfer`.
+    Baseline,
+}
+
+/// The per-class weights a method puts on the source cross-entropy (and its transfer term).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassWeights {
+    None,
+    /// BBSE-QP's importance weights w (Combes et al. 2020).
+    Importance,
+    /// PADA's γ, the target's mean prediction normalised to max 1 (Cao et al. 2018).
+    Pada,
+}
+
+/// What the loop and the docs need to know about a method, from its registry row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodInfo {
+    pub family: Family,
+    /// Adapts by mini-batch SGD when `baselines.training = "paper"` (as its paper trains).
+    pub paper_minibatch: bool,
+    pub class_weights: ClassWeights,
+    /// The paper that defines the method.
+    pub citation: &'static str,
+}
+
+const fn info(family: Family, paper_minibatch: bool, class_weights: ClassWeights, citation: &'static str) -> MethodInfo {
+    MethodInfo { family, paper_minibatch, class_weights, citation }
+}
+
 macro_rules! registry {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal => $build:expr;)+) => {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $info:expr => $build:expr;)+) => {
         /// The adaptation method: the loss it adds to the one training loop.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
         pub enum MethodKind {
@@ -39,6 +78,13 @@ macro_rules! registry {
                 }
             }
 
+            /// The registry row's facts about the method.
+            pub fn info(self) -> MethodInfo {
+                match self {
+                    $(MethodKind::$variant => $info,)+
+                }
+            }
+
             fn constructor(self) -> Constructor {
                 match self {
                     $(MethodKind::$variant => $build,)+
@@ -48,34 +94,50 @@ macro_rules! registry {
     };
 }
 
+use ClassWeights::{Importance, Pada as PadaGamma};
+use Family::{Baseline, Mul as MulFamily, Source as NoAdaptation};
+
 registry! {
     /// No adaptation: cross-entropy on the source, same network and schedule.
-    Source = "source" => |_| Ok(Box::new(SourceOnly));
+    Source = "source", info(NoAdaptation, false, ClassWeights::None, "no adaptation")
+        => |_| Ok(Box::new(SourceOnly));
     /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU (`methods::mul`).
     #[default]
-    Mul = "mul" => |b| Ok(Box::new(Mul::new(b.cfg, b.c, b.cfg.mul.discrepancy)));
-    Dan = "dan" => |b| Ok(Box::new(mmd::Dan::new(&b.cfg.baselines)));
-    Dann = "dann" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Dann, b.z_dim, b.cfg)?));
-    Cdan = "cdan" => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::Cdan, b.z_dim, b.c, b.cfg)?));
-    CdanE = "cdan-e" => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::CdanE, b.z_dim, b.c, b.cfg)?));
-    Jan = "jan" => |b| Ok(Box::new(mmd::Jan::new(&b.cfg.baselines)));
-    IwDann = "iw-dann" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::IwDann, b.z_dim, b.cfg)?));
-    IwCdan = "iw-cdan" => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::IwCdan, b.z_dim, b.c, b.cfg)?));
-    Pada = "pada" => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Pada, b.z_dim, b.cfg)?));
+    Mul = "mul", info(MulFamily, false, ClassWeights::None, "the paper (MUL, MCMD)")
+        => |b| Ok(Box::new(Mul::new(b.cfg, b.c, b.cfg.mul.discrepancy)));
+    Dan = "dan", info(Baseline, true, ClassWeights::None, "Long et al. 2015 (ICML)")
+        => |b| Ok(Box::new(mmd::Dan::new(&b.cfg.baselines)));
+    Dann = "dann", info(Baseline, true, ClassWeights::None, "Ganin et al. 2016 (JMLR)")
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Dann, b.z_dim, b.cfg)?));
+    Cdan = "cdan", info(Baseline, true, ClassWeights::None, "Long et al. 2018 (NeurIPS)")
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::Cdan, b.z_dim, b.c, b.cfg)?));
+    CdanE = "cdan-e", info(Baseline, true, ClassWeights::None, "Long et al. 2018 (NeurIPS), entropy conditioning")
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::CdanE, b.z_dim, b.c, b.cfg)?));
+    Jan = "jan", info(Baseline, true, ClassWeights::None, "Long et al. 2017 (ICML)")
+        => |b| Ok(Box::new(mmd::Jan::new(&b.cfg.baselines)));
+    IwDann = "iw-dann", info(Baseline, true, Importance, "Combes et al. 2020 (NeurIPS)")
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::IwDann, b.z_dim, b.cfg)?));
+    IwCdan = "iw-cdan", info(Baseline, true, Importance, "Combes et al. 2020 (NeurIPS)")
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::IwCdan, b.z_dim, b.c, b.cfg)?));
+    Pada = "pada", info(Baseline, true, PadaGamma, "Cao et al. 2018 (ECCV)")
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Pada, b.z_dim, b.cfg)?));
     /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
-    MmdClasswise = "mmd-classwise" => |b| Ok(Box::new(Mul::new(b.cfg, b.c, Discrepancy::ClasswiseMmd)));
-    #[doc = "Deep CORAL (Sun & Saenko 2016): λ·‖C_S − C_T‖²_F/(4d²) on Z (`baselines::coral`)."] Coral = "coral" => |b| Ok(Box::new(super::baselines::coral::Coral::new(&b.cfg.baselines)));
+    MmdClasswise = "mmd-classwise", info(MulFamily, false, ClassWeights::None, "the paper's ablation (class-wise MMD)")
+        => |b| Ok(Box::new(Mul::new(b.cfg, b.c, Discrepancy::ClasswiseMmd)));
+    /// Deep CORAL (Sun & Saenko 2016): λ·‖C_S − C_T‖²_F/(4d²) on Z (`baselines::coral`).
+    Coral = "coral", info(Baseline, false, ClassWeights::None, "Sun & Saenko 2016 (ECCV workshops)")
+        => |b| Ok(Box::new(super::baselines::coral::Coral::new(&b.cfg.baselines)));
 }
 
 impl MethodKind {
     /// MUL and its class-wise-MMD variant (J_TU/J_DU, recorded in the history's `j_tu`/`j_du`).
     pub fn is_mul_family(self) -> bool {
-        matches!(self, MethodKind::Mul | MethodKind::MmdClasswise)
+        self.info().family == Family::Mul
     }
 
     /// A baseline of `methods::baselines`: a transfer term recorded in the history's `transfer`.
     pub fn is_baseline(self) -> bool {
-        !self.is_mul_family() && self != MethodKind::Source
+        self.info().family == Family::Baseline
     }
 }
 
@@ -132,4 +194,19 @@ mod tests {
         cfg.mul.prior_weighting = false;
         assert!(!build_method(&cfg, 8, 3).unwrap().needs_shift_estimate(), "J_TU with pˢ and no w needs no estimate");
     }
+
+    #[test]
+    fn registry_rows_are_consistent() {
+        for m in MethodKind::ALL {
+            let i = m.info();
+            assert!(!i.citation.is_empty(), "{m}");
+            if i.family != Family::Baseline {
+                // Only the papers' baselines have a mini-batch stage or source class weights.
+                assert!(!i.paper_minibatch && i.class_weights == ClassWeights::None, "{m}");
+            }
+        }
+        assert_eq!(MethodKind::ALL.iter().filter(|m| m.is_mul_family()).count(), 2);
+        assert_eq!(MethodKind::Source.info().family, Family::Source);
+    }
 }
+

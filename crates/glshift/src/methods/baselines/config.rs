@@ -168,13 +168,10 @@ impl BaselineConfig {
     }
 
     /// Whether `kind` adapts with mini-batch SGD under these settings (`training = "paper"`
-    /// and one of the baselines whose papers train so; CORAL, MUL and `source` stay full-batch).
+    /// and a method whose registry row says its paper trains so; CORAL, MUL and `source` stay
+    /// full-batch).
     pub fn minibatch(&self, kind: MethodKind) -> bool {
-        self.training == BaselineTraining::Paper
-            && matches!(
-                kind,
-                MethodKind::Dann | MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwDann | MethodKind::IwCdan | MethodKind::Pada | MethodKind::Dan | MethodKind::Jan
-            )
+        self.training == BaselineTraining::Paper && kind.info().paper_minibatch
     }
 
     /// lr_p = lr₀·(1 + αp)^−β at progress p ∈ [0, 1].

@@ -31,6 +31,7 @@ use ndarray::{Array2, ArrayView2};
 pub use super::method::AdaptInputs;
 use super::method::{CeWeights, StepOutput};
 use super::train::TransferRecord;
+use super::kind::ClassWeights;
 use super::MethodKind;
 use crate::{Error, Real, Result};
 
@@ -85,13 +86,13 @@ pub fn softmax_backward<T: Real>(p: ArrayView2<T>, dp: ArrayView2<T>) -> Array2<
 /// Per-class weights of the source terms: BBSE-QP's w for the importance-weighted methods
 /// (Combes et al. 2020), PADA's γ (Cao et al. 2018), none otherwise.
 pub(crate) fn source_class_weights<T: Real>(kind: MethodKind, inp: &AdaptInputs<T>) -> Result<Option<Vec<f64>>> {
-    match kind {
-        MethodKind::IwDann | MethodKind::IwCdan => match inp.estimate {
+    match kind.info().class_weights {
+        ClassWeights::Importance => match inp.estimate {
             Some(e) => Ok(Some(e.weights.clone())),
             None => Err(Error::numerical(format!("{kind}"), "no BBSE-QP estimate was made for the importance weights")),
         },
-        MethodKind::Pada => Ok(Some(dann::pada_class_weights(inp.target_probs))),
-        _ => Ok(None),
+        ClassWeights::Pada => Ok(Some(dann::pada_class_weights(inp.target_probs))),
+        ClassWeights::None => Ok(None),
     }
 }
 

@@ -3,6 +3,8 @@
 
 use super::Stage;
 use crate::methods::config::FitConfig;
+use crate::methods::kind::Family;
+#[cfg(test)]
 use crate::methods::MethodKind;
 use crate::{Error, Result};
 
@@ -13,12 +15,13 @@ use crate::{Error, Result};
 pub(super) fn divergence_advice(cfg: &FitConfig, stage: Stage) -> String {
     let features = format!("or check the scale of the features (`preprocess`, now {})", cfg.preprocess);
     let lr = format!("`optimizer.lr` (now {:?})", cfg.optimizer.lr);
-    let what = match (stage, cfg.method) {
-        (Stage::Pretrain, _) | (Stage::Adapt, MethodKind::Source) => lr,
-        (Stage::Adapt, MethodKind::Mul | MethodKind::MmdClasswise) => {
+    let k = cfg.method;
+    let what = match (stage, k.info().family) {
+        (Stage::Pretrain, _) | (Stage::Adapt, Family::Source) => lr,
+        (Stage::Adapt, Family::Mul) => {
             format!("{lr} or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?})", cfg.mul.lambda_tu, cfg.mul.lambda_du)
         }
-        (Stage::Adapt, k) if cfg.baselines.minibatch(k) => format!(
+        (Stage::Adapt, Family::Baseline) if cfg.baselines.minibatch(k) => format!(
             "`baselines.lr` (now {:?}, {k}'s mini-batch SGD) or `baselines.trade_off` (now {:?})",
             cfg.baselines.lr, cfg.baselines.trade_off
         ),
