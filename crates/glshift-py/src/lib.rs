@@ -391,6 +391,8 @@ fn conditional_shift_test(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The registry's method names, so that Python lists exactly the methods the core has.
+    m.add("METHODS", MethodKind::ALL.map(|k| k.name()).to_vec())?;
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;

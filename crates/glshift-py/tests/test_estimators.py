@@ -245,3 +245,15 @@ def test_ctrl_c_stops_a_fit_within_a_second():
     latency = time.perf_counter() - sent[0]
     assert latency < 1.0, latency
     assert not hasattr(est, "model_")
+
+
+def test_methods_are_the_core_registry_and_every_one_fits():
+    # METHODS comes from the core's registry (it once lacked coral, which Python could not run).
+    assert "coral" in glshift.METHODS and "mul" in glshift.METHODS and "source" in glshift.METHODS
+    assert len(set(glshift.METHODS)) == len(glshift.METHODS)
+    X, y, sd, _, _ = blobs(n_source=60, n_target=30)
+    for m in glshift.METHODS:
+        est = glshift.Adapter(method=m, seed=0, pretrain_iters=10, adapt_iters=2).fit(X, y, sample_domain=sd)
+        assert est.config_["method"] == m
+        p = est.predict_proba(X[:5])
+        assert p.shape == (5, 3) and np.all(np.isfinite(p))

@@ -21,20 +21,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 
-#: Every method name ``Adapter(method=...)`` accepts (those of ``glshift fit --method``).
-METHODS = (
-    "mul",
-    "source",
-    "dan",
-    "dann",
-    "cdan",
-    "cdan-e",
-    "jan",
-    "iw-dann",
-    "iw-cdan",
-    "pada",
-    "mmd-classwise",
-)
+#: Every method name ``Adapter(method=...)`` accepts (those of ``glshift fit --method``), read
+#: from the core's registry of methods, so that no method is missing here.
+METHODS = tuple(_core.METHODS)
 
 _DOMAIN_REQUEST = {"sample_domain": True}
 
