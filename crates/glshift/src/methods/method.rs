@@ -66,12 +66,22 @@ pub struct StepOutput {
     pub grad_logits_s: Option<Array2<f32>>,
     pub grad_logits_t: Option<Array2<f32>>,
     pub ce_weights: CeWeights,
-    /// The history's fields for this method (see `train::IterRecord`).
+    /// MUL's quantities for the history and the adaptation stop; `None` for other methods.
+    pub mul: Option<MulRecord>,
+    /// A baseline's transfer term for the history; `None` for other methods.
+    pub transfer: Option<TransferRecord>,
+}
+
+/// What one MUL step reports beyond its terms (the history's `j_tu`, `j_du`, `lambda_du`,
+/// `du_pooled`; see `train::IterRecord`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MulRecord {
     pub j_tu: f64,
     pub j_du: f64,
+    /// The λ_DU applied at this step (after the balance rule).
     pub lambda_du: f64,
+    /// Whether J_DU pooled the confident target rows at this step.
     pub du_pooled: bool,
-    pub transfer: Option<TransferRecord>,
 }
 
 impl StepOutput {
@@ -84,17 +94,15 @@ impl StepOutput {
             grad_logits_s: None,
             grad_logits_t: None,
             ce_weights: CeWeights::Uniform,
-            j_tu: 0.0,
-            j_du: 0.0,
-            lambda_du: 0.0,
-            du_pooled: false,
+            mul: None,
             transfer: None,
         }
     }
 
     /// The values the loop checks for NaN/Inf, with the names its error gives them.
     pub fn checked_values(&self) -> [(&'static str, f64); 3] {
-        [("J_TU", self.j_tu), ("J_DU", self.j_du), ("the transfer term", self.transfer.map_or(0.0, |t| t.value))]
+        let mul = self.mul.unwrap_or_default();
+        [("J_TU", mul.j_tu), ("J_DU", mul.j_du), ("the transfer term", self.transfer.map_or(0.0, |t| t.value))]
     }
 }
 

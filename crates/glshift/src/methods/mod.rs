@@ -13,7 +13,7 @@ pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use baselines::{BaselineConfig, BaselineTraining};
 pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, MethodKind, MulConfig, PriorGuardConfig};
 pub use kind::{build_method, BuildContext, ClassWeights, Family, MethodInfo};
-pub use method::{AdaptInputs, CeWeights, Method, StepOutput};
+pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 pub use train::{
     adapt, fit, fit_with_cache, pretrain, Fitted, HoldoutRecord, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord,
 };

@@ -16,7 +16,7 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::ablation::Discrepancy;
 use super::config::{FitConfig, MulConfig};
-use super::method::{AdaptInputs, CeWeights, Method, StepOutput};
+use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 use crate::kernel::{self, LabelKernel, Labelled, McmdEstimator, McmdParams};
 use crate::nn::one_hot;
 use crate::Result;
@@ -283,10 +283,7 @@ impl Method for Mul {
             grad_zs: Some(terms.grad_zs),
             grad_zt: Some(grad_zt),
             ce_weights,
-            j_tu: terms.j_tu,
-            j_du: terms.j_du,
-            lambda_du: terms.lambda_du_effective,
-            du_pooled: was_pooled,
+            mul: Some(MulRecord { j_tu: terms.j_tu, j_du: terms.j_du, lambda_du: terms.lambda_du_effective, du_pooled: was_pooled }),
             ..StepOutput::none()
         })
     }

@@ -131,8 +131,8 @@ impl Adaptation<'_> {
                 confident: &confident,
                 labels: &pseudo_labels,
                 n_target: target_probs.nrows(),
-                du_pooled: out.du_pooled,
-                j_tu: out.j_tu,
+                du_pooled: out.mul.is_some_and(|m| m.du_pooled),
+                j_tu: out.mul.map_or(0.0, |m| m.j_tu),
             };
             self.converged = stopper.observe(it, &state);
         }
@@ -293,16 +293,17 @@ pub(super) fn adapt_record(
     temperature: f64,
     target_prior: Option<Vec<f64>>,
 ) -> IterRecord {
+    let mul = out.mul.unwrap_or_default();
     IterRecord {
         stage: Stage::Adapt,
         iter,
         ce: losses.0,
-        j_tu: out.j_tu,
-        j_du: out.j_du,
+        j_tu: mul.j_tu,
+        j_du: mul.j_du,
         total: losses.1,
-        lambda_du: out.lambda_du,
+        lambda_du: mul.lambda_du,
         n_confident,
-        du_pooled: out.du_pooled,
+        du_pooled: mul.du_pooled,
         temperature,
         target_prior,
         transfer: out.transfer,
