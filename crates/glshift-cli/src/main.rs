@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod extract;
 mod fit;
+mod generate;
 mod iw;
 mod pair;
 mod perf;
@@ -50,6 +51,8 @@ enum Command {
     Perf(perf::PerfArgs),
     /// Image folders (DIR/<domain>/<class>/*) to EfficientNet-Lite2 features in the npy layout fit reads.
     Extract(extract::ExtractArgs),
+    /// Write a synthetic generalized-label-shift data folder of any size (domains `source`, `target`), in chunks.
+    Generate(generate::GenerateArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::IwAblation(args) => iw::run(args),
         Command::Perf(args) => perf::run(args),
         Command::Extract(args) => extract::run(args),
+        Command::Generate(args) => generate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

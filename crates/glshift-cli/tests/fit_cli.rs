@@ -121,3 +121,26 @@ fn fit_with_an_unknown_setting_fails_without_output() {
     assert!(stderr(&o).contains("semi"), "{}", stderr(&o));
     assert!(out_is_empty(&out));
 }
+
+#[test]
+fn generate_writes_a_folder_that_fit_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, out) = (dir.path().join("gen"), dir.path().join("run"));
+    let o = common::run(&[
+        "generate", "--source-rows", "90", "--target-rows", "60", "--dims", "6", "--classes", "3", "--seed", "4",
+        "--out", data.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(data.join("generate.json")).unwrap()).unwrap();
+    assert_eq!(json["settings"]["seed"], 4);
+    let cfg = common::fast_config(dir.path());
+    let o = common::run(&[
+        "fit", "--data", data.to_str().unwrap(), "--source", "source", "--target", "target",
+        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(out.join("report.json").exists());
+    let bad = common::run(&["generate", "--classes", "1", "--out", dir.path().join("bad").to_str().unwrap()]);
+    assert!(!bad.status.success() && common::stderr(&bad).contains("n_classes"), "{}", common::stderr(&bad));
+    assert!(!dir.path().join("bad").exists());
+}

@@ -1,7 +1,8 @@
 //! glshift-experiments: what is run *with* the glshift library rather than part of it.
 //!
 //! - [`protocol`]: UDA / partial-DA / GLS task construction; `first_classes` for the IW ablation.
-//! - [`synthetic`]: the seeded generalized-label-shift generator of `glshift demo`.
+//! - [`synthetic`]: the seeded generalized-label-shift generator of `glshift demo`;
+//!   [`synthetic_files`] writes it, at any size, as a data folder (`glshift generate`).
 //! - [`simulate`]: known-truth label shift resampled from a labelled domain.
 //! - [`cond_test`]: the per-class MCMD² conditional test on domains and its calibration study.
 //! - [`crossfit`]: k-fold cross-fitted `source` classifiers (out-of-fold probabilities).
@@ -25,5 +26,6 @@ pub mod protocol;
 pub mod simulate;
 pub mod study;
 pub mod synthetic;
+pub mod synthetic_files;
 
 pub use error::{Error, Result};

@@ -70,6 +70,11 @@ impl SyntheticConfig {
                 "needs at least 2 rows per class",
             ));
         }
+        // The labels of every row are held in memory (8 bytes a row): a typo of a few zeros
+        // should be an error, not an allocation failure.
+        if self.n_source.saturating_add(self.n_target) > MAX_ROWS {
+            return Err(Error::param("n_source + n_target", self.n_source.saturating_add(self.n_target), format!("at most {MAX_ROWS} rows")));
+        }
         for (name, v) in [
             ("separation", self.separation),
             ("class_offset", self.class_offset),
@@ -86,6 +91,9 @@ impl SyntheticConfig {
     }
 }
 
+/// Most rows (source + target) a task may have.
+pub const MAX_ROWS: usize = 100_000_000;
+
 /// A generated task with its ground truth.
 #[derive(Clone, Debug)]
 pub struct SyntheticTask {
@@ -96,50 +104,86 @@ pub struct SyntheticTask {
     pub target_prior: Vec<f64>,
 }
 
-/// Generates the task described by `cfg`.
-pub fn generate(cfg: &SyntheticConfig) -> Result<SyntheticTask> {
-    cfg.validate()?;
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let (c, d) = (cfg.n_classes, cfg.dim);
-    let means = gaussian_matrix(&mut rng, c, d, cfg.separation);
-    let offsets = gaussian_matrix(&mut rng, c, d, cfg.class_offset);
-    let shift: Array1<f64> = gaussian_matrix(&mut rng, 1, d, 0.5).row(0).to_owned();
-    let planes: Vec<(usize, usize)> = (0..cfg.rotated_planes)
-        .map(|_| {
-            let i = rng.random_range(0..d);
-            let j = (i + 1 + rng.random_range(0..d - 1)) % d;
-            (i, j)
-        })
-        .collect();
+/// The task's parameters and labels, drawn once; rows are then drawn one at a time, source
+/// rows first, from the same ChaCha8 stream. [`generate`] collects every row in memory;
+/// `synthetic_files` writes them to `.npy` files in chunks, so any size fits in memory.
+pub struct SyntheticStream {
+    cfg: SyntheticConfig,
+    rng: ChaCha8Rng,
+    means: Array2<f64>,
+    offsets: Array2<f64>,
+    shift: Array1<f64>,
+    planes: Vec<(usize, usize)>,
+    /// The Dirichlet draw the target labels were sampled from.
+    pub target_prior: Vec<f64>,
+    /// Labels of every source and target row, in row order.
+    pub ys: Vec<usize>,
+    pub yt: Vec<usize>,
+}
 
-    let source_prior = vec![1.0 / c as f64; c];
-    let target_prior = draw_prior(&mut rng, c, cfg.dirichlet_alpha)?;
-    let ys = draw_labels(&mut rng, &source_prior, cfg.n_source);
-    let yt = draw_labels(&mut rng, &target_prior, cfg.n_target);
+impl SyntheticStream {
+    /// Draws the task's parameters and labels (`n_source + n_target` labels are kept).
+    pub fn new(cfg: &SyntheticConfig) -> Result<SyntheticStream> {
+        cfg.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let (c, d) = (cfg.n_classes, cfg.dim);
+        let means = gaussian_matrix(&mut rng, c, d, cfg.separation);
+        let offsets = gaussian_matrix(&mut rng, c, d, cfg.class_offset);
+        let shift: Array1<f64> = gaussian_matrix(&mut rng, 1, d, 0.5).row(0).to_owned();
+        let planes: Vec<(usize, usize)> = (0..cfg.rotated_planes)
+            .map(|_| {
+                let i = rng.random_range(0..d);
+                let j = (i + 1 + rng.random_range(0..d - 1)) % d;
+                (i, j)
+            })
+            .collect();
+        let source_prior = vec![1.0 / c as f64; c];
+        let target_prior = draw_prior(&mut rng, c, cfg.dirichlet_alpha)?;
+        let ys = draw_labels(&mut rng, &source_prior, cfg.n_source);
+        let yt = draw_labels(&mut rng, &target_prior, cfg.n_target);
+        Ok(SyntheticStream { cfg: cfg.clone(), rng, means, offsets, shift, planes, target_prior, ys, yt })
+    }
 
-    let mut xs = Array2::<f32>::zeros((cfg.n_source, d));
-    for (i, &k) in ys.iter().enumerate() {
-        for j in 0..d {
-            let e: f64 = rng.sample(StandardNormal);
-            xs[[i, j]] = (means[[k, j]] + e) as f32;
+    /// Draws the next source row of class `k` into `out` (length `dim`): μ_k + ε.
+    pub fn source_row(&mut self, k: usize, out: &mut [f32]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            let e: f64 = self.rng.sample(StandardNormal);
+            *o = (self.means[[k, j]] + e) as f32;
         }
     }
-    let mut xt = Array2::<f32>::zeros((cfg.n_target, d));
-    let mut row = vec![0.0f64; d];
-    for (i, &k) in yt.iter().enumerate() {
+
+    /// Draws the next target row of class `k` into `out`, using `row` (length `dim`) as
+    /// scratch: R(μ_k + δ_k + ε) + b. Call after every source row has been drawn.
+    pub fn target_row(&mut self, k: usize, row: &mut [f64], out: &mut [f32]) {
         for (j, r) in row.iter_mut().enumerate() {
-            let e: f64 = rng.sample(StandardNormal);
-            *r = means[[k, j]] + offsets[[k, j]] + e;
+            let e: f64 = self.rng.sample(StandardNormal);
+            *r = self.means[[k, j]] + self.offsets[[k, j]] + e;
         }
-        for &(a, b) in &planes {
-            let (s, co) = cfg.rotation.sin_cos();
+        for &(a, b) in &self.planes {
+            let (s, co) = self.cfg.rotation.sin_cos();
             let (u, v) = (row[a], row[b]);
             row[a] = co * u - s * v;
             row[b] = s * u + co * v;
         }
-        for j in 0..d {
-            xt[[i, j]] = (row[j] + shift[j]) as f32;
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = (row[j] + self.shift[j]) as f32;
         }
+    }
+}
+
+/// Generates the task described by `cfg`, in memory.
+pub fn generate(cfg: &SyntheticConfig) -> Result<SyntheticTask> {
+    let mut stream = SyntheticStream::new(cfg)?;
+    let (c, d) = (cfg.n_classes, cfg.dim);
+    let (ys, yt) = (stream.ys.clone(), stream.yt.clone());
+    let mut xs = Array2::<f32>::zeros((cfg.n_source, d));
+    for (i, &k) in ys.iter().enumerate() {
+        stream.source_row(k, xs.row_mut(i).as_slice_mut().expect("C-order row"));
+    }
+    let mut xt = Array2::<f32>::zeros((cfg.n_target, d));
+    let mut row = vec![0.0f64; d];
+    for (i, &k) in yt.iter().enumerate() {
+        stream.target_row(k, &mut row, xt.row_mut(i).as_slice_mut().expect("C-order row"));
     }
 
     let class_names: Vec<String> = (0..c).map(|k| format!("class{k}")).collect();
@@ -156,7 +200,7 @@ pub fn generate(cfg: &SyntheticConfig) -> Result<SyntheticTask> {
     Ok(SyntheticTask {
         source: domain("synthetic-source", xs, ys),
         target: domain("synthetic-target", xt, yt),
-        target_prior,
+        target_prior: stream.target_prior,
     })
 }
 
