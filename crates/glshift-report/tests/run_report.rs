@@ -207,3 +207,22 @@ fn iw_ablation_draws_both_models_on_a_2d_representation() {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("iw_ablation.json")).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn the_prior_figure_draws_the_fits_own_bootstrap_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_run(tmp.path(), MethodKind::Mul);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+    assert!(report["estimated_target_prior_ci_low"].is_array(), "the fit reports an interval");
+    let w = write_run_report(tmp.path(), None, &opts()).unwrap();
+    assert!(!w.notes.iter().any(|n| n.contains("no bootstrap interval")), "{:?}", w.notes);
+    let html = std::fs::read_to_string(&w.html).unwrap();
+    assert!(html.contains("90% bootstrap interval (200 resamples)"), "the caption names the interval");
+    // Without the interval fields (a report of an older fit), the figure says it has none.
+    let mut old = report.clone();
+    old.as_object_mut().unwrap().remove("estimated_target_prior_ci_low");
+    old.as_object_mut().unwrap().remove("estimated_target_prior_ci_high");
+    std::fs::write(tmp.path().join("report.json"), serde_json::to_vec(&old).unwrap()).unwrap();
+    let w = write_run_report(tmp.path(), None, &opts()).unwrap();
+    assert!(w.notes.iter().any(|n| n.contains("no bootstrap interval")), "{:?}", w.notes);
+}

@@ -3,6 +3,7 @@
 use ndarray::{concatenate, Array2, Axis};
 
 use glshift::methods::Stage;
+use glshift::pipeline::{PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 
 use super::load::{setting, Embedding, RunData};
 use crate::error::Result;
@@ -106,13 +107,22 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
         source: s.source_prior.clone(),
         estimated: s.estimated_target_prior.clone(),
         truth: s.true_target_prior.clone(),
-        // report.json holds no bootstrap interval of the target prior (`glshift shift` reports
-        // those), so the prior figure of a run draws none.
-        interval: None,
+        // The fit's own bootstrap interval (`estimated_target_prior_ci_low`/`_high`), where the
+        // fit could build one (an estimate and a source hold-out).
+        interval: s.estimated_target_prior_ci_low.clone().zip(s.estimated_target_prior_ci_high.clone()),
     };
-    figs.push(prior.render("prior", "Estimated vs true target class proportions and the per-class error |p̂ᵗ − pᵗ|")?);
-    if s.estimated_target_prior.is_some() {
-        notes.push("report.json has no bootstrap interval for the target prior, so the prior figure has none.".into());
+    let caption = if prior.interval.is_some() {
+        format!(
+            "Estimated vs true target class proportions, the estimate's {:.0}% bootstrap interval ({} resamples), and the per-class error |p̂ᵗ − pᵗ|",
+            100.0 * PRIOR_CI_LEVEL,
+            PRIOR_CI_RESAMPLES
+        )
+    } else {
+        "Estimated vs true target class proportions and the per-class error |p̂ᵗ − pᵗ|".to_string()
+    };
+    figs.push(prior.render("prior", &caption)?);
+    if s.estimated_target_prior.is_some() && prior.interval.is_none() {
+        notes.push("report.json has no bootstrap interval for the target prior (a fit without a source hold-out, or one made before fits reported it), so the prior figure has none.".into());
     }
     if s.history.is_empty() {
         notes.push("report.json has no per-iteration history: no training curves.".into());

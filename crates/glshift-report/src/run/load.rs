@@ -53,7 +53,12 @@ pub fn read_summary(path: &Path) -> Result<FitReport> {
         return Err(Error::bad_file(path, format!("`classes` lists {c} class(es); a run has at least 2")));
     }
     check_len(path, "source_prior", s.source_prior.len(), c)?;
-    for (what, v) in [("estimated_target_prior", &s.estimated_target_prior), ("true_target_prior", &s.true_target_prior)] {
+    for (what, v) in [
+        ("estimated_target_prior", &s.estimated_target_prior),
+        ("estimated_target_prior_ci_low", &s.estimated_target_prior_ci_low),
+        ("estimated_target_prior_ci_high", &s.estimated_target_prior_ci_high),
+        ("true_target_prior", &s.true_target_prior),
+    ] {
         if let Some(v) = v {
             check_len(path, what, v.len(), c)?;
         }
