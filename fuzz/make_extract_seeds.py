@@ -20,8 +20,8 @@ import zlib
 ROOT = os.path.join("crates", "glshift-extract", "tests", "fuzz_seeds")
 
 
-def put(target, name, data):
-    d = os.path.join(ROOT, target)
+def put(target, name, data, root=ROOT):
+    d = os.path.join(root, target)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), "wb") as f:
         f.write(data)
@@ -126,10 +126,7 @@ REG = os.path.join("crates", "glshift-extract", "tests", "fuzz_regressions")
 
 
 def put_reg(target, name, data):
-    d = os.path.join(REG, target)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, name), "wb") as f:
-        f.write(data)
+    put(target, name, data, root=REG)
 
 
 HEAD = dumps(0x1950A86A20F9469CFC6C) + dumps(1001) + dumps({})

@@ -7,51 +7,17 @@
 //!   beyond their storage, images of extreme size or aspect) and any fuzzing finding; each must
 //!   be refused with an error, quickly and within the allocation cap.
 //!
-//! As under libFuzzer, any single allocation above [`MAX_ALLOCATION`] aborts the test (like
+//! As under libFuzzer, any single allocation above [`capped_alloc::MAX_ALLOCATION`] aborts the test (like
 //! `-malloc_limit_mb`), and a stack overflow aborts it too.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 
 use glshift_extract::preprocess::{decode_bytes, to_input};
 use glshift_extract::pth::parse_state_dict;
 
-/// Far above what any file here needs, far below what a hostile size field asks for.
-const MAX_ALLOCATION: usize = 256 << 20;
+#[path = "../../glshift/tests/support/capped_alloc.rs"]
+mod capped_alloc;
 
-/// The system allocator, failing (null: Rust then aborts) any request above [`MAX_ALLOCATION`].
-struct CappedAllocator;
-
-// SAFETY: forwards to `System` unchanged, or returns null, which `GlobalAlloc` allows.
-unsafe impl GlobalAlloc for CappedAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CappedAllocator = CappedAllocator;
 
 /// Files of `tests/<kind>/<target>/`, sorted; a test error when the folder is missing or empty
 /// (these files are committed, so an empty list would make the test pass on nothing).

@@ -7,9 +7,8 @@
 //!
 //! As under libFuzzer, a panic fails the test even when the library catches it (the `.mat`
 //! reader wraps its parser in `catch_unwind` as a last line of defence), and any single
-//! allocation above [`MAX_ALLOCATION`] aborts the test (like `-malloc_limit_mb`).
+//! allocation above [`capped_alloc::MAX_ALLOCATION`] aborts the test (like `-malloc_limit_mb`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -19,42 +18,9 @@ use ndarray::Array2;
 
 const TARGETS: [&str; 3] = ["npy_reader", "mat_reader", "csv_reader"];
 
-/// Far above what any file here needs, far below what a corrupt size field asks for.
-const MAX_ALLOCATION: usize = 256 << 20;
+#[path = "support/capped_alloc.rs"]
+mod capped_alloc;
 
-/// The system allocator, failing (null: Rust then aborts) any request above [`MAX_ALLOCATION`].
-struct CappedAllocator;
-
-// SAFETY: forwards to `System` unchanged, or returns null, which `GlobalAlloc` allows.
-unsafe impl GlobalAlloc for CappedAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.alloc(layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > MAX_ALLOCATION {
-            return std::ptr::null_mut();
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CappedAllocator = CappedAllocator;
 
 /// Files of `tests/<kind>/<target>/`, sorted; none when the folder does not exist.
 fn files(kind: &str, target: &str) -> Vec<PathBuf> {
