@@ -165,7 +165,7 @@ impl Adaptation<'_> {
     /// pitfall 4), temperature-calibrated on labelled source rows the network never trains on.
     fn observe(&mut self) -> Result<Observation> {
         let layout = self.layout;
-        let x = if self.method.sees_target() { layout.x_all.view() } else { layout.x_source.view() };
+        let x = if self.method.sees_target() { layout.x_all.view() } else { layout.x_source() };
         let n_train = layout.n_train();
         let pass = self.net.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng);
         let eval_logits = if self.cfg.network.dropout > 0.0 {
@@ -197,9 +197,9 @@ impl Adaptation<'_> {
     /// Evaluation-mode outputs of the final network, and the fit.
     fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Fitted {
         let Adaptation { layout, net, tracker, .. } = self;
-        let stats_x = Some(layout.x_train.view());
+        let stats_x = Some(layout.x_train());
         let target_probs = net.predict_proba(data.target_x, stats_x);
-        let holdout_probs = net.predict_proba(layout.x_source.slice(s![layout.n_train().., ..]), stats_x);
+        let holdout_probs = net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
         let source_z = net.eval_outputs(data.source_x, stats_x).0;
         let target_z = net.eval_outputs(data.target_x, stats_x).0;
         Fitted {

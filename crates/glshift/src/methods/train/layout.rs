@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use ndarray::{concatenate, Array2, Axis};
+use ndarray::{s, Array2, ArrayView2};
 
 use super::guard::check_memory;
 use super::FitData;
@@ -18,11 +18,9 @@ pub(super) struct Layout {
     pub hold_idx: Vec<usize>,
     pub y_train: Vec<usize>,
     pub y_hold: Vec<usize>,
-    /// Source training rows (n_train × d): BatchNorm's statistics rows in evaluation.
-    pub x_train: Array2<f32>,
-    /// `[train; hold-out]` ((n_train + n_hold) × d): what pre-training and `source` see.
-    pub x_source: Array2<f32>,
-    /// `[train; hold-out; target]`: what an adapting method sees.
+    /// `[train; hold-out; target]`: what an adapting method sees. The source training rows
+    /// ([`Self::x_train`]) and `[train; hold-out]` ([`Self::x_source`]) are its first rows, so
+    /// they are views of it rather than copies.
     pub x_all: Array2<f32>,
     /// Source prior pˢ over all source rows.
     pub source_prior: Vec<f64>,
@@ -55,10 +53,18 @@ impl Layout {
         let (train_idx, hold_idx) = split(data, cfg)?;
         let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
         let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
-        let x_train = data.source_x.select(Axis(0), &train_idx);
-        let x_source = concatenate![Axis(0), x_train.view(), data.source_x.select(Axis(0), &hold_idx).view()];
-        let x_all = concatenate![Axis(0), x_source.view(), data.target_x];
-        Ok(Layout { hold_idx, y_train, y_hold, x_train, x_source, x_all, source_prior, d, c })
+        let x_all = stack_rows(data, &train_idx, &hold_idx, d);
+        Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c })
+    }
+
+    /// Source training rows (n_train × d): BatchNorm's statistics rows in evaluation.
+    pub fn x_train(&self) -> ArrayView2<'_, f32> {
+        self.x_all.slice(s![..self.n_train(), ..])
+    }
+
+    /// `[train; hold-out]` ((n_train + n_hold) × d): what pre-training and `source` see.
+    pub fn x_source(&self) -> ArrayView2<'_, f32> {
+        self.x_all.slice(s![..self.target_offset(), ..])
     }
 
     pub fn n_train(&self) -> usize {
@@ -78,6 +84,17 @@ impl Layout {
     pub fn target_offset(&self) -> usize {
         self.n_train() + self.n_hold()
     }
+}
+
+/// `[source rows train_idx; source rows hold_idx; target]` in one allocation, row by row.
+fn stack_rows(data: &FitData, train_idx: &[usize], hold_idx: &[usize], d: usize) -> Array2<f32> {
+    let n = train_idx.len() + hold_idx.len() + data.target_x.nrows();
+    let mut x = Array2::<f32>::zeros((n, d));
+    let source_rows = train_idx.iter().chain(hold_idx).map(|&i| data.source_x.row(i));
+    for (mut out, row) in x.rows_mut().into_iter().zip(source_rows.chain(data.target_x.rows())) {
+        out.assign(&row);
+    }
+    x
 }
 
 /// Source split, the same for every method: a stratified hold-out that the network never

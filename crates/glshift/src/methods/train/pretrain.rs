@@ -48,10 +48,10 @@ impl PretrainKey {
         .to_string();
         // Exact bits, not values: equal keys must mean identical inputs.
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        layout.x_source.iter().for_each(|v| v.to_bits().hash(&mut h));
+        layout.x_source().iter().for_each(|v| v.to_bits().hash(&mut h));
         layout.y_train.hash(&mut h);
         layout.y_hold.hash(&mut h);
-        let (n, d) = layout.x_source.dim();
+        let (n, d) = layout.x_source().dim();
         PretrainKey { settings, shape: (n, d, layout.n_train()), fingerprint: h.finish() }
     }
 }
@@ -126,7 +126,7 @@ pub(super) fn run_pretraining(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PretrainState> {
     let (n_train, n_hold) = (layout.n_train(), layout.n_hold());
-    let (x_source, y_train, y_hold) = (layout.x_source.view(), &layout.y_train, &layout.y_hold);
+    let (x_source, y_train, y_hold) = (layout.x_source(), &layout.y_train, &layout.y_hold);
     let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let mut adam = Adam::new(&cfg.optimizer, &net);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
