@@ -48,15 +48,16 @@ pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitCon
 const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
 /// Estimated peak memory in bytes of a full-batch fit on `n_rows` rows (source + target) of
-/// dimension `d` with `c` classes: per row, 8 f32 copies of its features and 5 of its
+/// dimension `d` with `c` classes: per row, 7 f32 copies of its features and 5 of its
 /// activations (the hidden widths and the logits); the parameters of G and F 7 times (with their
 /// gradient, two Adam moments and the best pre-training snapshot); and a fixed base. The kernel
 /// terms are tiled, so nothing grows with n² (an n² term here once refused a 20 000-row fit
 /// that peaked at 1.46 GB as needing 9.9 GiB).
 ///
 /// The per-row copies are measured, not itemised: peak RSS of `glshift fit` (default network
-/// [512, 256]) was 349 MiB at 8 000 rows × 1 024 dims and 723 MiB at 10 000 × 2 048, i.e.
-/// about 7.2 feature copies and 3.9 activation copies per row; the factors here round up.
+/// [512, 256]) was 314 MiB at 8 000 rows × 1 024 dims and 611 MiB at 10 000 × 2 048 (349 and
+/// 723 before the layout's row stack stopped copying the source rows twice more), i.e. about
+/// 5.4 feature copies and 4.7 activation copies per row; the factors here round up.
 /// `crates/glshift-cli/tests/memory_estimate.rs` holds the estimate between 1 and 1.6 times a
 /// fit's measured peak. Meant to refuse hopeless configurations before allocating, so an upper
 /// estimate; large-data work that removes the feature copies must update it (and its test).
@@ -70,7 +71,7 @@ pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig)
     }
     params += (width_in + 1.0) * c;
     let widths: f64 = cfg.network.hidden.iter().map(|&h| h as f64).sum::<f64>() + c;
-    4.0 * (8.0 * n * d + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
+    4.0 * (7.0 * n * d + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
 }
 
 /// Refuses a fit whose [`memory_estimate_bytes`] exceeds `cfg.max_memory_gib`.
