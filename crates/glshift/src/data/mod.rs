@@ -24,6 +24,7 @@ mod load;
 mod mat;
 mod mat_check;
 mod npy;
+mod npy_rows;
 mod preprocess;
 mod validate;
 
@@ -73,6 +74,7 @@ impl RawDomain {
 }
 
 pub use discover::list_domains;
+pub use npy_rows::{NpyRows, CHUNK_ROWS};
 pub use load::{load_domain, load_pair};
 pub use preprocess::{preprocess, preprocess_warning, Preprocess, PreprocessStats, ZSCORE_TARGET_RMS_LIMIT};
 pub use validate::check_features;

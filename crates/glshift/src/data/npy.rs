@@ -22,8 +22,10 @@ enum Values {
 }
 
 /// Reads `path` as an n×d feature matrix. Trailing singleton axes (e.g. n×d×1×1) are dropped.
+/// Read a block of rows at a time into one allocation ([`super::npy_rows`]), so the file's bytes
+/// are never held whole beside the matrix.
 pub(super) fn read_features(path: &Path) -> Result<Array2<f32>> {
-    parse_features(&read_file(path)?, path)
+    super::npy_rows::NpyRows::open(path)?.read_all()
 }
 
 /// [`read_features`] on the bytes of a file; `path` only names it in errors.
@@ -198,11 +200,11 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
 
 /// Deepest bracket nesting accepted in a header. A numeric array needs 2 (the dict and the
 /// shape tuple); a structured dtype's list of field tuples a few more (and is refused later).
-const MAX_HEADER_DEPTH: usize = 4;
+pub(super) const MAX_HEADER_DEPTH: usize = 4;
 
 /// Deepest nesting of `{`, `[` and `(` in `header` (quotes are not considered: real headers
 /// have no brackets inside strings).
-fn bracket_depth(header: &[u8]) -> usize {
+pub(super) fn bracket_depth(header: &[u8]) -> usize {
     let (mut depth, mut max) = (0usize, 0usize);
     for &b in header {
         match b {
@@ -220,7 +222,7 @@ fn bracket_depth(header: &[u8]) -> usize {
 /// Length of the preamble (magic, version, length field) and the header length it declares;
 /// `None` when the magic string, the version or the length field is missing (the header
 /// parser then reports that).
-fn declared_header_len(bytes: &[u8]) -> Option<(usize, usize)> {
+pub(super) fn declared_header_len(bytes: &[u8]) -> Option<(usize, usize)> {
     if !bytes.starts_with(b"\x93NUMPY") {
         return None;
     }

@@ -3,6 +3,7 @@
 mod csv_mat;
 mod mat_check;
 mod npy_load;
+mod npy_rows;
 mod pair;
 mod parse_bytes;
 mod preprocess;
