@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub use super::ablation::Discrepancy;
 pub use super::baselines::BaselineConfig;
 pub use super::kind::MethodKind;
+pub use super::training::{MiniBatchConfig, Training};
 use crate::data::Preprocess;
 pub use crate::label_shift::{DisagreementResponse, GuardFallback};
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
@@ -262,6 +263,10 @@ pub struct FitConfig {
     pub max_memory_gib: f64,
     /// Hyper-parameters of the baselines (ignored by `source` and `mul`).
     pub baselines: BaselineConfig,
+    /// Full-batch, mini-batch, or `auto` (by rows × dims; `methods::training`).
+    pub training: Training,
+    /// Mini-batch settings (used when `training` resolves to mini-batch).
+    pub minibatch: MiniBatchConfig,
 }
 
 impl Default for FitConfig {
@@ -281,6 +286,8 @@ impl Default for FitConfig {
             label_shift: LabelShiftConfig::default(),
             max_memory_gib: 8.0,
             baselines: BaselineConfig::default(),
+            training: Training::Auto,
+            minibatch: MiniBatchConfig::default(),
         }
     }
 }
@@ -336,6 +343,7 @@ impl FitConfig {
         self.adapt_stop.validate()?;
         check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
         self.baselines.validate()?;
+        self.minibatch.validate()?;
         let ls = &self.label_shift;
         if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9) && ls.confusion == ConfusionRows::Holdout {
             return Err(Error::param(

@@ -8,10 +8,12 @@ mod kind;
 pub mod method;
 pub mod mul;
 pub mod train;
+pub mod training;
 
 pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
 pub use baselines::{BaselineConfig, BaselineTraining};
 pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, MethodKind, MulConfig, PriorGuardConfig};
+pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};
 pub use kind::{build_method, BuildContext, ClassWeights, Family, MethodInfo};
 pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 pub use train::{

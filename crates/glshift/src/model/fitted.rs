@@ -70,7 +70,9 @@ impl FittedModel {
     ) -> Result<Self> {
         let mut is_hold = vec![false; source_x.nrows()];
         fitted.holdout_rows.iter().for_each(|&i| is_hold[i] = true);
-        let train_rows: Vec<usize> = (0..source_x.nrows()).filter(|&i| !is_hold[i]).collect();
+        let all_train: Vec<usize> = (0..source_x.nrows()).filter(|&i| !is_hold[i]).collect();
+        // A mini-batch fit evaluated with the statistics of a sample of them; freeze the same.
+        let train_rows = fitted.bn_stats_rows.clone().unwrap_or(all_train);
         let bn_stats = fitted.network.batch_norm_stats(source_x.select(Axis(0), &train_rows).view());
         let shift = fitted.shift.as_ref();
         let info = ModelInfo {

@@ -18,13 +18,15 @@ use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::kind::build_method;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
+use super::bank::{view_units, Bank};
+use super::chunked::EvalNet;
 use super::minibatch::{self, Batches};
-use crate::nn::{argmax_row, weighted_cross_entropy, Forward, Network, Optimizer, Pass, Sgd};
+use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Optimizer, Pass, Sgd};
 use crate::Result;
 
 /// The state the adaptation iterations share.
-pub(super) struct Adaptation<'a> {
-    pub layout: &'a Layout,
+pub(super) struct Adaptation<'a, 'd> {
+    pub layout: &'a Layout<'d>,
     pub cfg: &'a FitConfig,
     pub method: Box<dyn Method>,
     pub tracker: ShiftTracker,
@@ -34,6 +36,8 @@ pub(super) struct Adaptation<'a> {
     pub rng: ChaCha8Rng,
     /// The mini-batch sampler and cached full views, when the method trains by mini-batch.
     pub batches: Option<Batches>,
+    /// The memory bank, when MUL's family or `source` trains by mini-batch (`super::bank`).
+    pub bank: Option<Bank>,
     /// The label-free stopping rule (`None`: run all the iterations).
     pub stopper: Option<AdaptStopper>,
     /// Set by the iteration after which the rule says the adaptation has settled.
@@ -71,10 +75,17 @@ pub(super) fn run_adaptation(
     } else {
         (Optimizer::Adam(adam), None)
     };
-    let stopper = AdaptStopper::new(cfg);
-    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches, stopper, converged: false };
+    let bank = (layout.is_borrowed() && batches.is_none()).then(|| Bank::new(layout, cfg));
+    let stopper = if bank.is_some() { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
+    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches, bank, stopper, converged: false };
     for it in 0..iters {
-        let record = if a.batches.is_some() { a.minibatch_step(it, pretrain_done + it, iters)? } else { a.step(it, pretrain_done + it)? };
+        let record = if a.bank.is_some() {
+            a.bank_step(it, pretrain_done + it)?
+        } else if a.batches.is_some() {
+            a.minibatch_step(it, pretrain_done + it, iters)?
+        } else {
+            a.step(it, pretrain_done + it)?
+        };
         let loss = record.total;
         history.push(record);
         // A converged fit reports its bar as complete.
@@ -87,7 +98,7 @@ pub(super) fn run_adaptation(
     Ok(a.finish(data, history, pretraining_reused))
 }
 
-impl Adaptation<'_> {
+impl Adaptation<'_, '_> {
     /// One iteration `it` of adaptation (recorded as `iter`); the parameters are updated.
     fn step(&mut self, it: usize, iter: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
@@ -196,13 +207,27 @@ impl Adaptation<'_> {
 
     /// Evaluation-mode outputs of the final network, and the fit.
     fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Fitted {
-        let Adaptation { layout, net, tracker, .. } = self;
-        let stats_x = Some(layout.x_train());
-        let target_probs = net.predict_proba(data.target_x, stats_x);
-        let holdout_probs = net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
-        let source_z = net.eval_outputs(data.source_x, stats_x).0;
-        let target_z = net.eval_outputs(data.target_x, stats_x).0;
+        let Adaptation { layout, net, tracker, cfg, .. } = self;
+        let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
+            // Chunked, with the statistics training evaluated with (`chunked`).
+            let stats_rows = super::chunked::bn_stats_rows(layout, cfg);
+            let eval = EvalNet::new(&net, layout, &stats_rows, cfg.minibatch.chunk_rows);
+            let (target_z, target_logits) = eval.view(data.target_x);
+            let (_, hold_logits) = eval.range(layout, layout.hold_rows());
+            let source_z = eval.view(data.source_x).0;
+            let source_order = &layout.borrowed.as_ref().map(|b| b.source_order.clone()).unwrap_or_default();
+            let rows = stats_rows.iter().map(|&r| source_order[r]).collect();
+            (softmax(target_logits.view()), softmax(hold_logits.view()), source_z, target_z, Some(rows))
+        } else {
+            let stats_x = Some(layout.x_train());
+            let target_probs = net.predict_proba(data.target_x, stats_x);
+            let holdout_probs = net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
+            let source_z = net.eval_outputs(data.source_x, stats_x).0;
+            let target_z = net.eval_outputs(data.target_x, stats_x).0;
+            (target_probs, holdout_probs, source_z, target_z, None)
+        };
         Fitted {
+            bn_stats_rows,
             network: net,
             target_probs,
             source_z,
@@ -224,7 +249,7 @@ impl Adaptation<'_> {
 
 /// τ-confident pseudo-labels (Algorithm 1): target rows whose top probability exceeds `tau`,
 /// excluding classes the prior says are absent. Returns (row indices, labels).
-fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
+pub(super) fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
     let mut rows = Vec::new();
     let mut labels = Vec::new();
     for (i, row) in target_probs.rows().into_iter().enumerate() {

@@ -62,7 +62,37 @@ const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// fit's measured peak. Meant to refuse hopeless configurations before allocating, so an upper
 /// estimate; large-data work that removes the feature copies must update it (and its test).
 pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
-    let (n, d, c) = (n_rows as f64, d as f64, c as f64);
+    let (n, df) = (n_rows as f64, d as f64);
+    let (params, widths) = network_size(d, c, cfg);
+    4.0 * (7.0 * n * df + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
+}
+
+/// Whole copies of the features a mini-batch fit's process holds (the caller's loaded and
+/// preprocessed matrix; the training loop copies none).
+const MINIBATCH_FEATURE_COPIES: f64 = 2.0;
+
+/// Estimated peak memory in bytes of a mini-batch fit (`training`, `methods::training`) on
+/// `n_rows` rows of dimension `d`: the caller's features ([`MINIBATCH_FEATURE_COPIES`]), per
+/// row four f32 vectors of width z_dim + c (the bank's Z and probabilities, and the fit's
+/// returned Z and probabilities), the activations of one step (batch and context rows of both
+/// domains, five copies) and of one chunk of a full pass (its features and activations, three
+/// copies), the parameters 7 times, and the base.
+pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
+    let (n, df) = (n_rows as f64, d as f64);
+    let (params, widths) = network_size(d, c, cfg);
+    let z_dim = *cfg.network.hidden.last().unwrap_or(&0) as f64;
+    let mb = &cfg.minibatch;
+    let step_rows = 2.0 * (mb.batch_size + mb.context_rows) as f64;
+    let chunk_rows = mb.chunk_rows.max(mb.bn_stats_rows) as f64;
+    let per_row = 4.0 * n * (z_dim + c as f64);
+    let step = 5.0 * step_rows * (df + widths);
+    let chunk = 3.0 * chunk_rows * (df + widths);
+    4.0 * (MINIBATCH_FEATURE_COPIES * n * df + per_row + step + chunk + 7.0 * params) + BASE_BYTES
+}
+
+/// Parameters of G and F, and the summed widths of G's layers and the logits.
+fn network_size(d: usize, c: usize, cfg: &FitConfig) -> (f64, f64) {
+    let (d, c) = (d as f64, c as f64);
     let mut params = 0.0;
     let mut width_in = d;
     for &h in &cfg.network.hidden {
@@ -71,21 +101,26 @@ pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig)
     }
     params += (width_in + 1.0) * c;
     let widths: f64 = cfg.network.hidden.iter().map(|&h| h as f64).sum::<f64>() + c;
-    4.0 * (7.0 * n * d + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
+    (params, widths)
 }
 
-/// Refuses a fit whose [`memory_estimate_bytes`] exceeds `cfg.max_memory_gib`.
+/// Refuses a fit whose estimate ([`memory_estimate_bytes`], or
+/// [`minibatch_memory_estimate_bytes`] when it trains by mini-batch) exceeds `cfg.max_memory_gib`.
 pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Result<()> {
-    let gib = memory_estimate_bytes(n_rows, d, c, cfg) / (1u64 << 30) as f64;
+    let minibatch = super::layout::uses_minibatch(cfg, n_rows, d);
+    let bytes = if minibatch { minibatch_memory_estimate_bytes(n_rows, d, c, cfg) } else { memory_estimate_bytes(n_rows, d, c, cfg) };
+    let gib = bytes / (1u64 << 30) as f64;
     if gib > cfg.max_memory_gib {
         return Err(Error::param(
             "max_memory_gib",
             cfg.max_memory_gib,
             format!(
-                "training {n_rows} rows of dimension {d} with hidden widths {:?} needs about {gib:.1} GiB; \
-                 reduce the feature dimension (e.g. PCA) or the first hidden width, or raise \
+                "training {n_rows} rows of dimension {d} {} with hidden widths {:?} needs about {gib:.1} GiB; \
+                 reduce the feature dimension (e.g. PCA) or the first hidden width, {}or raise \
                  `max_memory_gib` in the config if the machine has the memory",
-                cfg.network.hidden
+                if minibatch { "by mini-batch" } else { "full-batch" },
+                cfg.network.hidden,
+                if minibatch { "" } else { "train by mini-batch (`training = \"mini-batch\"`), " }
             ),
         ));
     }

@@ -13,7 +13,7 @@ use crate::label_shift;
 use crate::methods::config::{ConfusionRows, FitConfig};
 use crate::{Error, Result};
 
-pub(super) struct Layout {
+pub(super) struct Layout<'a> {
     /// Indices (into the source rows) of the training rows and of the hold-out.
     pub hold_idx: Vec<usize>,
     pub y_train: Vec<usize>,
@@ -26,11 +26,22 @@ pub(super) struct Layout {
     pub source_prior: Vec<f64>,
     pub d: usize,
     pub c: usize,
+    /// Mini-batch fits: the caller's rows, read through [`Layout::gather`] (`x_all` is then
+    /// empty, 0 × d). `None`: full-batch.
+    pub borrowed: Option<Borrowed<'a>>,
 }
 
-impl Layout {
+/// The caller's source and target rows, and the source rows in stacked order
+/// (`[train; hold-out]`, indices into `source`).
+pub(super) struct Borrowed<'a> {
+    pub source: ArrayView2<'a, f32>,
+    pub target: ArrayView2<'a, f32>,
+    pub source_order: Vec<usize>,
+}
+
+impl<'a> Layout<'a> {
     /// Checks the configuration and the data (shapes, memory, labels), then splits the source.
-    pub fn new(data: &FitData, cfg: &FitConfig) -> Result<Layout> {
+    pub fn new(data: &FitData<'a>, cfg: &FitConfig) -> Result<Layout<'a>> {
         cfg.validate()?;
         let c = data.n_classes;
         let (ns_all, d) = data.source_x.dim();
@@ -48,13 +59,57 @@ impl Layout {
                 found: data.target_x.ncols().to_string(),
             });
         }
-        check_memory(ns_all + data.target_x.nrows(), d, c, cfg)?;
+        let n_rows = ns_all + data.target_x.nrows();
+        let minibatch = uses_minibatch(cfg, n_rows, d);
+        check_memory(n_rows, d, c, cfg)?;
         let source_prior = label_shift::class_prior(data.source_y, c)?;
         let (train_idx, hold_idx) = split(data, cfg)?;
         let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
         let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
-        let x_all = stack_rows(data, &train_idx, &hold_idx, d);
-        Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c })
+        let (x_all, borrowed) = if minibatch {
+            let source_order = train_idx.iter().chain(&hold_idx).copied().collect();
+            (Array2::zeros((0, d)), Some(Borrowed { source: data.source_x, target: data.target_x, source_order }))
+        } else {
+            (stack_rows(data, &train_idx, &hold_idx, d), None)
+        };
+        Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c, borrowed })
+    }
+
+    /// Rows `rows` of the stacked order `[train; hold-out; target]`, copied (len(rows) × d).
+    pub fn gather(&self, rows: &[usize]) -> Array2<f32> {
+        match &self.borrowed {
+            None => self.x_all.select(ndarray::Axis(0), rows),
+            Some(b) => {
+                let off = self.target_offset();
+                let mut x = Array2::<f32>::zeros((rows.len(), self.d));
+                for (mut out, &r) in x.rows_mut().into_iter().zip(rows) {
+                    let row = if r < off { b.source.row(b.source_order[r]) } else { b.target.row(r - off) };
+                    out.assign(&row);
+                }
+                x
+            }
+        }
+    }
+
+    /// Rows `range` of the stacked order, copied when borrowed (a chunk of a full pass).
+    pub fn chunk(&self, range: Range<usize>) -> ndarray::CowArray<'_, f32, ndarray::Ix2> {
+        match &self.borrowed {
+            None => self.x_all.slice(s![range, ..]).into(),
+            Some(_) => self.gather(&range.collect::<Vec<_>>()).into(),
+        }
+    }
+
+    /// Rows in the stacked order: source (train + hold-out) then target.
+    pub fn n_rows(&self) -> usize {
+        match &self.borrowed {
+            None => self.x_all.nrows(),
+            Some(b) => self.target_offset() + b.target.nrows(),
+        }
+    }
+
+    /// Whether the fit trains by mini-batch without a stacked copy of the rows.
+    pub fn is_borrowed(&self) -> bool {
+        self.borrowed.is_some()
     }
 
     /// Source training rows (n_train × d): BatchNorm's statistics rows in evaluation.
@@ -84,6 +139,18 @@ impl Layout {
     pub fn target_offset(&self) -> usize {
         self.n_train() + self.n_hold()
     }
+}
+
+/// Whether a fit of `cfg` on `n_rows` × `d` trains by mini-batch: when `training` resolves so
+/// and the method trains that way (MUL's family and `source` by the memory bank, the papers'
+/// mini-batch baselines by their sampler); the other baselines stay full-batch.
+pub(super) fn uses_minibatch(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
+    use crate::methods::kind::Family;
+    let method_can = match cfg.method.info().family {
+        Family::Mul | Family::Source => true,
+        Family::Baseline => cfg.baselines.minibatch(cfg.method),
+    };
+    method_can && cfg.training.is_minibatch(n_rows, d)
 }
 
 /// `[source rows train_idx; source rows hold_idx; target]` in one allocation, row by row.

@@ -100,7 +100,7 @@ impl Batches {
     }
 }
 
-impl Adaptation<'_> {
+impl Adaptation<'_, '_> {
     /// One mini-batch iteration `it` of `iters` (recorded as `iter`); the parameters are updated.
     pub(super) fn minibatch_step(&mut self, it: usize, iter: usize, iters: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);

@@ -9,6 +9,7 @@
 //! | the label-shift tracker (BBSE-QP, floor, fixed support) | `shift` |
 //! | one adaptation step (forward, pseudo-labels, the method's term, CE weights, backward, AdamW) | `adapt` |
 //! | the same step on sampled mini-batches with annealed SGD (the baselines' papers) | `minibatch` |
+//! | mini-batch pre-training and MUL/`source` adaptation with a memory bank (`training`) | `minibatch_pretrain`, `bank`, `chunked` |
 //! | label-free stopping rules of both stages | `converge` |
 //! | NaN/Inf and memory guards | `guard` |
 //!
@@ -16,10 +17,13 @@
 //! of a grid. Target labels are not an input of this module.
 
 mod adapt;
+mod bank;
+mod chunked;
 mod converge;
 mod guard;
 mod layout;
 mod minibatch;
+mod minibatch_pretrain;
 mod pretrain;
 mod shift;
 
@@ -30,7 +34,7 @@ use super::config::FitConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::nn::Network;
 use crate::{Error, Result};
-pub use guard::{check_memory, memory_estimate_bytes};
+pub use guard::{check_memory, memory_estimate_bytes, minibatch_memory_estimate_bytes};
 pub use minibatch::Sampler;
 use layout::Layout;
 use pretrain::{run_pretraining, PretrainKey};
@@ -135,6 +139,9 @@ pub struct Fitted {
     pub pretraining_reused: bool,
     /// What the prior guard found on the pre-trained network (MUL with the guard on).
     pub prior_guard: Option<crate::label_shift::PriorGuard>,
+    /// Mini-batch fits: the source rows (input order) whose statistics every BatchNorm used in
+    /// evaluation mode (a seeded sample of the training rows); `None`: all training rows.
+    pub bn_stats_rows: Option<Vec<usize>>,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.

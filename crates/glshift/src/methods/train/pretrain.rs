@@ -44,14 +44,19 @@ impl PretrainKey {
             "pretrain_iters": cfg.pretrain_iters,
             "pretrain_patience": cfg.pretrain_patience,
             "pretrain_min_gain_se": cfg.pretrain_min_gain_se,
+            "minibatch": layout.is_borrowed().then_some(&cfg.minibatch),
         })
         .to_string();
         // Exact bits, not values: equal keys must mean identical inputs.
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        layout.x_source().iter().for_each(|v| v.to_bits().hash(&mut h));
+        let n = layout.target_offset();
+        let chunk = cfg.minibatch.chunk_rows.max(1);
+        for start in (0..n).step_by(chunk) {
+            layout.chunk(start..(start + chunk).min(n)).iter().for_each(|v| v.to_bits().hash(&mut h));
+        }
         layout.y_train.hash(&mut h);
         layout.y_hold.hash(&mut h);
-        let (n, d) = layout.x_source().dim();
+        let d = layout.d;
         PretrainKey { settings, shape: (n, d, layout.n_train()), fingerprint: h.finish() }
     }
 }
@@ -125,6 +130,9 @@ pub(super) fn run_pretraining(
     total: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PretrainState> {
+    if layout.is_borrowed() {
+        return super::minibatch_pretrain::run_pretraining_minibatch(layout, cfg, total, progress);
+    }
     let (n_train, n_hold) = (layout.n_train(), layout.n_hold());
     let (x_source, y_train, y_hold) = (layout.x_source(), &layout.y_train, &layout.y_hold);
     let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
@@ -173,7 +181,7 @@ pub(super) fn run_pretraining(
 
 /// The hold-out's record for the history: mean NLL and its standard error (the stopping rule's
 /// inputs) and the accuracy.
-fn holdout_record(nll_rows: &[f64], logits: ArrayView2<f32>, labels: &[usize]) -> HoldoutRecord {
+pub(super) fn holdout_record(nll_rows: &[f64], logits: ArrayView2<f32>, labels: &[usize]) -> HoldoutRecord {
     let (nll, nll_se) = mean_and_se(nll_rows);
     let hits = logits.rows().into_iter().zip(labels).filter(|(row, &y)| argmax_row(*row).0 == y).count();
     HoldoutRecord { nll, nll_se, accuracy: hits as f64 / labels.len().max(1) as f64 }

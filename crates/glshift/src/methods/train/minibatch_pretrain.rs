@@ -1,0 +1,81 @@
+//! Pre-training by mini-batch (Algorithm 1's first stage when `training` resolves to
+//! mini-batch): Adam on the cross-entropy of class-stratified source batches
+//! (`minibatch.batch_size` rows, every class in every batch), BatchNorm statistics from the
+//! batch. Every `minibatch.eval_every` steps the hold-out is evaluated (chunks, frozen
+//! statistics; `chunked`) and the stopping rule of full-batch pre-training observes it, its
+//! window W = `pretrain_patience` steps counted in evaluations (⌈W / eval_every⌉); the network
+//! with the lowest hold-out NLL is kept. Per-step cost is set by the batch, not by n.
+
+use ndarray::s;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
+use super::converge::PretrainStopper;
+use super::guard::{check_finite, gradient_error};
+use super::layout::Layout;
+use super::pretrain::{holdout_record, PretrainState};
+use super::{IterRecord, Progress, Stage};
+use crate::label_shift;
+use crate::methods::config::FitConfig;
+use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
+use crate::Result;
+
+/// Seeds the source batches apart from the network's dropout stream.
+pub(super) const BATCH_SEED: u64 = 0xb47c_4000;
+
+/// Mini-batch pre-training; the state has the same meaning as full-batch pre-training's.
+pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
+    let mb = &cfg.minibatch;
+    let n_train = layout.n_train();
+    let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
+    let mut adam = Adam::new(&cfg.optimizer, &net);
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut batch_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ BATCH_SEED);
+    let train_rows: Vec<usize> = (0..n_train).collect();
+    let mut sampler = StratifiedSampler::new(&train_rows, &layout.y_train, layout.c, mb.batch_size);
+    let stats_rows = bn_stats_rows(layout, cfg);
+    let mut stopper = PretrainStopper::new(&evaluation_units(cfg));
+    let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
+    let mut best: Option<(Network, Adam)> = None;
+    for it in 0..cfg.pretrain_iters {
+        let mut holdout = None;
+        if layout.n_hold() > 0 && it % mb.eval_every == 0 {
+            let eval = EvalNet::new(&net, layout, &stats_rows, mb.chunk_rows);
+            let (_, hold_logits) = eval.range(layout, layout.hold_rows());
+            let rows = label_shift::calibration::nll_rows(hold_logits.view(), &layout.y_hold, 1.0);
+            let verdict = stopper.observe(&rows);
+            if verdict.improved {
+                best = Some((net.clone(), adam.clone()));
+            }
+            if verdict.stop {
+                break;
+            }
+            holdout = Some(holdout_record(&rows, hold_logits.view(), &layout.y_hold));
+        }
+        let idx = sampler.next(&mut batch_rng);
+        let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
+        let x = layout.gather(&idx);
+        let pass = net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng);
+        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.slice(s![.., ..]), &y, &vec![1.0f32; y.len()]);
+        check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
+        let grads = net.backward_leading(&pass, d_logits.view());
+        if !grads.is_finite() {
+            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
+        }
+        adam.step(&mut net, &grads);
+        history.push(IterRecord::pretrain(it, ce, holdout));
+        progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
+    }
+    if let Some((best_net, best_adam)) = best {
+        net = best_net;
+        adam = best_adam;
+    }
+    Ok(PretrainState { net, adam, rng, history })
+}
+
+/// The stopping rule's settings counted in hold-out evaluations instead of steps.
+fn evaluation_units(cfg: &FitConfig) -> FitConfig {
+    let every = cfg.minibatch.eval_every;
+    FitConfig { pretrain_patience: cfg.pretrain_patience.div_ceil(every), pretrain_iters: cfg.pretrain_iters.div_ceil(every), ..cfg.clone() }
+}
