@@ -1,5 +1,7 @@
 //! `glshift predict`: apply a saved model (`model.glshift` of `glshift fit`) to new rows and
-//! write predictions.csv (the columns of fit's) and report.json, atomically.
+//! write predictions.csv (the columns of fit's) and report.json, atomically. A `.npy` file is
+//! read and predicted a block of rows at a time, so 1M rows × 2048 need no more memory than one
+//! block (64 MiB) plus the model.
 
 use std::path::{Path, PathBuf};
 
@@ -8,9 +10,9 @@ use clap::Args;
 use glshift::data;
 use glshift::eval;
 use glshift::model::FittedModel;
-use glshift::output::write_files_atomically;
-use glshift::pipeline::predictions_csv;
-use ndarray::Array2;
+use glshift::output::{write_files_atomically_with, StagedFile};
+use glshift::pipeline::{predictions_csv_header, push_predictions_csv_rows};
+use ndarray::{Array2, ArrayView2, Axis};
 use serde::Serialize;
 
 use crate::fit::{check_out_dir, fmt_vec};
@@ -64,17 +66,57 @@ struct PredictReport {
 
 pub fn run(args: PredictArgs) -> Result<()> {
     let model = FittedModel::load(&args.model)?;
-    let (input, x, labels) = read_rows(&args, &model)?;
+    let (input, rows, labels) = open_rows(&args, &model)?;
     let created = check_out_dir(&args.out)?;
-    let result = write_outputs(&args, &model, &input, &x, labels.as_deref());
+    let result = write_outputs(&args, &model, &input, rows, labels.as_deref());
     if result.is_err() && created {
         let _ = std::fs::remove_dir(&args.out);
     }
     result
 }
 
-/// The rows to predict, a description of where they came from, and their labels if any.
-fn read_rows(args: &PredictArgs, model: &FittedModel) -> Result<(String, Array2<f32>, Option<Vec<usize>>)> {
+/// Where the rows to predict come from: a domain loaded whole (any format), or a `.npy` file
+/// read [`data::CHUNK_ROWS`] rows at a time (memory set by the model and a block, not by n).
+enum Rows {
+    Loaded(Array2<f32>),
+    File(data::NpyRows),
+}
+
+impl Rows {
+    fn nrows(&self) -> usize {
+        match self {
+            Rows::Loaded(x) => x.nrows(),
+            Rows::File(f) => f.nrows(),
+        }
+    }
+
+    /// Calls `f(block, first_row)` on consecutive blocks of at most [`data::CHUNK_ROWS`] rows;
+    /// an empty matrix gives one empty block (so that its error is the model's).
+    fn for_each_block(self, mut f: impl FnMut(ArrayView2<f32>, usize) -> Result<()>) -> Result<()> {
+        match self {
+            Rows::Loaded(x) if x.nrows() == 0 => f(x.view(), 0),
+            Rows::Loaded(x) => x
+                .axis_chunks_iter(Axis(0), data::CHUNK_ROWS)
+                .enumerate()
+                .try_for_each(|(b, block)| f(block, b * data::CHUNK_ROWS)),
+            Rows::File(mut file) => {
+                if file.nrows() == 0 {
+                    return f(Array2::zeros((0, file.ncols())).view(), 0);
+                }
+                let mut first = 0;
+                while let Some(block) = file.next_chunk(data::CHUNK_ROWS)? {
+                    f(block.view(), first)?;
+                    first += block.nrows();
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The rows to predict, a description of where they came from, and their labels if any. A
+/// `--features` file is only opened here (header and length checked); its rows are read later.
+fn open_rows(args: &PredictArgs, model: &FittedModel) -> Result<(String, Rows, Option<Vec<usize>>)> {
     if let (Some(dir), Some(name)) = (&args.data, &args.domain) {
         let d = data::load_domain(dir, name)?;
         let input = format!("domain '{}' ({})", d.name, d.path.display());
@@ -85,15 +127,15 @@ fn read_rows(args: &PredictArgs, model: &FittedModel) -> Result<(String, Array2<
                 model.class_names()
             );
         }
-        return Ok((input, d.features, d.labels));
+        return Ok((input, Rows::Loaded(d.features), d.labels));
     }
     let path = args.features.as_ref().expect("clap requires --features or --domain");
-    let x = data::read_npy_matrix(path)?;
+    let x = data::NpyRows::open(path)?;
     let labels = match &args.labels {
         Some(p) => Some(read_labels(p, x.nrows(), model.n_classes())?),
         None => None,
     };
-    Ok((path.display().to_string(), x, labels))
+    Ok((path.display().to_string(), Rows::File(x), labels))
 }
 
 fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>> {
@@ -110,9 +152,23 @@ fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>> {
         .collect()
 }
 
-fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, x: &Array2<f32>, labels: Option<&[usize]>) -> Result<()> {
-    let probs = model.predict_proba(x.view()).with_context(|| format!("predicting {input}"))?;
-    let predicted: Vec<usize> = probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0).collect();
+/// Predicts block by block, appending each block's lines to predictions.csv as they are made,
+/// then writes report.json; both files appear together at the end, or neither.
+fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, labels: Option<&[usize]>) -> Result<()> {
+    let n_rows = rows.nrows();
+    let classes = model.class_names();
+    let mut csv = StagedFile::new(args.out.join("predictions.csv"))?;
+    csv.write(predictions_csv_header(classes).as_bytes())?;
+    let mut predicted: Vec<usize> = Vec::with_capacity(n_rows);
+    let mut lines = String::new();
+    rows.for_each_block(|x, first| {
+        let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
+        predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
+        lines.clear();
+        push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
+        csv.write(lines.as_bytes())?;
+        Ok(())
+    })?;
     let mut counts = vec![0usize; model.n_classes()];
     predicted.iter().for_each(|&k| counts[k] += 1);
     // Evaluation only: labels are read after the predictions are final.
@@ -123,18 +179,15 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, x: &Array
         model_glshift_version: model.info().glshift_version.clone(),
         method: model.config().method.to_string(),
         input: input.to_string(),
-        n_rows: x.nrows(),
-        classes: model.class_names().to_vec(),
+        n_rows,
+        classes: classes.to_vec(),
         model_target_prior: model.target_prior().map(<[f64]>::to_vec),
         model_importance_weights: model.importance_weights().map(<[f64]>::to_vec),
         predicted_class_counts: counts,
         accuracy: scores.as_ref().map(|s| s.accuracy),
         per_class_accuracy: scores.as_ref().map(|s| s.per_class_accuracy.clone()),
     };
-    write_files_atomically(&[
-        (args.out.join("predictions.csv"), predictions_csv(&probs, model.class_names()).into_bytes()),
-        (args.out.join("report.json"), serde_json::to_vec_pretty(&report)?),
-    ])?;
+    write_files_atomically_with(vec![csv], &[(args.out.join("report.json"), serde_json::to_vec_pretty(&report)?)])?;
     if !args.quiet {
         eprintln!("{} model: {} rows of {input} predicted", report.method, report.n_rows);
         if let Some(p) = &report.model_target_prior {

@@ -13,17 +13,52 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
 /// file goes to a temporary sibling first (fsynced), and only when all are written are they
 /// renamed into place. Parent directories are created.
 pub fn write_files_atomically(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
-    let mut staged = Vec::with_capacity(files.len());
+    write_files_atomically_with(Vec::new(), files)
+}
+
+/// A file written piece by piece (e.g. predictions of 1M rows, as they are made) into a
+/// temporary sibling of `path`; it appears at `path` only through
+/// [`write_files_atomically_with`], together with the other files of the run. Dropped
+/// unfinished, it leaves nothing.
+pub struct StagedFile {
+    out: std::io::BufWriter<tempfile::NamedTempFile>,
+    path: PathBuf,
+}
+
+impl StagedFile {
+    /// Creates the temporary file beside `path` (and `path`'s folder if needed).
+    pub fn new(path: PathBuf) -> Result<Self> {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| write_err(&path, e))?;
+        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| write_err(&path, e))?;
+        Ok(StagedFile { out: std::io::BufWriter::with_capacity(1 << 20, tmp), path })
+    }
+
+    /// Appends `bytes`.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write_all(bytes).map_err(|e| write_err(&self.path, e))
+    }
+}
+
+/// [`write_files_atomically`] with files already written piece by piece: the `(path, contents)`
+/// pairs are staged, every file is fsynced, and only then are all renamed into place.
+pub fn write_files_atomically_with(streamed: Vec<StagedFile>, files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    let mut staged = Vec::with_capacity(streamed.len() + files.len());
+    for s in streamed {
+        let tmp = s.out.into_inner().map_err(|e| write_err(&s.path, e.error()))?;
+        tmp.as_file().sync_all().map_err(|e| write_err(&s.path, e))?;
+        staged.push((tmp, s.path));
+    }
     for (path, contents) in files {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| write_err(path, e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| write_err(path, e))?;
         tmp.write_all(contents).map_err(|e| write_err(path, e))?;
         tmp.as_file().sync_all().map_err(|e| write_err(path, e))?;
-        staged.push((tmp, path));
+        staged.push((tmp, path.clone()));
     }
     for (tmp, path) in staged {
-        tmp.persist(path).map_err(|e| write_err(path, e.error))?;
+        tmp.persist(&path).map_err(|e| write_err(&path, e.error))?;
     }
     Ok(())
 }
@@ -42,6 +77,21 @@ mod tests {
         assert_eq!(std::fs::read(&b).unwrap(), b"x\n");
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 2, "temporary files must not remain");
+    }
+
+    #[test]
+    fn streamed_files_appear_only_when_written_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.csv");
+        let mut s = StagedFile::new(a.clone()).unwrap();
+        s.write(b"x,").unwrap();
+        s.write(b"y\n").unwrap();
+        assert!(!a.exists(), "nothing appears before the end");
+        write_files_atomically_with(vec![s], &[(dir.path().join("b.json"), b"{}".to_vec())]).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"x,y\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        drop(StagedFile::new(dir.path().join("c.csv")).unwrap());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "an unfinished file leaves nothing");
     }
 
     #[test]

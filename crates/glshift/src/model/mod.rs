@@ -36,6 +36,7 @@
 //! # Ok::<(), glshift::Error>(())
 //! ```
 
+mod blocks;
 pub mod dataset;
 pub mod file;
 mod fitted;
