@@ -52,6 +52,10 @@ pub struct EmbeddingMetrics {
     /// Gaussian bandwidth of that estimate: the mean pairwise squared distance of the rescaled Z
     /// (`None`, and no MCMD, when every row of Z is the same point).
     pub mcmd_bandwidth: Option<f64>,
+    /// Rows per domain of the seeded sample `mcmd2_per_class` was computed on, when a domain
+    /// had more than [`MCMD_METRIC_ROWS`] (its kernel sums are O(n²)); absent: every row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcmd_sample_rows: Option<usize>,
 }
 
 /// The scalar s with mean_i ‖s·z_i‖² = 1 over the rows of both blocks (1 when all rows are 0).
@@ -162,7 +166,9 @@ pub fn embedding_metrics(
     let h = bandwidth(&[zs.view(), zt.view()], 1.0).ok();
     let mcmd2_per_class = match h {
         Some(h) => {
-            let (ys1, yt1) = (one_hot::<f64>(ys, c), one_hot::<f64>(yt, c));
+            let (zs, ys) = sample_rows(zs.view(), ys, 1);
+            let (zt, yt) = sample_rows(zt.view(), yt, 2);
+            let (ys1, yt1) = (one_hot::<f64>(&ys, c), one_hot::<f64>(&yt, c));
             let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
             (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect()
         }
@@ -178,7 +184,26 @@ pub fn embedding_metrics(
         d_st_off_diagonal_mean,
         mcmd2_per_class,
         mcmd_bandwidth: h,
+        mcmd_sample_rows: (zs.nrows().max(zt.nrows()) > MCMD_METRIC_ROWS).then_some(MCMD_METRIC_ROWS),
     })
+}
+
+/// Rows per domain above which `mcmd2_per_class` is computed on a seeded sample: its kernel
+/// sums cost O(n²) (at the VisDA-2017 shape, hours), the other metrics O(n).
+pub const MCMD_METRIC_ROWS: usize = 10_000;
+
+/// At most [`MCMD_METRIC_ROWS`] rows of `z` with their labels: all of them, or a seeded sample
+/// in row order (`stream` keeps the two domains' draws apart).
+fn sample_rows(z: ArrayView2<f64>, y: &[usize], stream: u64) -> (ndarray::Array2<f64>, Vec<usize>) {
+    use rand::seq::index::sample;
+    use rand::SeedableRng;
+    if z.nrows() <= MCMD_METRIC_ROWS {
+        return (z.to_owned(), y.to_vec());
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x3e7a_0000 ^ stream);
+    let mut rows = sample(&mut rng, z.nrows(), MCMD_METRIC_ROWS).into_vec();
+    rows.sort_unstable();
+    (z.select(ndarray::Axis(0), &rows), rows.iter().map(|&i| y[i]).collect())
 }
 
 #[cfg(test)]
