@@ -73,7 +73,7 @@ impl FittedModel {
         let all_train: Vec<usize> = (0..source_x.nrows()).filter(|&i| !is_hold[i]).collect();
         // A mini-batch fit evaluated with the statistics of a sample of them; freeze the same.
         let train_rows = fitted.bn_stats_rows.clone().unwrap_or(all_train);
-        let bn_stats = fitted.network.batch_norm_stats(source_x.select(Axis(0), &train_rows).view());
+        let bn_stats = fitted.network.batch_norm_stats_rows(source_x, &train_rows);
         let shift = fitted.shift.as_ref();
         let info = ModelInfo {
             glshift_version: env!("CARGO_PKG_VERSION").to_string(),

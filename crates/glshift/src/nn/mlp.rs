@@ -1,6 +1,6 @@
 //! G as a stack of blocks `Linear → [BatchNorm] → activation → [dropout]`.
 
-use ndarray::{s, Array2, ArrayView2, Zip};
+use ndarray::{s, Array2, ArrayView2, Axis, Zip};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -245,16 +245,47 @@ impl<T: Real> Mlp<T> {
     /// for a block without BatchNorm. Freezing these makes a prediction independent of the
     /// training rows ([`Mlp::eval_frozen`]).
     pub(crate) fn batch_norm_stats(&self, stats_x: ArrayView2<T>) -> Vec<Option<BnStats<T>>> {
+        // The first layer reads the rows where they are: no copy of the `m × in` input.
+        self.batch_norm_stats_from(|first| first.forward(stats_x))
+    }
+
+    /// [`Mlp::batch_norm_stats`] of the rows `rows` of `x` (`n × in`), without gathering them
+    /// into an `m × in` copy: the first layer runs on [`STATS_BLOCK_ROWS`] of them at a time.
+    /// Identical, bit for bit, to `batch_norm_stats(x.select(Axis(0), rows))` (each row's
+    /// first-layer output does not depend on the other rows).
+    pub(crate) fn batch_norm_stats_rows(&self, x: ArrayView2<T>, rows: &[usize]) -> Vec<Option<BnStats<T>>> {
+        self.batch_norm_stats_rows_blocked(x, rows, STATS_BLOCK_ROWS)
+    }
+
+    /// [`Mlp::batch_norm_stats_rows`] with `block` rows per first-layer block (tests use tiny ones).
+    pub(crate) fn batch_norm_stats_rows_blocked(&self, x: ArrayView2<T>, rows: &[usize], block: usize) -> Vec<Option<BnStats<T>>> {
+        self.batch_norm_stats_from(|first| {
+            let mut h = Array2::zeros((rows.len(), first.w.ncols()));
+            for (idx, mut out) in rows.chunks(block).zip(h.axis_chunks_iter_mut(Axis(0), block)) {
+                out.assign(&first.forward(x.select(Axis(0), idx).view()));
+            }
+            h
+        })
+    }
+
+    /// The statistics given `first_linear`, which returns the first block's linear output
+    /// (`m × width`) for the statistics rows.
+    fn batch_norm_stats_from(&self, first_linear: impl FnOnce(&Linear<T>) -> Array2<T>) -> Vec<Option<BnStats<T>>> {
         let last_bn = self.blocks.iter().rposition(|b| b.bn.is_some());
         let mut out = Vec::with_capacity(self.blocks.len());
-        let mut s = stats_x.to_owned();
+        let mut first_linear = Some(first_linear);
+        let mut s: Option<Array2<T>> = None;
         for (l, block) in self.blocks.iter().enumerate() {
             // The statistics rows are only carried as far as the last BatchNorm block.
             if last_bn.is_none_or(|last| l > last) {
                 out.push(None);
                 continue;
             }
-            let mut hs = block.linear.forward(s.view());
+            let mut hs = match (s.take(), first_linear.take()) {
+                (Some(prev), _) => block.linear.forward(prev.view()),
+                (None, Some(first)) => first(&block.linear),
+                (None, None) => unreachable!("the first block computed is block 0"),
+            };
             match &block.bn {
                 Some(bn) => {
                     let (mean, rstd) = column_stats(hs.view());
@@ -266,7 +297,7 @@ impl<T: Real> Mlp<T> {
             if Some(l) != last_bn {
                 block.activation.forward_inplace(&mut hs);
             }
-            s = hs;
+            s = Some(hs);
         }
         out
     }
@@ -279,18 +310,23 @@ impl<T: Real> Mlp<T> {
     /// (callers validate a loaded model first).
     pub(crate) fn eval_frozen(&self, x: ArrayView2<T>, stats: &[Option<BnStats<T>>]) -> Array2<T> {
         assert_eq!(stats.len(), self.blocks.len(), "Mlp::eval_frozen: one statistics entry per block");
-        let mut h = x.to_owned();
+        // The first layer reads `x` where it is: no copy of the `n × in` input.
+        let mut h: Option<Array2<T>> = None;
         for (block, st) in self.blocks.iter().zip(stats) {
-            h = block.linear.forward(h.view());
+            let mut next = block.linear.forward(h.as_ref().map_or(x.view(), |h| h.view()));
             if let Some(bn) = &block.bn {
                 let st = st.as_ref().expect("BatchNorm block without statistics");
-                bn.apply_inplace(&mut h, &st.mean, &st.rstd);
+                bn.apply_inplace(&mut next, &st.mean, &st.rstd);
             }
-            block.activation.forward_inplace(&mut h);
+            block.activation.forward_inplace(&mut next);
+            h = Some(next);
         }
-        h
+        h.unwrap_or_else(|| x.to_owned())
     }
 }
+
+/// Rows per block of [`Mlp::batch_norm_stats_rows`]'s first layer (4096 × 2048 f32 = 32 MiB).
+pub const STATS_BLOCK_ROWS: usize = 4096;
 
 /// Frozen BatchNorm statistics of one block: column mean and r = (σ² + ε)^(−1/2), each of the
 /// block's width.

@@ -252,6 +252,12 @@ impl<T: Real> Network<T> {
         self.g.batch_norm_stats(stats_x)
     }
 
+    /// [`Network::batch_norm_stats`] of the rows `rows` of `x` (`n × input_dim`), bit for bit,
+    /// without gathering them into a copy (the first layer runs on blocks of them).
+    pub fn batch_norm_stats_rows(&self, x: ArrayView2<T>, rows: &[usize]) -> Vec<Option<BnStats<T>>> {
+        self.g.batch_norm_stats_rows(x, rows)
+    }
+
     /// Evaluation-mode `(z, logits)` (`n × z_dim`, `n × c`) for `x` (`n × input_dim`) with frozen
     /// BatchNorm statistics; identical, bit for bit, to [`Network::eval_outputs`] with the rows
     /// the statistics came from.
@@ -284,3 +290,5 @@ pub fn stack_rows<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>) -> Array2<T> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_stats;
