@@ -65,9 +65,10 @@ pub fn run(args: FitArgs) -> Result<()> {
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     let (source, target) = args.pair.load()?;
     let proto = args.protocol.parse(source.n_classes())?;
-    let (source, target) = protocol::apply(proto, &source, &target)?;
+    // By value from here on: the run preprocesses the loaded features in place (one copy).
+    let (source, target) = protocol::apply_owned(proto, source, target)?;
     let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.run.quiet);
-    let out = pipeline::run(&source, &target, cfg, &mut |p| bar.update(p));
+    let out = pipeline::run_owned(source, target, cfg, &mut |p| bar.update(p));
     bar.finish();
     let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;

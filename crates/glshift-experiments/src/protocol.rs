@@ -17,11 +17,18 @@ pub use glshift::records::Protocol;
 
 use crate::{Error, Result};
 
+/// The domain restricted to `rows` (gathered once; the other rows' features are not copied).
 fn keep_rows(d: &Domain, rows: &[usize]) -> Domain {
-    let mut out = d.clone();
-    out.features = d.features.select(Axis(0), rows);
-    out.labels = d.labels.as_ref().map(|y| rows.iter().map(|&i| y[i]).collect());
-    out
+    Domain {
+        name: d.name.clone(),
+        features: d.features.select(Axis(0), rows),
+        labels: d.labels.as_ref().map(|y| rows.iter().map(|&i| y[i]).collect()),
+        class_names: d.class_names.clone(),
+        path: d.path.clone(),
+        format: d.format,
+        label_rule: d.label_rule,
+        feature_names: d.feature_names.clone(),
+    }
 }
 
 fn labels_of<'a>(d: &'a Domain, role: &str) -> Result<&'a [usize]> {
@@ -33,9 +40,27 @@ fn labels_of<'a>(d: &'a Domain, role: &str) -> Result<&'a [usize]> {
 /// Applies the protocol. PDA needs target labels to select the rows: that is how the benchmark
 /// *constructs* the task, before any training, exactly as the published protocol does.
 pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, Domain)> {
+    let (s_rows, t_rows) = rows_kept(p, source, target)?;
+    let pick = |d: &Domain, rows: Option<Vec<usize>>| rows.map_or_else(|| d.clone(), |r| keep_rows(d, &r));
+    Ok((pick(source, s_rows), pick(target, t_rows)))
+}
+
+/// [`apply`] taking the domains by value: a domain the protocol leaves whole is moved, not
+/// copied (`glshift fit` on a large task holds one copy of its features).
+pub fn apply_owned(p: Protocol, source: Domain, target: Domain) -> Result<(Domain, Domain)> {
+    let (s_rows, t_rows) = rows_kept(p, &source, &target)?;
+    let take = |d: Domain, rows: Option<Vec<usize>>| match rows {
+        None => d,
+        Some(r) => keep_rows(&d, &r),
+    };
+    Ok((take(source, s_rows), take(target, t_rows)))
+}
+
+/// The rows each domain keeps under `p` (`None`: all of them, in order).
+fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Option<Vec<usize>>, Option<Vec<usize>>)> {
     let c = source.n_classes();
     match p {
-        Protocol::Uda => Ok((source.clone(), target.clone())),
+        Protocol::Uda => Ok((None, None)),
         Protocol::Pda { classes } => {
             if classes == 0 || classes > c {
                 return Err(Error::param("pda-classes", classes, format!("must lie in 1..={c}")));
@@ -45,7 +70,7 @@ pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, D
             if rows.is_empty() {
                 return Err(Error::bad_data(target.path.display().to_string(), "no target row in the kept classes"));
             }
-            Ok((source.clone(), keep_rows(target, &rows)))
+            Ok((None, Some(rows)))
         }
         Protocol::Gls { fraction, seed } => {
             if !(fraction > 0.0 && fraction <= 1.0) {
@@ -64,7 +89,7 @@ pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, D
                 }
             }
             rows.sort_unstable();
-            Ok((keep_rows(source, &rows), target.clone()))
+            Ok((Some(rows), None))
         }
     }
 }

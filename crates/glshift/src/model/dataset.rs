@@ -59,6 +59,12 @@ impl Dataset {
         })
     }
 
+    /// The arrays by value: source features `n_s × d`, labels `n_s`, target features `n_t × d`,
+    /// class names `c` (for a fit that preprocesses the features in place).
+    pub(crate) fn into_parts(self) -> (Array2<f32>, Vec<usize>, Array2<f32>, Vec<String>) {
+        (self.source_x, self.source_y, self.target_x, self.class_names)
+    }
+
     /// Source features, `n_s × d`.
     pub fn source_x(&self) -> ArrayView2<'_, f32> {
         self.source_x.view()

@@ -5,10 +5,9 @@
 //! F ↦ softmax (`n × c`). On the fit's own target rows this reproduces the fit's probabilities
 //! bit for bit.
 
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-use super::dataset::Dataset;
 use crate::data::{check_features, PreprocessStats};
 use crate::methods::train::Fitted;
 use crate::methods::{FitConfig, IterRecord};
@@ -56,12 +55,13 @@ pub struct FittedModel {
 impl FittedModel {
     /// Freezes a finished fit. `source_x` are the *preprocessed* source rows in input order
     /// (`n_s × d`); the training rows among them (all but `fitted.holdout_rows`, increasing, as
-    /// the fit laid them out) give BatchNorm's statistics. `target_prior` is the reported
-    /// estimate (see [`ModelInfo::target_prior`]).
+    /// the fit laid them out) give BatchNorm's statistics, computed where the rows are (no
+    /// gathered copy). `class_names` has the `c` names; `target_prior` is the reported estimate
+    /// (see [`ModelInfo::target_prior`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn from_fit(
         cfg: &FitConfig,
-        data: &Dataset,
+        class_names: &[String],
         preprocess: PreprocessStats,
         source_x: ArrayView2<f32>,
         n_target: usize,
@@ -78,8 +78,8 @@ impl FittedModel {
         let info = ModelInfo {
             glshift_version: env!("CARGO_PKG_VERSION").to_string(),
             config: cfg.clone(),
-            class_names: data.class_names().to_vec(),
-            input_dim: data.dim(),
+            class_names: class_names.to_vec(),
+            input_dim: source_x.ncols(),
             source_prior: fitted.source_prior.clone(),
             target_prior,
             importance_weights: shift.map(|s| s.weights.clone()),

@@ -2,6 +2,8 @@
 //! [`FitParams::check`] → [`CheckedParams`] (a type that says the settings are valid) →
 //! [`CheckedParams::fit`] → [`FittedModel`].
 
+use ndarray::{CowArray, Ix2};
+
 use super::dataset::Dataset;
 use super::fitted::FittedModel;
 use crate::data::{self, PreprocessStats};
@@ -123,26 +125,55 @@ impl CheckedParams {
     }
 
     /// Preprocesses with source statistics, trains, and freezes everything a prediction needs
-    /// into the model.
+    /// into the model. `data` is left as it is, so its features are copied once to be
+    /// preprocessed (not with `preprocess = "none"`); [`CheckedParams::fit_owned`] preprocesses
+    /// them in place instead.
     pub fn fit_detailed(&self, data: &Dataset, opts: FitOptions) -> Result<FitOutcome> {
+        let input = FitInput {
+            source_x: data.source_x().into(),
+            source_y: data.source_y(),
+            target_x: data.target_x().into(),
+            class_names: data.class_names(),
+        };
+        self.fit_input(input, opts)
+    }
+
+    /// [`CheckedParams::fit_detailed`] consuming `data`: its features are preprocessed in
+    /// place and trained on, and freed when the fit returns, so the fit holds one copy of them.
+    /// Same model and outputs, bit for bit.
+    pub fn fit_owned(&self, data: Dataset, opts: FitOptions) -> Result<FitOutcome> {
+        let (source_x, source_y, target_x, class_names) = data.into_parts();
+        let input = FitInput {
+            source_x: source_x.into(),
+            source_y: &source_y,
+            target_x: target_x.into(),
+            class_names: &class_names,
+        };
+        self.fit_input(input, opts)
+    }
+
+    /// The fit on arrays that are borrowed or owned: owned features are preprocessed in place,
+    /// borrowed ones copied first (only when the preprocessing changes them).
+    pub(crate) fn fit_input(&self, input: FitInput, opts: FitOptions) -> Result<FitOutcome> {
         let cfg = &self.config;
-        crate::methods::train::check_memory(
-            data.source_x().nrows() + data.target_x().nrows(),
-            data.dim(),
-            data.n_classes(),
-            cfg,
-        )?;
-        let stats = PreprocessStats::fit(data.source_x(), cfg.preprocess)?;
-        let mut xs = data.source_x().to_owned();
-        let mut xt = data.target_x().to_owned();
-        stats.apply(&mut xs)?;
-        stats.apply(&mut xt)?;
-        let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+        let FitInput { source_x, source_y, target_x, class_names } = input;
+        crate::methods::train::check_memory(source_x.nrows() + target_x.nrows(), source_x.ncols(), class_names.len(), cfg)?;
+        let stats = PreprocessStats::fit(source_x.view(), cfg.preprocess)?;
+        let (xs, xt, warnings) = if cfg.preprocess == Preprocess::None {
+            (source_x, target_x, Vec::new())
+        } else {
+            let mut xs = source_x.into_owned();
+            let mut xt = target_x.into_owned();
+            stats.apply(&mut xs)?;
+            stats.apply(&mut xt)?;
+            let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+            (xs.into(), xt.into(), warnings)
+        };
         let fit_data = FitData {
             source_x: xs.view(),
-            source_y: data.source_y(),
+            source_y,
             target_x: xt.view(),
-            n_classes: data.n_classes(),
+            n_classes: class_names.len(),
             holdout: opts.holdout,
         };
         let mut no_progress = |_: Progress| {};
@@ -151,10 +182,20 @@ impl CheckedParams {
             None => &mut no_progress,
         };
         let fitted = fit_with_cache(&fit_data, cfg, opts.cache, progress)?;
-        let reported = reported_prior(&fitted, data.source_y(), cfg)?;
-        let model = FittedModel::from_fit(cfg, data, stats, xs.view(), xt.nrows(), &fitted, reported)?;
+        let reported = reported_prior(&fitted, source_y, cfg)?;
+        let model = FittedModel::from_fit(cfg, class_names, stats, xs.view(), xt.nrows(), &fitted, reported)?;
         Ok(FitOutcome { model, fitted, warnings })
     }
+}
+
+/// The arrays of a fit, each borrowed or owned: source features `n_s × d` with labels `n_s`,
+/// target features `n_t × d`, `c` class names. Checked by the caller (a [`Dataset`], or
+/// `pipeline::check_pair` on two domains).
+pub(crate) struct FitInput<'a> {
+    pub source_x: CowArray<'a, f32, Ix2>,
+    pub source_y: &'a [usize],
+    pub target_x: CowArray<'a, f32, Ix2>,
+    pub class_names: &'a [String],
 }
 
 /// The target prior a fitted model keeps: `label_shift.prior_estimator` on the final network

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use ndarray::Array2;
+use ndarray::{Array2, CowArray, Ix2};
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Domain, LabelRule};
@@ -12,7 +12,7 @@ use crate::eval::EmbeddingMetrics;
 use crate::label_shift;
 use crate::nn::argmax_row;
 use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
-use crate::model::{Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
+use crate::model::{CheckedParams, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::records::Protocol;
 use crate::{Error, Result};
 
@@ -285,16 +285,48 @@ fn run_inner(
     cache: Option<&mut PretrainCache>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
+    let params = check_run(source, target, cfg)?;
+    let features = (source.features.view().into(), target.features.view().into());
+    run_checked(&params, source, target, features, cfg, FitOptions { holdout, cache, progress: Some(progress) })
+}
+
+/// [`run`] taking the domains by value: their features are preprocessed in place and freed
+/// when training ends, so the run holds one copy of them instead of two (`glshift fit`). Same
+/// results, bit for bit.
+pub fn run_owned(mut source: Domain, mut target: Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+    let params = check_run(&source, &target, cfg)?;
+    // From here on `source` and `target` give names, paths, labels and classes, not rows.
+    let features = (std::mem::take(&mut source.features).into(), std::mem::take(&mut target.features).into());
+    run_checked(&params, &source, &target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
+}
+
+/// The checks every run makes before it allocates anything: the settings, the pair, memory.
+fn check_run(source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<CheckedParams> {
     let params = FitParams::from_config(cfg.clone()).check()?;
     check_pair(source, target)?;
-    // Before the copies below: refuse early what would not fit in memory.
+    // Before the fit's allocations: refuse early what would not fit in memory.
     crate::methods::train::check_memory(source.n() + target.n(), source.dim(), source.n_classes(), cfg)?;
-    let data = Dataset::from_domains(source, target)?;
+    Ok(params)
+}
+
+/// Trains on `features` (`n_s × d` source and `n_t × d` target rows, borrowed from the domains
+/// or taken from them) and scores; `source` and `target` (checked by [`check_run`]) give the
+/// labels, classes and names, not the rows.
+fn run_checked(
+    params: &CheckedParams,
+    source: &Domain,
+    target: &Domain,
+    features: (CowArray<'_, f32, Ix2>, CowArray<'_, f32, Ix2>),
+    cfg: &FitConfig,
+    opts: FitOptions,
+) -> Result<RunOutput> {
+    let (source_x, target_x) = features;
+    let (n_source, n_features, n_target) = (source_x.nrows(), source_x.ncols(), target_x.nrows());
+    let source_y = source.labels.as_deref().expect("check_pair: the source has labels");
     let started = Instant::now();
     let c = source.n_classes();
-    let source_y = data.source_y();
-    let FitOutcome { model, fitted, mut warnings } =
-        params.fit_detailed(&data, FitOptions { holdout, cache, progress: Some(progress) })?;
+    let input = FitInput { source_x, source_y, target_x, class_names: &source.class_names };
+    let FitOutcome { model, fitted, mut warnings } = params.fit_input(input, opts)?;
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
@@ -321,9 +353,9 @@ fn run_inner(
         protocol: Protocol::Uda,
         source_path: source.path.display().to_string(),
         target_path: target.path.display().to_string(),
-        n_source: source.n(),
-        n_target: target.n(),
-        n_features: source.dim(),
+        n_source,
+        n_target,
+        n_features,
         classes: source.class_names.clone(),
         label_rule: source.label_rule,
         config: cfg.clone(),
