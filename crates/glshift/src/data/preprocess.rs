@@ -110,12 +110,9 @@ impl PreprocessStats {
         let dim = source.ncols();
         let (mean, scale) = match how {
             Preprocess::None | Preprocess::L2 => (Vec::new(), Vec::new()),
-            Preprocess::ZScore => zscore_stats(source)?,
-            Preprocess::L1ZScore => {
-                let mut scaled = source.to_owned();
-                scale_rows(&mut scaled, l1_norm);
-                zscore_stats(scaled.view())?
-            }
+            Preprocess::ZScore => zscore_stats(source, false)?,
+            // The L1-scaled rows are made one at a time, not as an n × d copy.
+            Preprocess::L1ZScore => zscore_stats(source, true)?,
         };
         Ok(PreprocessStats { how, dim, mean, scale })
     }
@@ -173,8 +170,25 @@ fn scale_rows(x: &mut Array2<f32>, norm: impl Fn(&[f32]) -> f64) {
     }
 }
 
-/// Column means and standard deviations of `source` (std 1 for a constant column).
-fn zscore_stats(source: ArrayView2<f32>) -> Result<(Vec<f64>, Vec<f64>)> {
+/// Calls `f` on each row of `source` (`n × d`), divided by its L1 norm when `l1` (exactly as
+/// [`scale_rows`] with [`l1_norm`] would leave it), through one row buffer.
+fn for_each_row(source: ArrayView2<f32>, l1: bool, mut f: impl FnMut(&[f32])) {
+    let mut buf = vec![0f32; source.ncols()];
+    for row in source.axis_iter(Axis(0)) {
+        buf.iter_mut().zip(row.iter()).for_each(|(b, &v)| *b = v);
+        if l1 {
+            let n = l1_norm(&buf);
+            if n > 0.0 {
+                buf.iter_mut().for_each(|v| *v = (f64::from(*v) / n) as f32);
+            }
+        }
+        f(&buf);
+    }
+}
+
+/// Column means and standard deviations of `source` (std 1 for a constant column), of its
+/// L1-scaled rows when `l1`.
+fn zscore_stats(source: ArrayView2<f32>, l1: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let n = source.nrows();
     if n == 0 {
         return Err(Error::bad_data(
@@ -185,18 +199,18 @@ fn zscore_stats(source: ArrayView2<f32>) -> Result<(Vec<f64>, Vec<f64>)> {
     let d = source.ncols();
     // Two passes (mean, then squared deviations): accurate for columns with a large offset.
     let mut mean = vec![0f64; d];
-    for row in source.axis_iter(Axis(0)) {
-        for (m, &v) in mean.iter_mut().zip(row.iter()) {
+    for_each_row(source, l1, |row| {
+        for (m, &v) in mean.iter_mut().zip(row) {
             *m += f64::from(v);
         }
-    }
+    });
     mean.iter_mut().for_each(|m| *m /= n as f64);
     let mut var = vec![0f64; d];
-    for row in source.axis_iter(Axis(0)) {
-        for ((s, &m), &v) in var.iter_mut().zip(&mean).zip(row.iter()) {
+    for_each_row(source, l1, |row| {
+        for ((s, &m), &v) in var.iter_mut().zip(&mean).zip(row) {
             *s += (f64::from(v) - m).powi(2);
         }
-    }
+    });
     let scale: Vec<f64> = var
         .iter()
         .zip(&mean)

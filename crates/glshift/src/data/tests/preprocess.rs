@@ -127,3 +127,23 @@ fn zscore_does_not_warn_for_a_few_stray_columns_among_many() {
     });
     assert_eq!(preprocess_warning(&tgt, Preprocess::ZScore), None);
 }
+
+#[test]
+fn l1_zscore_statistics_equal_those_of_the_scaled_copy_bit_for_bit() {
+    use crate::data::{Preprocess, PreprocessStats};
+    // Counts with a zero row and rows of very different totals.
+    let x = ndarray::Array2::from_shape_fn((23, 7), |(i, j)| if i == 4 { 0.0 } else { ((i * 31 + j * 17) % 13) as f32 * (1 + i % 5) as f32 });
+    let l1 = PreprocessStats::fit(x.view(), Preprocess::L1ZScore).unwrap();
+    // The reference: scale a copy row by row, then z-score statistics of the copy.
+    let mut copy = x.clone();
+    for mut row in copy.rows_mut() {
+        let n: f64 = row.iter().map(|&v| f64::from(v).abs()).sum();
+        if n > 0.0 {
+            row.mapv_inplace(|v| (f64::from(v) / n) as f32);
+        }
+    }
+    let z = PreprocessStats::fit(copy.view(), Preprocess::ZScore).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&l1.mean), bits(&z.mean));
+    assert_eq!(bits(&l1.scale), bits(&z.scale));
+}
