@@ -62,3 +62,16 @@ fn auto_trains_small_data_full_batch_bit_for_bit() {
     let forced = pipeline::run(&task.source, &task.target, &forced, &mut |_| {}).unwrap();
     assert_ne!(auto.target_probs, forced.target_probs, "forced mini-batch is another schedule");
 }
+
+#[test]
+fn a_papers_minibatch_baseline_trains_on_the_borrowed_rows() {
+    let task = generate(&SyntheticConfig { n_source: 300, n_target: 200, seed: 2, ..Default::default() }).unwrap();
+    let data = Dataset::from_domains(&task.source, &task.target).unwrap();
+    let mut cfg = FitConfig { pretrain_iters: 30, ..minibatch(MethodKind::Dann, 2) };
+    cfg.baselines.iterations = 40;
+    let out = FitParams::from_config(cfg).check().unwrap().fit_detailed(&data, FitOptions::default()).unwrap();
+    let p = &out.fitted.target_probs;
+    assert_eq!(p.nrows(), 200);
+    assert!(p.rows().into_iter().all(|r| (r.sum() - 1.0).abs() < 1e-4 && r.iter().all(|v| v.is_finite())));
+    assert_eq!(out.model.predict_proba(data.target_x()).unwrap(), *p);
+}

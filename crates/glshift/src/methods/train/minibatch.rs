@@ -15,7 +15,7 @@
 //!
 //! Deterministic per seed: the sampler draws from its own stream seeded by the fit's seed.
 
-use ndarray::{s, Array2, Axis};
+use ndarray::{s, Array2};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -88,7 +88,7 @@ pub(super) struct Batches {
 impl Batches {
     pub fn new(layout: &Layout, cfg: &FitConfig) -> Self {
         let b = cfg.baselines.batch_size;
-        let n_target = layout.x_all.nrows() - layout.target_offset();
+        let n_target = layout.n_rows() - layout.target_offset();
         Batches {
             source: Sampler::new(layout.n_train(), b),
             target: Sampler::new(n_target, b),
@@ -113,7 +113,7 @@ impl Adaptation<'_, '_> {
         let tgt = batches.target.next(&mut batches.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
-        let x = layout.x_all.select(Axis(0), &rows);
+        let x = layout.gather(&rows);
         let ys: Vec<usize> = src.iter().map(|&i| layout.y_train[i]).collect();
         let nb = src.len();
         let pass = self.net.forward(x.view(), &Forward::training(nb), &mut self.rng);
@@ -155,8 +155,15 @@ impl Adaptation<'_, '_> {
         if it % interval.max(1) != 0 {
             return Ok(batches.temperature);
         }
-        let fw = Forward::evaluation(layout.n_train());
-        let logits = self.net.forward(layout.x_all.view(), &fw, &mut self.rng).logits;
+        let logits = if layout.is_borrowed() {
+            // Large data (`training`): in chunks, BatchNorm frozen on the sample of `chunked`.
+            let stats_rows = super::chunked::bn_stats_rows(layout, self.cfg);
+            let eval = super::chunked::EvalNet::new(&self.net, layout, &stats_rows, self.cfg.minibatch.chunk_rows);
+            eval.range(layout, 0..layout.n_rows()).1
+        } else {
+            let fw = Forward::evaluation(layout.n_train());
+            self.net.forward(layout.x_all.view(), &fw, &mut self.rng).logits
+        };
         let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
             label_shift::fit_temperature(logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
         } else {
