@@ -105,3 +105,19 @@ fn baselines_are_independent_of_the_thread_count() {
         assert!(r1 == r2 && p1 == p2, "{method}: outputs differ between 1 and 2 threads");
     }
 }
+
+#[test]
+fn minibatch_training_is_independent_of_the_thread_count() {
+    // The memory bank's chunked views, the stratified sampler and the frozen BatchNorm sample.
+    let dir = tempfile::tempdir().unwrap();
+    write_medium_fixture(dir.path());
+    let cfg = "training = \"mini-batch\"\npretrain_iters = 30\nadapt_iters = 30\n[network]\nhidden = [128, 64]\n\
+               [minibatch]\nbatch_size = 64\ncontext_rows = 96\nbn_stats_rows = 200\nchunk_rows = 128\nrefresh_every = 10\n";
+    std::fs::write(dir.path().join("cfg.toml"), cfg).unwrap();
+    for method in ["mul", "source"] {
+        let (r1, p1) = fit_method_with_threads(dir.path(), &format!("{method}1"), "1", method);
+        let (r2, p2) = fit_method_with_threads(dir.path(), &format!("{method}2"), "2", method);
+        assert!(r1 == r2 && p1 == p2, "{method}: mini-batch outputs differ between 1 and 2 threads");
+        assert!(String::from_utf8_lossy(&r1).contains("\"training\": \"mini-batch\""), "the report records the training mode");
+    }
+}

@@ -3,14 +3,16 @@
 //! 8 000 rows × 1 024 dims with the default network, in a child process whose peak resident
 //! set is read from the kernel (`wait4`'s `ru_maxrss`). The estimate must not be below the
 //! measured peak (a fit it allows must fit) nor far above it (a fit that fits must be allowed).
+//! The same for the mini-batch estimate (`minibatch_memory_estimate_bytes`) on a forced
+//! mini-batch fit of 20 000 rows × 1 024 dims.
 
 mod common;
 
 use std::path::Path;
 
 use common::{glshift, run, stderr};
-use glshift::methods::train::memory_estimate_bytes;
-use glshift::methods::FitConfig;
+use glshift::methods::train::{memory_estimate_bytes, minibatch_memory_estimate_bytes};
+use glshift::methods::{FitConfig, Training};
 
 /// Runs `glshift ARGS` and returns (success, peak RSS in bytes) from `wait4`.
 fn run_measured(args: &[&str]) -> (bool, f64) {
@@ -26,28 +28,51 @@ fn run_measured(args: &[&str]) -> (bool, f64) {
     (ok, usage.ru_maxrss as f64 * 1024.0) // Linux reports KiB
 }
 
-#[test]
-fn the_memory_estimate_bounds_a_fits_measured_peak_from_above_and_closely() {
+/// Generates `ns + nt` rows × `d` dims (12 classes), fits them with the settings `toml` and
+/// returns the fit's peak RSS in bytes.
+fn measured_fit_peak(ns: usize, nt: usize, d: usize, toml: &str) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("gen");
-    let (ns, nt, d, c) = (6000usize, 2000usize, 1024usize, 12usize);
     let o = run(&[
         "generate", "--source-rows", &ns.to_string(), "--target-rows", &nt.to_string(), "--dims", &d.to_string(),
-        "--classes", &c.to_string(), "--out", data.to_str().unwrap(),
+        "--classes", &C.to_string(), "--out", data.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // The default network and data path; few iterations (peak memory does not grow with them).
     let cfg_path = dir.path().join("short.toml");
-    std::fs::write(&cfg_path, "pretrain_iters = 4\nadapt_iters = 2\n").unwrap();
+    std::fs::write(&cfg_path, toml).unwrap();
     let out = dir.path().join("run");
     let (ok, peak) = run_measured(&[
         "fit", "--data", data.to_str().unwrap(), "--source", "source", "--target", "target",
         "--config", cfg_path.to_str().unwrap(), "--out", out.to_str().unwrap(),
     ]);
     assert!(ok && Path::new(&out).join("report.json").exists(), "the fit failed");
-    let estimate = memory_estimate_bytes(ns + nt, d, c, &FitConfig::default());
+    peak
+}
+
+const C: usize = 12;
+
+/// The estimate must lie in [peak, 1.6 × peak].
+fn check_bounds(estimate: f64, peak: f64) {
     let mib = |b: f64| b / (1u64 << 20) as f64;
     eprintln!("peak RSS {:.0} MiB, estimate {:.0} MiB (ratio {:.2})", mib(peak), mib(estimate), estimate / peak);
     assert!(estimate >= peak, "estimate {:.0} MiB below the measured peak {:.0} MiB", mib(estimate), mib(peak));
     assert!(estimate <= 1.6 * peak, "estimate {:.0} MiB far above the measured peak {:.0} MiB", mib(estimate), mib(peak));
+}
+
+#[test]
+fn the_memory_estimate_bounds_a_fits_measured_peak_from_above_and_closely() {
+    // The default network and data path; few iterations (peak memory does not grow with them).
+    let (ns, nt, d) = (6000usize, 2000usize, 1024usize);
+    let peak = measured_fit_peak(ns, nt, d, "pretrain_iters = 4\nadapt_iters = 2\n");
+    check_bounds(memory_estimate_bytes(ns + nt, d, C, &FitConfig::default()), peak);
+}
+
+#[test]
+fn the_minibatch_memory_estimate_bounds_a_minibatch_fits_peak() {
+    // Enough steps for two full views and the memory bank; the default batch and chunks.
+    let (ns, nt, d) = (16_000usize, 4000usize, 1024usize);
+    let toml = "training = \"mini-batch\"\npretrain_iters = 30\nadapt_iters = 30\n";
+    let peak = measured_fit_peak(ns, nt, d, toml);
+    let cfg = FitConfig { training: Training::MiniBatch, ..FitConfig::default() };
+    check_bounds(minibatch_memory_estimate_bytes(ns + nt, d, C, &cfg), peak);
 }

@@ -48,35 +48,36 @@ pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitCon
 const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
 /// Estimated peak memory in bytes of a full-batch fit on `n_rows` rows (source + target) of
-/// dimension `d` with `c` classes: per row, 7 f32 copies of its features and 5 of its
+/// dimension `d` with `c` classes: per row, 3 f32 copies of its features and 5 of its
 /// activations (the hidden widths and the logits); the parameters of G and F 7 times (with their
 /// gradient, two Adam moments and the best pre-training snapshot); and a fixed base. The kernel
 /// terms are tiled, so nothing grows with n² (an n² term here once refused a 20 000-row fit
 /// that peaked at 1.46 GB as needing 9.9 GiB).
 ///
-/// The per-row copies are measured, not itemised: peak RSS of `glshift fit` (default network
-/// [512, 256]) was 314 MiB at 8 000 rows × 1 024 dims and 611 MiB at 10 000 × 2 048 (349 and
-/// 723 before the layout's row stack stopped copying the source rows twice more), i.e. about
-/// 5.4 feature copies and 4.7 activation copies per row; the factors here round up.
-/// `crates/glshift-cli/tests/memory_estimate.rs` holds the estimate between 1 and 1.6 times a
-/// fit's measured peak. Meant to refuse hopeless configurations before allocating, so an upper
-/// estimate; large-data work that removes the feature copies must update it (and its test).
+/// The per-row copies are measured, not itemised: the test's fit (8 000 rows × 1 024 dims, the
+/// default network [512, 256]) peaked at 349 MiB, 314 MiB once the layout stopped copying the
+/// source rows twice more, and 213 MiB once the data path held one copy of the loaded features
+/// instead of three (the loaded features are preprocessed in place and moved into the fit; the
+/// layout's stack is the second copy). `crates/glshift-cli/tests/memory_estimate.rs` holds the
+/// estimate between 1 and 1.6 times a fit's measured peak. Meant to refuse hopeless
+/// configurations before allocating, so an upper estimate.
 pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
-    4.0 * (7.0 * n * df + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
+    4.0 * (3.0 * n * df + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
 }
 
-/// Whole copies of the features a mini-batch fit's process holds (the caller's loaded and
-/// preprocessed matrix; the training loop copies none).
-const MINIBATCH_FEATURE_COPIES: f64 = 2.0;
-
 /// Estimated peak memory in bytes of a mini-batch fit (`training`, `methods::training`) on
-/// `n_rows` rows of dimension `d`: the caller's features ([`MINIBATCH_FEATURE_COPIES`]), per
-/// row four f32 vectors of width z_dim + c (the bank's Z and probabilities, and the fit's
-/// returned Z and probabilities), the activations of one step (batch and context rows of both
-/// domains, five copies) and of one chunk of a full pass (its features and activations, three
-/// copies), the parameters 7 times, and the base.
+/// `n_rows` rows of dimension `d`: one copy of the features (the caller's, preprocessed in
+/// place; the training loop copies none), per row 1.5 f32 vectors of width z_dim + c (the
+/// fit's returned Z and probabilities of every row, and the bank's of the target rows), the
+/// features and activations of one step's rows (batch and context rows of both domains) and of
+/// one chunk of a full pass, the parameters 7 times, and the base.
+///
+/// Measured peaks of `glshift fit` with the default network and `[minibatch]` settings: 193 MiB
+/// at 20 000 rows × 1 024 dims (the test's fit; 78 MiB of features) and 2 018 MiB at the
+/// VisDA-2017 shape, 207 785 × 2 048 (1 623 MiB of features): 1.5 KB per row beyond the
+/// features, which the per-row term accounts for (docs/performance.md, "Large data").
 pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
@@ -84,10 +85,10 @@ pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &
     let mb = &cfg.minibatch;
     let step_rows = 2.0 * (mb.batch_size + mb.context_rows) as f64;
     let chunk_rows = mb.chunk_rows.max(mb.bn_stats_rows) as f64;
-    let per_row = 4.0 * n * (z_dim + c as f64);
-    let step = 5.0 * step_rows * (df + widths);
-    let chunk = 3.0 * chunk_rows * (df + widths);
-    4.0 * (MINIBATCH_FEATURE_COPIES * n * df + per_row + step + chunk + 7.0 * params) + BASE_BYTES
+    let per_row = 1.5 * n * (z_dim + c as f64);
+    let step = step_rows * (df + widths);
+    let chunk = chunk_rows * (df + widths);
+    4.0 * (n * df + per_row + step + chunk + 7.0 * params) + BASE_BYTES
 }
 
 /// Parameters of G and F, and the summed widths of G's layers and the logits.
