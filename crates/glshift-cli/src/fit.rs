@@ -80,7 +80,8 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
     let n_adapt = r.history.iter().filter(|h| h.stage == glshift::methods::Stage::Adapt).count();
     eprintln!(
-        "iterations: pre-training {} of {}, adaptation {n_adapt} of {}",
+        "{}: pre-training {} of {}, adaptation {n_adapt} of {}",
+        if r.minibatch_training { "mini-batch steps (`training`)" } else { "iterations" },
         r.history.len() - n_adapt,
         cfg.pretrain_iters,
         cfg.adapt_iters

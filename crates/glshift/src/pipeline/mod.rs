@@ -85,6 +85,10 @@ pub struct FitReport {
     /// `elapsed_seconds` covers adaptation and scoring only. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pretraining_reused: bool,
+    /// `training` resolved to mini-batch (large data, or forced): the iteration counts of
+    /// `history` are mini-batch steps. Absent when false (full-batch).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub minibatch_training: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_accuracy: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -372,6 +376,7 @@ fn run_checked(
         history: fitted.history.clone(),
         elapsed_seconds,
         pretraining_reused: fitted.pretraining_reused,
+        minibatch_training: fitted.bn_stats_rows.is_some(),
         target_accuracy: None,
         per_class_accuracy: None,
         true_target_prior: None,
