@@ -52,33 +52,24 @@ impl<'n> EvalNet<'n> {
 
     /// `(Z, logits)` of the stacked rows `range` (`len × z_dim`, `len × c`), chunk by chunk.
     pub fn range(&self, layout: &Layout, range: Range<usize>) -> (Array2<f32>, Array2<f32>) {
-        let n = range.len();
-        let mut z = Array2::<f32>::zeros((n, self.net.z_dim()));
-        let mut logits = Array2::<f32>::zeros((n, self.net.n_classes()));
-        let mut at = 0;
-        while at < n {
-            let end = (at + self.chunk).min(n);
-            let x = layout.chunk(range.start + at..range.start + end);
-            let (zc, lc) = self.net.eval_frozen(x.view(), &self.stats);
-            z.slice_mut(s![at..end, ..]).assign(&zc);
-            logits.slice_mut(s![at..end, ..]).assign(&lc);
-            at = end;
-        }
-        (z, logits)
+        let start = range.start;
+        self.in_chunks(range.len(), |r| self.net.eval_frozen(layout.chunk(start + r.start..start + r.end).view(), &self.stats))
     }
 
     /// `(Z, logits)` of the rows of `x` (the caller's view), chunk by chunk.
     pub fn view(&self, x: ArrayView2<f32>) -> (Array2<f32>, Array2<f32>) {
-        let n = x.nrows();
+        self.in_chunks(x.nrows(), |r| self.net.eval_frozen(x.slice(s![r, ..]), &self.stats))
+    }
+
+    /// Runs `eval` on rows `0..n` a chunk at a time and stacks its `(Z, logits)`.
+    fn in_chunks(&self, n: usize, eval: impl Fn(Range<usize>) -> (Array2<f32>, Array2<f32>)) -> (Array2<f32>, Array2<f32>) {
         let mut z = Array2::<f32>::zeros((n, self.net.z_dim()));
         let mut logits = Array2::<f32>::zeros((n, self.net.n_classes()));
-        let mut at = 0;
-        while at < n {
+        for at in (0..n).step_by(self.chunk) {
             let end = (at + self.chunk).min(n);
-            let (zc, lc) = self.net.eval_frozen(x.slice(s![at..end, ..]), &self.stats);
+            let (zc, lc) = eval(at..end);
             z.slice_mut(s![at..end, ..]).assign(&zc);
             logits.slice_mut(s![at..end, ..]).assign(&lc);
-            at = end;
         }
         (z, logits)
     }

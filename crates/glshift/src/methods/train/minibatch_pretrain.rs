@@ -6,15 +6,14 @@
 //! window W = `pretrain_patience` steps counted in evaluations (⌈W / eval_every⌉); the network
 //! with the lowest hold-out NLL is kept. Per-step cost is set by the batch, not by n.
 
-use ndarray::s;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::PretrainStopper;
-use super::guard::{check_finite, gradient_error};
+use super::guard::check_finite;
 use super::layout::Layout;
-use super::pretrain::{holdout_record, PretrainState};
+use super::pretrain::{cross_entropy_step, holdout_record, PretrainState};
 use super::{IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
@@ -57,21 +56,13 @@ pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total:
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
         let x = layout.gather(&idx);
         let pass = net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng);
-        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.slice(s![.., ..]), &y, &vec![1.0f32; y.len()]);
+        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.view(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
-        let grads = net.backward_leading(&pass, d_logits.view());
-        if !grads.is_finite() {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
-        }
-        adam.step(&mut net, &grads);
+        cross_entropy_step(&mut net, &mut adam, &pass, d_logits.view(), it, cfg)?;
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
-    if let Some((best_net, best_adam)) = best {
-        net = best_net;
-        adam = best_adam;
-    }
-    Ok(PretrainState { net, adam, rng, history })
+    Ok(PretrainState::with_best(net, adam, rng, history, best))
 }
 
 /// The stopping rule's settings counted in hold-out evaluations instead of steps.

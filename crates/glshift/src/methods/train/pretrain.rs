@@ -12,7 +12,7 @@ use super::layout::Layout;
 use super::{HoldoutRecord, IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
-use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network};
+use crate::nn::{argmax_row, weighted_cross_entropy, Adam, Forward, Network, Pass};
 use crate::Result;
 
 /// Network, optimiser and random-stream state at the end of pre-training, with its records.
@@ -164,19 +164,30 @@ pub(super) fn run_pretraining(
             holdout = Some(holdout_record(&rows, hold_logits, y_hold));
         }
         // Only the training rows (first) carry a gradient; the hold-out rows are skipped.
-        let grads = net.backward_leading(&pass, d_train_logits.view());
-        if !grads.is_finite() {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
-        }
-        adam.step(&mut net, &grads);
+        cross_entropy_step(&mut net, &mut adam, &pass, d_train_logits.view(), it, cfg)?;
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
-    if let Some((best_net, best_adam)) = best {
-        net = best_net;
-        adam = best_adam;
+    Ok(PretrainState::with_best(net, adam, rng, history, best))
+}
+
+/// Backward of the cross-entropy's gradient on the leading rows of `pass`, then one Adam step.
+pub(super) fn cross_entropy_step(net: &mut Network, adam: &mut Adam, pass: &Pass, d_logits: ArrayView2<f32>, it: usize, cfg: &FitConfig) -> Result<()> {
+    let grads = net.backward_leading(pass, d_logits);
+    if !grads.is_finite() {
+        return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
     }
-    Ok(PretrainState { net, adam, rng, history })
+    adam.step(net, &grads);
+    Ok(())
+}
+
+impl PretrainState {
+    /// The state at the end of pre-training: the best network by hold-out NLL (with its
+    /// optimiser state) when the rule kept one, else the last.
+    pub(super) fn with_best(net: Network, adam: Adam, rng: ChaCha8Rng, history: Vec<IterRecord>, best: Option<(Network, Adam)>) -> Self {
+        let (net, adam) = best.unwrap_or((net, adam));
+        PretrainState { net, adam, rng, history }
+    }
 }
 
 /// The hold-out's record for the history: mean NLL and its standard error (the stopping rule's
