@@ -119,12 +119,13 @@ fn resolved_config(
 /// callback with `resume_unwind`, so no panic message is printed, and caught in the worker).
 struct Cancelled;
 
-/// Runs `params.fit_detailed(data)` on a worker thread without the GIL, interruptible
-/// ([`interruptible`]).
-fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: &Dataset) -> PyResult<FitOutcome> {
-    interruptible(py, "fit", |tick| {
+/// Runs `params.fit_owned(data)` on a worker thread without the GIL, interruptible
+/// ([`interruptible`]). `data` (already a copy of the caller's arrays) is preprocessed in
+/// place rather than copied once more.
+fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: Dataset) -> PyResult<FitOutcome> {
+    interruptible(py, "fit", move |tick| {
         let mut progress = |_: Progress| tick();
-        params.fit_detailed(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+        params.fit_owned(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
     })
 }
 
@@ -211,7 +212,7 @@ fn fit(
     let data = Dataset::new(xs, ys, xt)
         .and_then(|d| d.with_class_names(class_names))
         .map_err(py_err)?;
-    let outcome = fit_interruptible(py, &params, &data)?;
+    let outcome = fit_interruptible(py, &params, data)?;
     Ok((Model { inner: outcome.model }, outcome.warnings))
 }
 
