@@ -142,16 +142,7 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
         }
         // The header's Python-literal parser backtracks exponentially in the nesting depth
         // of `{` and `[` (found by fuzzing: 60 nested `{` never finish, 12 take a minute).
-        let depth = bracket_depth(&bytes[preamble..preamble + header_len]);
-        if depth > MAX_HEADER_DEPTH {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "not a valid .npy file: the header nests brackets {depth} deep (a numeric \
-                     array's header is a flat dict; at most {MAX_HEADER_DEPTH} levels are accepted)"
-                ),
-            ));
-        }
+        check_header_depth(&bytes[preamble..preamble + header_len], path)?;
     }
     let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
@@ -252,4 +243,19 @@ fn try_read<T: ReadableElement>(
         Err(ReadNpyError::WrongDescriptor(_)) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Refuses a header nested deeper than [`MAX_HEADER_DEPTH`] brackets (see [`bracket_depth`]).
+pub(super) fn check_header_depth(header: &[u8], path: &Path) -> Result<()> {
+    let depth = bracket_depth(header);
+    if depth > MAX_HEADER_DEPTH {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "not a valid .npy file: the header nests brackets {depth} deep (a numeric \
+                 array's header is a flat dict; at most {MAX_HEADER_DEPTH} levels are accepted)"
+            ),
+        ));
+    }
+    Ok(())
 }

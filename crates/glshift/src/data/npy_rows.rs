@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use ndarray::{Array2, ArrayViewMut1, ArrayViewMut2, Axis};
 use ndarray_npy::npy::header::Header;
 
-use super::npy::{bracket_depth, declared_header_len, MAX_HEADER_DEPTH};
+use super::npy::{check_header_depth, declared_header_len};
 use crate::{Error, Result};
 
 /// Rows per block of [`NpyRows::read_all`] and of `glshift predict` (8192 rows × 2048 f32 =
@@ -83,16 +83,7 @@ impl NpyRows {
         head.resize(preamble + header_len, 0);
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.read_exact(&mut head).map_err(io)?;
-        let depth = bracket_depth(&head[preamble..]);
-        if depth > MAX_HEADER_DEPTH {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "not a valid .npy file: the header nests brackets {depth} deep (a numeric \
-                     array's header is a flat dict; at most {MAX_HEADER_DEPTH} levels are accepted)"
-                ),
-            ));
-        }
+        check_header_depth(&head[preamble..], path)?;
         let header = Header::from_reader(&mut &head[..]).map_err(|e| corrupt(&e))?;
         let shape = &header.shape;
         if shape.len() < 2 || shape[2..].iter().any(|&s| s != 1) {
