@@ -215,8 +215,10 @@ impl Adaptation<'_, '_> {
             let (target_z, target_logits) = eval.view(data.target_x);
             let (_, hold_logits) = eval.range(layout, layout.hold_rows());
             let source_z = eval.view(data.source_x).0;
-            let source_order = &layout.borrowed.as_ref().map(|b| b.source_order.clone()).unwrap_or_default();
-            let rows = stats_rows.iter().map(|&r| source_order[r]).collect();
+            let rows = match &layout.borrowed {
+                Some(b) => stats_rows.iter().map(|&r| b.source_order[r]).collect(),
+                None => stats_rows,
+            };
             (softmax(target_logits.view()), softmax(hold_logits.view()), source_z, target_z, Some(rows))
         } else {
             let stats_x = Some(layout.x_train());

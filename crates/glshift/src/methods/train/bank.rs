@@ -197,8 +197,12 @@ impl Adaptation<'_, '_> {
     /// The full view of step 1 (see the module docs).
     fn refresh_view(&mut self, bank: &mut Bank) -> Result<()> {
         let (layout, cfg) = (self.layout, self.cfg);
-        let eval = EvalNet::new(&self.net, layout, &bank.pool, cfg.minibatch.chunk_rows);
-        bank.zs_pool = eval.view(layout.gather(&bank.pool).view()).0;
+        // The pool is gathered once: its statistics, its Z and (without a hold-out) its logits.
+        let x_pool = layout.gather(&bank.pool);
+        let eval = EvalNet::from_rows(&self.net, x_pool.view(), cfg.minibatch.chunk_rows);
+        let (zs_pool, pool_logits) = eval.view(x_pool.view());
+        drop(x_pool);
+        bank.zs_pool = zs_pool;
         let calibrate = cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0;
         let (_, hold_logits) = eval.range(layout, layout.hold_rows());
         bank.temperature = if calibrate { label_shift::fit_temperature(hold_logits.view(), &layout.y_hold)? } else { 1.0 };
@@ -210,7 +214,6 @@ impl Adaptation<'_, '_> {
                 let hold = label_shift::softmax_with_temperature(hold_logits.view(), bank.temperature);
                 self.tracker.update(hold.view(), &layout.y_hold, bank.target_probs.view(), &layout.source_prior)?
             } else {
-                let (_, pool_logits) = eval.view(layout.gather(&bank.pool).view());
                 let pool = label_shift::softmax_with_temperature(pool_logits.view(), bank.temperature);
                 let y: Vec<usize> = bank.pool.iter().map(|&r| layout.y_train[r]).collect();
                 self.tracker.update(pool.view(), &y, bank.target_probs.view(), &layout.source_prior)?

@@ -46,8 +46,12 @@ pub(super) struct EvalNet<'n> {
 impl<'n> EvalNet<'n> {
     /// Freezes the statistics of `stats_rows` (stacked order) for `net`.
     pub fn new(net: &'n Network, layout: &Layout, stats_rows: &[usize], chunk: usize) -> Self {
-        let x = layout.gather(stats_rows);
-        EvalNet { net, stats: net.batch_norm_stats(x.view()), chunk: chunk.max(1) }
+        Self::from_rows(net, layout.gather(stats_rows).view(), chunk)
+    }
+
+    /// Freezes the statistics of the rows `x` (already gathered by the caller).
+    pub fn from_rows(net: &'n Network, x: ArrayView2<f32>, chunk: usize) -> Self {
+        EvalNet { net, stats: net.batch_norm_stats(x), chunk: chunk.max(1) }
     }
 
     /// `(Z, logits)` of the stacked rows `range` (`len × z_dim`, `len × c`), chunk by chunk.
