@@ -52,6 +52,10 @@ pub enum Error {
     #[error("numerical failure in {what}: {reason}")]
     Numerical { what: String, reason: String },
 
+    /// `device = "cuda"` was asked for and no usable GPU was found, or the GPU failed mid-run.
+    #[error("device {requested}: {reason}")]
+    Device { requested: String, reason: String },
+
     /// Writing an output file failed.
     #[error("{path}: cannot write output: {reason}")]
     Write { path: PathBuf, reason: String },

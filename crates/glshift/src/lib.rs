@@ -19,6 +19,7 @@
 //! workloads live in the `glshift-experiments` crate.
 
 pub mod data;
+pub mod device;
 pub mod error;
 pub mod eval;
 pub mod kernel;

@@ -37,7 +37,7 @@ mod tests;
 mod tests_label;
 #[cfg(test)]
 mod tests_mmd;
-mod tiled;
+pub(crate) mod tiled;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
 pub use classwise::{classwise_j_du, classwise_j_tu};

@@ -54,19 +54,19 @@ const GROUP: usize = 4;
 
 /// One labelled block of rows: `z` n×d, `y` n×c.
 #[derive(Clone, Copy)]
-pub(super) struct Domain<'a, T> {
+pub(crate) struct Domain<'a, T> {
     pub z: ArrayView2<'a, T>,
     pub y: ArrayView2<'a, T>,
 }
 
 /// ℓ = Σ over `terms` (a, b, Γ^{ab}) of ⟨Γ^{ab}, S^{ab}⟩, a ≤ b, Γ c×c.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Objective {
+pub(crate) struct Objective {
     pub terms: Vec<(usize, usize, Array2<f64>)>,
 }
 
 /// What to compute.
-pub(super) struct Request<'r, 'a, T> {
+pub(crate) struct Request<'r, 'a, T> {
     pub domains: &'r [Domain<'a, T>],
     /// Blocks (a ≤ b) whose S is returned in full.
     pub s_blocks: Vec<(usize, usize)>,
@@ -75,7 +75,7 @@ pub(super) struct Request<'r, 'a, T> {
 }
 
 /// Results of a request.
-pub(super) struct Output<T> {
+pub(crate) struct Output<T> {
     /// S^{ab} (c×c, f64) for every block of `s_blocks` and of the objectives; for blocks only
     /// objectives use, entries that every objective weighs by 0 may be left at 0.
     pub s: Vec<((usize, usize), Array2<f64>)>,
@@ -96,8 +96,12 @@ impl<T> Output<T> {
     }
 }
 
-/// Runs a request on the exact tiled path.
-pub(super) fn run<T: Real>(req: &Request<T>) -> Output<T> {
+/// Runs a request on the exact tiled path: on the GPU inside a GPU scope
+/// ([`crate::device::scoped`]), else on the CPU.
+pub(crate) fn run<T: Real>(req: &Request<T>) -> Output<T> {
+    if let Some(out) = crate::device::run_tiled(req) {
+        return out;
+    }
     let plan = Plan::new(req);
     run_plan(req, &plan)
 }

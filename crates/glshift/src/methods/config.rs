@@ -267,6 +267,9 @@ pub struct FitConfig {
     pub training: Training,
     /// Mini-batch settings (used when `training` resolves to mini-batch).
     pub minibatch: MiniBatchConfig,
+    /// Where the network's products and the kernel sums run: `cpu`, `cuda` or `auto` (CUDA
+    /// where found, else the CPU; `crate::device`). The report says which ran.
+    pub device: crate::device::Device,
 }
 
 impl Default for FitConfig {
@@ -288,6 +291,7 @@ impl Default for FitConfig {
             baselines: BaselineConfig::default(),
             training: Training::Auto,
             minibatch: MiniBatchConfig::default(),
+            device: crate::device::Device::Auto,
         }
     }
 }

@@ -89,6 +89,10 @@ pub struct FitReport {
     /// `history` are mini-batch steps. Absent when false (full-batch).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub minibatch_training: bool,
+    /// Where the fit's products ran (`device`): `{"kind": "cpu"}` or `{"kind": "cuda",
+    /// "name": ...}`, with `fallback` saying why `auto` used the CPU.
+    #[serde(default)]
+    pub device: crate::device::DeviceUsed,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_accuracy: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +381,7 @@ fn run_checked(
         elapsed_seconds,
         pretraining_reused: fitted.pretraining_reused,
         minibatch_training: fitted.bn_stats_rows.is_some(),
+        device: fitted.device.clone(),
         target_accuracy: None,
         per_class_accuracy: None,
         true_target_prior: None,

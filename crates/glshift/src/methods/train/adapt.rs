@@ -245,6 +245,7 @@ impl Adaptation<'_, '_> {
             holdout_rows: layout.hold_idx.clone(),
             holdout_probs,
             pretraining_reused,
+            device: crate::device::DeviceUsed::default(),
         }
     }
 }

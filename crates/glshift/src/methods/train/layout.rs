@@ -29,6 +29,8 @@ pub(super) struct Layout<'a> {
     /// Mini-batch fits: the caller's rows, read through [`Layout::gather`] (`x_all` is then
     /// empty, 0 × d). `None`: full-batch.
     pub borrowed: Option<Borrowed<'a>>,
+    /// `x_all` kept on the GPU inside a GPU scope (uploaded once per fit); a no-op otherwise.
+    _pin: crate::device::Pin,
 }
 
 /// The caller's source and target rows, and the source rows in stacked order
@@ -72,7 +74,8 @@ impl<'a> Layout<'a> {
         } else {
             (stack_rows(data, &train_idx, &hold_idx, d), None)
         };
-        Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c, borrowed })
+        let _pin = crate::device::Pin::new(x_all.view());
+        Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c, borrowed, _pin })
     }
 
     /// Rows `rows` of the stacked order `[train; hold-out; target]`, copied (len(rows) × d).

@@ -142,6 +142,8 @@ pub struct Fitted {
     /// Mini-batch fits: the source rows (input order) whose statistics every BatchNorm used in
     /// evaluation mode (a seeded sample of the training rows); `None`: all training rows.
     pub bn_stats_rows: Option<Vec<usize>>,
+    /// Where the products ran (`device`): CPU, or which GPU; and why `auto` fell back.
+    pub device: crate::device::DeviceUsed,
 }
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.
@@ -180,15 +182,29 @@ impl IterRecord {
 /// and cross-entropy on the source training rows with early stopping on the hold-out. Reads
 /// neither the method nor the target rows' values beyond their shape.
 pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Pretrained> {
-    let layout = Layout::new(data, cfg)?;
-    let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
-    Ok(Pretrained { key: PretrainKey::new(cfg, &layout), state })
+    let (pre, _) = crate::device::scoped(cfg.device, || {
+        let layout = Layout::new(data, cfg)?;
+        let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
+        Ok(Pretrained { key: PretrainKey::new(cfg, &layout), state })
+    })?;
+    Ok(pre)
 }
 
 /// Adaptation (Algorithm 1, second stage) of `cfg.method` from a pre-trained state, which must
 /// come from [`pretrain`] on the same source rows and pre-training settings (an error names
 /// the mismatch otherwise). `pretrain` then `adapt` gives [`fit`]'s result bit for bit.
 pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    on_device(cfg, || adapt_here(pre, data, cfg, progress))
+}
+
+/// Runs a fit on `cfg.device` and records where it ran.
+fn on_device(cfg: &FitConfig, fit: impl FnOnce() -> Result<Fitted>) -> Result<Fitted> {
+    let (mut fitted, used) = crate::device::scoped(cfg.device, fit)?;
+    fitted.device = used;
+    Ok(fitted)
+}
+
+fn adapt_here(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
     let layout = Layout::new(data, cfg)?;
     if PretrainKey::new(cfg, &layout) != pre.key {
         return Err(Error::param(
@@ -209,6 +225,15 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
 /// pre-training settings stored it there (and storing it otherwise). The result is identical,
 /// bit for bit, to [`fit`]'s; only the work is shared.
 pub fn fit_with_cache(
+    data: &FitData,
+    cfg: &FitConfig,
+    cache: Option<&mut PretrainCache>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    on_device(cfg, || fit_here(data, cfg, cache, progress))
+}
+
+fn fit_here(
     data: &FitData,
     cfg: &FitConfig,
     cache: Option<&mut PretrainCache>,

@@ -1,0 +1,212 @@
+//! One CUDA GPU through `cudarc`: the driver, cuBLAS and NVRTC are loaded at run time
+//! (`dynamic-loading`), so a machine without them builds, tests and runs on the CPU.
+//!
+//! Row-major ndarray data meets column-major cuBLAS through one identity: a row-major m×n
+//! buffer is the column-major n×m matrix of its transpose, so C = op(A)·op(B) (row-major) is
+//! Cᵀ = op(B)ᵀ·op(A)ᵀ (column-major), the same operation flags with the operands swapped
+//! ([`Inner::gemm_rm`]).
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
+use ndarray::{Array2, ArrayView2};
+
+mod kernels;
+mod sums;
+
+use kernels::Kernels;
+
+/// The process's GPU (device 0), shared by every thread; operations are serialised.
+pub struct Gpu {
+    name: String,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    kernels: Kernels,
+    pins: Vec<Pinned>,
+    next_pin: usize,
+}
+
+/// A host matrix kept on the device: `len` f32 from `host` (an address, for lookups only).
+struct Pinned {
+    id: usize,
+    host: usize,
+    len: usize,
+    dev: CudaSlice<f32>,
+}
+
+/// A product's operand on the device: a pinned matrix's memory or an upload of its own.
+enum Buf {
+    Pin { index: usize, offset: usize, len: usize },
+    Own(CudaSlice<f32>),
+}
+
+/// A matrix operand of a row-major product: its buffer, whether it is stored transposed, and
+/// the leading dimension (row stride) of the stored matrix.
+struct Operand {
+    buf: Buf,
+    trans: bool,
+    ld: usize,
+}
+
+pub(super) fn err<E: std::fmt::Debug>(what: &'static str) -> impl Fn(E) -> String {
+    move |e| format!("{what}: {e:?}")
+}
+
+impl Gpu {
+    /// The GPU, found, opened and its kernels compiled once per process; or why there is none.
+    pub fn get() -> Result<Arc<Gpu>, String> {
+        static GPU: OnceLock<Result<Arc<Gpu>, String>> = OnceLock::new();
+        GPU.get_or_init(|| {
+            // cudarc panics where a symbol is missing from an old library: contain it.
+            std::panic::catch_unwind(Gpu::open)
+                .unwrap_or_else(|_| Err("the CUDA libraries failed to load (too old a driver?)".into()))
+                .map(Arc::new)
+        })
+        .clone()
+    }
+
+    fn open() -> Result<Gpu, String> {
+        // SAFETY: these only try to open the shared libraries.
+        let (driver, blas, nvrtc) = unsafe {
+            (
+                cudarc::driver::sys::is_culib_present(),
+                cudarc::cublas::sys::is_culib_present(),
+                cudarc::nvrtc::sys::is_culib_present(),
+            )
+        };
+        if !driver {
+            return Err("no CUDA driver library (libcuda.so.1) found".into());
+        }
+        let count = CudaContext::device_count().map_err(err("cuInit / device count"))?;
+        if count < 1 {
+            return Err("the CUDA driver reports no device".into());
+        }
+        if !blas {
+            return Err("cuBLAS (libcublas.so.13) not found on the library path".into());
+        }
+        if !nvrtc {
+            return Err("NVRTC (libnvrtc.so.13) not found on the library path".into());
+        }
+        let ctx = CudaContext::new(0).map_err(err("opening device 0"))?;
+        let name = ctx.name().map_err(err("device name"))?;
+        let stream = ctx.default_stream();
+        let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
+        let kernels = Kernels::load(&ctx)?;
+        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }) })
+    }
+
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, String> {
+        self.inner.lock().map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())
+    }
+
+    /// Uploads `x` (standard layout) and keeps it until [`Gpu::unpin`]; returns its id.
+    pub(super) fn pin(&self, x: ArrayView2<f32>) -> Result<usize, String> {
+        let host = x.as_slice().ok_or("pin: not in standard layout")?;
+        let mut g = self.lock()?;
+        let dev = g.stream.clone_htod(host).map_err(err("uploading a pinned matrix"))?;
+        let id = g.next_pin;
+        g.next_pin += 1;
+        g.pins.push(Pinned { id, host: host.as_ptr() as usize, len: host.len(), dev });
+        Ok(id)
+    }
+
+    pub(super) fn unpin(&self, id: usize) {
+        if let Ok(mut g) = self.lock() {
+            g.pins.retain(|p| p.id != id);
+        }
+    }
+
+    /// C = A·B on the device (A m×k, B k×n, non-negative strides).
+    pub(super) fn dot(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>, String> {
+        let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+        let g = self.lock()?;
+        let ao = g.operand(a)?;
+        let bo = g.operand(b)?;
+        let mut c = g.stream.alloc_zeros::<f32>(m * n).map_err(err("allocating a product"))?;
+        let (av, bv) = (g.view(&ao.buf), g.view(&bo.buf));
+        g.gemm_rm((ao.trans, bo.trans), (m, n, k), 1.0, (&av, ao.ld), (&bv, bo.ld), 0.0, (&mut c.slice_mut(..), n))?;
+        let host = g.stream.clone_dtoh(&c).map_err(err("downloading a product"))?;
+        g.stream.synchronize().map_err(err("synchronising"))?;
+        Array2::from_shape_vec((m, n), host).map_err(|e| e.to_string())
+    }
+}
+
+impl Inner {
+    /// `a` on the device, read in place from a pinned matrix when it lies inside one.
+    fn operand(&self, a: ArrayView2<f32>) -> Result<Operand, String> {
+        let (m, k) = a.dim();
+        let (s0, s1) = (a.strides()[0] as usize, a.strides()[1] as usize);
+        let (trans, ld, span) = if (s1 == 1 || k == 1) && (s0 >= k || m == 1) {
+            (false, if m == 1 { k } else { s0 }, (m - 1) * s0 + k)
+        } else if (s0 == 1 || m == 1) && (s1 >= m || k == 1) {
+            (true, if k == 1 { m } else { s1 }, (k - 1) * s1 + m)
+        } else {
+            let owned = a.as_standard_layout();
+            let dev = self.stream.clone_htod(owned.as_slice().expect("standard")).map_err(err("uploading an operand"))?;
+            return Ok(Operand { buf: Buf::Own(dev), trans: false, ld: k });
+        };
+        let start = a.as_ptr() as usize;
+        let inside = self.pins.iter().position(|p| {
+            start >= p.host && (start - p.host) % 4 == 0 && (start - p.host) / 4 + span <= p.len
+        });
+        let buf = match inside {
+            Some(index) => Buf::Pin { index, offset: (start - self.pins[index].host) / 4, len: span },
+            None => {
+                // SAFETY: the span runs from the view's first to its last element, inside the
+                // array the view borrows.
+                let host = unsafe { std::slice::from_raw_parts(a.as_ptr(), span) };
+                Buf::Own(self.stream.clone_htod(host).map_err(err("uploading an operand"))?)
+            }
+        };
+        Ok(Operand { buf, trans, ld })
+    }
+
+    fn view<'b>(&'b self, buf: &'b Buf) -> CudaView<'b, f32> {
+        match buf {
+            Buf::Pin { index, offset, len } => self.pins[*index].dev.slice(*offset..*offset + *len),
+            Buf::Own(s) => s.slice(..),
+        }
+    }
+
+    /// Row-major C (m×n) = alpha·op(A)·op(B) + beta·C, op(A) m×k and op(B) k×n; `trans` says
+    /// which operand is stored transposed; each operand comes with its leading dimension.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_rm(
+        &self,
+        trans: (bool, bool),
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        (a, lda): (&CudaView<f32>, usize),
+        (b, ldb): (&CudaView<f32>, usize),
+        beta: f32,
+        (c, ldc): (&mut CudaViewMut<f32>, usize),
+    ) -> Result<(), String> {
+        let op = |t: bool| if t { cublasOperation_t::CUBLAS_OP_T } else { cublasOperation_t::CUBLAS_OP_N };
+        let int = |v: usize| i32::try_from(v).map_err(|_| format!("dimension {v} exceeds cuBLAS's 32-bit range"));
+        let cfg = GemmConfig {
+            transa: op(trans.1),
+            transb: op(trans.0),
+            m: int(n)?,
+            n: int(m)?,
+            k: int(k)?,
+            alpha,
+            lda: int(ldb)?,
+            ldb: int(lda)?,
+            beta,
+            ldc: int(ldc)?,
+        };
+        // SAFETY: shapes and leading dimensions describe sub-ranges of the given buffers
+        // (callers size them from the same m, n, k).
+        unsafe { self.blas.gemm(cfg, b, a, c) }.map_err(err("cuBLAS sgemm"))
+    }
+}

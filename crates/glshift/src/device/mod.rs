@@ -1,0 +1,232 @@
+//! Where the heavy products run: the CPU (always there, and the reference) or one CUDA GPU.
+//!
+//! A full-batch iteration of Algorithm 1 is two kinds of work (`docs/performance.md`):
+//!
+//! - the network's matrix products, forward and backward: per layer `X·W` (n×k · k×m),
+//!   `Xᵀ·dY` and `dY·Wᵀ` — O(n·k·m), 64–68% of a default fit's CPU time;
+//! - the fused kernel sums of MCMD, J_TU and J_DU (`kernel::tiled`):
+//!   `S^{ab} = Y_aᵀ K^{ab} Y_b` with `K_ij = exp(−‖z_i − z_j‖²/h)`, the objectives
+//!   `ℓ_o = Σ ⟨Γ_o^{ab}, S^{ab}⟩` and `∂ℓ_o/∂Z` — O(n²(d + c)) (`mcmd-math.md`).
+//!
+//! The seam is these two calls, [`dot`] and `run_tiled` (crate-internal): training and every
+//! method are written once against ndarray and call them. On the CPU they are exactly the code
+//! they always were (bit for bit). Inside [`scoped`] with a CUDA device, f32 products of at
+//! least [`GPU_MIN_MACS`] multiply-adds go through cuBLAS, and exact kernel sums through cuBLAS
+//! plus three small NVRTC kernels (`cuda`); the feature matrix of a full-batch fit is uploaded
+//! once ([`Pin`]). Everything else (BatchNorm, activations, the loss, Adam, BBSE) stays on the
+//! host: a partial GPU path, see `docs/performance.md` "GPU".
+//!
+//! CUDA's libraries (driver, cuBLAS, NVRTC) are loaded at run time, so building and testing
+//! need no CUDA toolkit; [`Device::Auto`] falls back to the CPU, with the reason in the report,
+//! where a library or a device is missing, and [`Device::Cuda`] makes that an error.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use ndarray::{Array2, ArrayView2};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Real, Result};
+
+mod cuda;
+
+pub use cuda::Gpu;
+
+/// Products with fewer multiply-adds than this stay on the CPU under a GPU scope: below it a
+/// launch and two PCIe copies cost more than the product (a 512-row × 512 × 256 layer is 67 M).
+pub const GPU_MIN_MACS: usize = 1 << 22;
+
+/// Which device a fit runs on (`device` in the config, `--device` on the command line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Device {
+    /// The CPU, whatever is installed.
+    Cpu,
+    /// One CUDA GPU (the first); an error where none can be used.
+    Cuda,
+    /// CUDA where a driver, cuBLAS, NVRTC and a device are found, else the CPU (the report
+    /// says which ran and why).
+    #[default]
+    Auto,
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Device::Cpu => "cpu",
+            Device::Cuda => "cuda",
+            Device::Auto => "auto",
+        })
+    }
+}
+
+/// What ran: recorded in `report.json` as `device`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceUsed {
+    /// `"cpu"` or `"cuda"`.
+    pub kind: String,
+    /// The GPU's name, where one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Why `auto` ran on the CPU, or why a GPU run finished some products on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+impl DeviceUsed {
+    fn cpu(fallback: Option<String>) -> Self {
+        DeviceUsed { kind: "cpu".into(), name: None, fallback }
+    }
+}
+
+/// The GPU of this process, or why there is none (probed once; see [`Gpu::get`]).
+pub fn probe() -> std::result::Result<Arc<Gpu>, String> {
+    Gpu::get()
+}
+
+/// Resolves `device` against a probe's outcome: `Ok(Some(gpu))` to run there, `Ok(None)` for
+/// the CPU (with the reason `auto` fell back, if it did), an error for `cuda` without a GPU.
+pub fn resolve(
+    device: Device,
+    probed: impl FnOnce() -> std::result::Result<Arc<Gpu>, String>,
+) -> Result<(Option<Arc<Gpu>>, Option<String>)> {
+    match device {
+        Device::Cpu => Ok((None, None)),
+        Device::Cuda => match probed() {
+            Ok(gpu) => Ok((Some(gpu), None)),
+            Err(reason) => Err(Error::Device { requested: "cuda".into(), reason }),
+        },
+        Device::Auto => match probed() {
+            Ok(gpu) => Ok((Some(gpu), None)),
+            Err(reason) => Ok((None, Some(format!("no usable CUDA GPU ({reason}); ran on the CPU")))),
+        },
+    }
+}
+
+struct Active {
+    gpu: Arc<Gpu>,
+    /// The first GPU failure of this scope: the product was redone on the CPU.
+    failure: Option<String>,
+}
+
+thread_local! {
+    static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on `device` (the calling thread's products; worker threads stay on the CPU).
+/// Returns what ran. Under `cuda`, a GPU failure during `f` is an error after `f` returns;
+/// under `auto` the failed products were redone on the CPU and `fallback` says so.
+pub fn scoped<R>(device: Device, f: impl FnOnce() -> Result<R>) -> Result<(R, DeviceUsed)> {
+    let (gpu, fallback) = resolve(device, probe)?;
+    let Some(gpu) = gpu else { return Ok((f()?, DeviceUsed::cpu(fallback))) };
+    let name = gpu.name().to_string();
+    let previous = ACTIVE.with(|a| a.borrow_mut().replace(Active { gpu, failure: None }));
+    let out = f();
+    let ended = ACTIVE.with(|a| std::mem::replace(&mut *a.borrow_mut(), previous));
+    let failure = ended.and_then(|a| a.failure);
+    let out = out?;
+    match (failure, device) {
+        (Some(reason), Device::Cuda) => Err(Error::Device { requested: "cuda".into(), reason }),
+        (failure, _) => Ok((out, DeviceUsed { kind: "cuda".into(), name: Some(name), fallback: failure })),
+    }
+}
+
+fn active_gpu() -> Option<Arc<Gpu>> {
+    ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.gpu.clone()))
+}
+
+fn record_failure(reason: String) {
+    ACTIVE.with(|a| {
+        if let Some(a) = a.borrow_mut().as_mut() {
+            a.failure.get_or_insert(reason);
+        }
+    });
+}
+
+/// `C = A·B` (A m×k, B k×n, any non-negative strides; transposed views are fine): on the
+/// scope's GPU for f32 products of at least [`GPU_MIN_MACS`], else ndarray's product.
+pub fn dot<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>) -> Array2<T> {
+    let macs = a.nrows() * a.ncols() * b.ncols();
+    if macs >= GPU_MIN_MACS && a.ncols() == b.nrows() {
+        if let (Some(gpu), Some(a32), Some(b32)) = (active_gpu(), as_f32(&a), as_f32(&b)) {
+            match gpu.dot(a32, b32) {
+                Ok(c) => return from_f32(c),
+                Err(reason) => record_failure(format!("matrix product on the GPU: {reason}")),
+            }
+        }
+    }
+    a.dot(&b)
+}
+
+/// `a` as an f32 view when `T` is f32 and its strides are non-negative.
+fn as_f32<'a, T: Real>(a: &ArrayView2<'a, T>) -> Option<ArrayView2<'a, f32>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() || a.strides().iter().any(|&s| s < 0) {
+        return None;
+    }
+    let strides = (a.strides()[0] as usize, a.strides()[1] as usize);
+    use ndarray::ShapeBuilder;
+    // SAFETY: T is f32 (checked above), so the pointer, shape and strides describe the same
+    // valid f32 elements for the view's lifetime.
+    Some(unsafe { ArrayView2::from_shape_ptr(a.dim().strides(strides), a.as_ptr() as *const f32) })
+}
+
+fn from_f32<T: Real>(c: Array2<f32>) -> Array2<T> {
+    let boxed: Box<dyn std::any::Any> = Box::new(c);
+    *boxed.downcast::<Array2<T>>().expect("T is f32: checked by as_f32")
+}
+
+/// Exact kernel sums on the scope's GPU (f32 only); `None` keeps them on the CPU.
+pub(crate) fn run_tiled<T: Real>(
+    req: &crate::kernel::tiled::Request<T>,
+) -> Option<crate::kernel::tiled::Output<T>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    let gpu = active_gpu()?;
+    // SAFETY: T is f32 (checked above): the same type behind the reference.
+    let req32 = unsafe { &*(req as *const crate::kernel::tiled::Request<T>).cast::<crate::kernel::tiled::Request<f32>>() };
+    match gpu.kernel_sums(req32) {
+        Ok(out) => {
+            let boxed: Box<dyn std::any::Any> = Box::new(out);
+            Some(*boxed.downcast().expect("T is f32"))
+        }
+        Err(reason) => {
+            record_failure(format!("kernel sums on the GPU: {reason}"));
+            None
+        }
+    }
+}
+
+/// Keeps an f32 matrix on the scope's GPU while the guard lives, so that products reading it
+/// (or a block of its rows, or its transpose) upload nothing. A no-op outside a GPU scope.
+/// The matrix must not change while pinned.
+pub struct Pin {
+    gpu: Option<(Arc<Gpu>, usize)>,
+}
+
+impl Pin {
+    /// Pins `x` (standard layout) if a GPU scope is active and `x` is large enough to matter.
+    pub fn new(x: ArrayView2<f32>) -> Pin {
+        let gpu = active_gpu().filter(|_| x.is_standard_layout() && x.len() >= GPU_MIN_MACS);
+        Pin {
+            gpu: gpu.and_then(|g| match g.pin(x) {
+                Ok(id) => Some((g, id)),
+                Err(reason) => {
+                    record_failure(format!("uploading the features: {reason}"));
+                    None
+                }
+            }),
+        }
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        if let Some((gpu, id)) = self.gpu.take() {
+            gpu.unpin(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+use super::*;
+use ndarray::Array2;
+
+fn no_gpu() -> std::result::Result<Arc<Gpu>, String> {
+    Err("no CUDA driver library (libcuda.so.1) found".into())
+}
+
+#[test]
+fn auto_without_a_driver_falls_back_to_the_cpu_and_says_why() {
+    let (gpu, why) = resolve(Device::Auto, no_gpu).expect("auto never fails for want of a GPU");
+    assert!(gpu.is_none());
+    let why = why.expect("a reason");
+    assert!(why.contains("libcuda.so.1") && why.contains("CPU"), "{why}");
+}
+
+#[test]
+fn cuda_without_a_driver_is_one_clear_error() {
+    let err = resolve(Device::Cuda, no_gpu).err().expect("an error");
+    assert!(matches!(err, Error::Device { .. }), "{err}");
+    assert!(err.to_string().contains("libcuda.so.1"), "{err}");
+}
+
+#[test]
+fn cpu_never_probes() {
+    let (gpu, why) = resolve(Device::Cpu, || panic!("probed")).expect("cpu");
+    assert!(gpu.is_none() && why.is_none());
+}
+
+/// The real probe on this machine: `auto` runs whatever is found and reports it; without a
+/// usable GPU (CI) the report says cpu and why.
+#[test]
+fn scoped_auto_reports_what_ran() {
+    let (value, used) = scoped(Device::Auto, || Ok(41 + 1)).expect("auto runs");
+    assert_eq!(value, 42);
+    match probe() {
+        Ok(gpu) => assert_eq!((used.kind.as_str(), used.name.as_deref()), ("cuda", Some(gpu.name()))),
+        Err(reason) => {
+            assert_eq!(used.kind, "cpu");
+            assert!(used.fallback.expect("reason").contains(&reason));
+        }
+    }
+}
+
+/// Outside a GPU scope `dot` is ndarray's product bit for bit, transposed views included.
+#[test]
+fn dot_outside_a_gpu_scope_is_ndarrays_product() {
+    let a = Array2::from_shape_fn((300, 70), |(i, j)| ((i * 7 + j * 3) % 11) as f32 - 5.0);
+    let b = Array2::from_shape_fn((70, 20), |(i, j)| ((i + 2 * j) % 5) as f32 * 0.5);
+    assert_eq!(dot(a.view(), b.view()), a.dot(&b));
+    assert_eq!(dot(a.t(), a.view()), a.t().dot(&a));
+}
+
+/// On a machine with a usable GPU: products and kernel sums there match the CPU's (f32
+/// rounding). Skipped (reported) without one.
+#[test]
+fn gpu_products_match_the_cpu_where_a_gpu_is_found() {
+    if let Err(reason) = probe() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let a = Array2::from_shape_fn((3000, 700), |(i, j)| (((i * 7 + j * 3) % 11) as f32 - 5.0) * 0.1);
+    let b = Array2::from_shape_fn((700, 300), |(i, j)| ((i + 2 * j) % 5) as f32 * 0.05);
+    for (x, y) in [(a.view(), b.view()), (a.t(), a.view())] {
+        let want = x.dot(&y);
+        let (got, used) = scoped(Device::Cuda, || Ok(dot(x, y))).expect("cuda");
+        assert_eq!(used.kind, "cuda");
+        let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1.0);
+        let worst = (&got - &want).iter().fold(0f32, |m, v| m.max(v.abs())) / scale;
+        assert!(worst < 1e-4, "relative error {worst}");
+    }
+}
+
+/// On a machine with a usable GPU: the exact kernel sums there (S blocks, objective values,
+/// gradients) match the CPU's tiled pass, for one-hot and soft labels, one and two domains,
+/// tiles of several sizes. Skipped (reported) without one.
+#[test]
+fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
+    use crate::kernel::tiled::{run, Domain, Objective, Request};
+    use rand::{Rng, SeedableRng};
+    if let Err(reason) = probe() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let (d, c) = (37, 4);
+    for &(ns, nt, soft) in &[(300, 200, false), (5000, 4500, false), (700, 650, true)] {
+        let z = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0);
+        let y = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| {
+            Array2::from_shape_fn((n, c), |(i, k)| if soft { rng.random::<f32>() } else { (i % c == k) as u8 as f32 })
+        };
+        let (zs, zt, ys, yt) = (z(ns, &mut rng), z(nt, &mut rng), y(ns, &mut rng), y(nt, &mut rng));
+        let gamma = |rng: &mut rand_chacha::ChaCha8Rng| Array2::from_shape_fn((c, c), |_| rng.random::<f64>() - 0.5);
+        let domains = [Domain { z: zs.view(), y: ys.view() }, Domain { z: zt.view(), y: yt.view() }];
+        let req = Request {
+            domains: &domains,
+            s_blocks: vec![(0, 0), (0, 1), (1, 1)],
+            objectives: vec![
+                Objective { terms: vec![(0, 0, gamma(&mut rng)), (0, 1, gamma(&mut rng))] },
+                Objective { terms: vec![(1, 1, gamma(&mut rng))] },
+            ],
+            h: 40.0,
+        };
+        let want = run(&req);
+        let (got, used) = scoped(Device::Cuda, || Ok(run(&req))).expect("cuda");
+        assert_eq!(used.kind, "cuda");
+        for (k, sw) in &want.s {
+            let sg = got.s_block(k.0, k.1);
+            let scale = sw.iter().fold(0f64, |m, v| m.max(v.abs()));
+            let worst = (sw - sg).iter().fold(0f64, |m, v| m.max(v.abs())) / scale;
+            assert!(worst < 1e-4, "S{k:?}: relative error {worst}");
+        }
+        for (w, g) in want.values.iter().zip(&got.values) {
+            assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "value {w} vs {g}");
+        }
+        for (gw, gg) in want.grads.iter().flatten().zip(got.grads.iter().flatten()) {
+            let scale = gw.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+            let worst = (gw - gg).iter().fold(0f32, |m, v| m.max(v.abs())) / scale;
+            assert!(worst < 1e-3, "gradient: relative error {worst}");
+        }
+    }
+}
