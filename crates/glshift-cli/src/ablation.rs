@@ -9,7 +9,7 @@ use glshift::kernel::LabelKernel;
 use glshift_experiments::ablation::ablation_variants;
 
 use crate::bench::{run_grid, GridArgs};
-use crate::fit::resolve_config;
+use crate::fit::resolve_config_on;
 
 /// Label kernel of MCMD (docs/ablation.md, "Label kernel").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -43,7 +43,7 @@ pub struct AblationArgs {
 }
 
 pub fn run(args: AblationArgs) -> Result<()> {
-    let base = resolve_config(args.grid.run.config.as_ref(), None, None)?;
+    let base = resolve_config_on(args.grid.run.config.as_ref(), None, None, args.grid.run.device)?;
     let kernels: Vec<(String, LabelKernel)> = args
         .label_kernels
         .iter()

@@ -9,7 +9,7 @@ use glshift::methods::MethodKind;
 use glshift_experiments::grid::{self, GridObserver, GridSpec, Variant};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::fit::resolve_config;
+use crate::fit::resolve_config_on;
 use crate::pair::RunArgs;
 
 #[derive(Args, Debug)]
@@ -63,7 +63,7 @@ impl GridArgs {
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let methods: Vec<MethodKind> = args.methods.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
-    let base = resolve_config(args.grid.run.config.as_ref(), None, None)?;
+    let base = resolve_config_on(args.grid.run.config.as_ref(), None, None, args.grid.run.device)?;
     run_grid(&args.grid, &grid::method_variants(&methods, &base)?)
 }
 

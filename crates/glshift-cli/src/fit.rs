@@ -37,6 +37,16 @@ pub struct FitArgs {
 
 /// Builds the configuration: defaults, then the TOML file, then command-line flags.
 pub fn resolve_config(config: Option<&PathBuf>, method: Option<&str>, seed: Option<u64>) -> Result<FitConfig> {
+    resolve_config_on(config, method, seed, None)
+}
+
+/// [`resolve_config`] with `--device`.
+pub fn resolve_config_on(
+    config: Option<&PathBuf>,
+    method: Option<&str>,
+    seed: Option<u64>,
+    device: Option<crate::pair::DeviceArg>,
+) -> Result<FitConfig> {
     let mut cfg = match config {
         Some(path) => FitConfig::from_toml_file(path)?,
         None => FitConfig::default(),
@@ -47,12 +57,27 @@ pub fn resolve_config(config: Option<&PathBuf>, method: Option<&str>, seed: Opti
     if let Some(s) = seed {
         cfg.seed = s;
     }
+    if let Some(d) = device {
+        cfg.device = d.into();
+    }
     cfg.validate()?;
     Ok(cfg)
 }
 
+/// "cuda (NVIDIA H100 …)", or "cpu" with the reason `auto` fell back.
+pub fn device_line(d: &glshift::device::DeviceUsed) -> String {
+    let mut line = d.kind.clone();
+    if let Some(name) = &d.name {
+        line += &format!(" ({name})");
+    }
+    if let Some(why) = &d.fallback {
+        line += &format!(": {why}");
+    }
+    line
+}
+
 pub fn run(args: FitArgs) -> Result<()> {
-    let cfg = resolve_config(args.run.config.as_ref(), args.method.as_deref(), args.seed)?;
+    let cfg = resolve_config_on(args.run.config.as_ref(), args.method.as_deref(), args.seed, args.run.device)?;
     let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &cfg);
     if result.is_err() && created {
@@ -78,6 +103,10 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         eprintln!("warning: {w}");
     }
     eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
+    eprintln!("device: {}", device_line(&r.device));
+    if let Some(t) = bar.iteration_times() {
+        eprintln!("time per iteration: {t}");
+    }
     let n_adapt = r.history.iter().filter(|h| h.stage == glshift::methods::Stage::Adapt).count();
     eprintln!(
         "{}: pre-training {} of {}, adaptation {n_adapt} of {}",

@@ -41,6 +41,9 @@ pub struct PredictArgs {
     /// Print nothing but errors.
     #[arg(long)]
     pub quiet: bool,
+    /// Where the network runs: `cpu`, `cuda` or `auto` (CUDA where found, else the CPU).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub device: crate::pair::DeviceArg,
 }
 
 /// `report.json` of a prediction: what the model is and estimated, and — only when the rows
@@ -62,6 +65,8 @@ struct PredictReport {
     accuracy: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     per_class_accuracy: Option<Vec<Option<f64>>>,
+    /// Where the network ran.
+    device: glshift::device::DeviceUsed,
 }
 
 pub fn run(args: PredictArgs) -> Result<()> {
@@ -161,14 +166,17 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
     csv.write(predictions_csv_header(classes).as_bytes())?;
     let mut predicted: Vec<usize> = Vec::with_capacity(n_rows);
     let mut lines = String::new();
-    rows.for_each_block(|x, first| {
-        let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
-        predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
-        lines.clear();
-        push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
-        csv.write(lines.as_bytes())?;
-        Ok(())
+    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
+        Ok(rows.for_each_block(|x, first| {
+            let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
+            predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
+            lines.clear();
+            push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
+            csv.write(lines.as_bytes())?;
+            Ok(())
+        }))
     })?;
+    blocks?;
     let mut counts = vec![0usize; model.n_classes()];
     predicted.iter().for_each(|&k| counts[k] += 1);
     // Evaluation only: labels are read after the predictions are final.
@@ -186,6 +194,7 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
         predicted_class_counts: counts,
         accuracy: scores.as_ref().map(|s| s.accuracy),
         per_class_accuracy: scores.as_ref().map(|s| s.per_class_accuracy.clone()),
+        device,
     };
     write_files_atomically_with(vec![csv], &[(args.out.join("report.json"), serde_json::to_vec_pretty(&report)?)])?;
     if !args.quiet {

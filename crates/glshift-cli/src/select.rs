@@ -11,7 +11,7 @@ use glshift::output::write_files_atomically;
 use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule};
 use glshift_experiments::protocol;
 
-use crate::fit::{check_out_dir, resolve_config, run_files};
+use crate::fit::{check_out_dir, resolve_config_on, run_files};
 use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
 use crate::progress::TrainBar;
 
@@ -75,7 +75,7 @@ pub struct SelectArgs {
 }
 
 pub fn run(args: SelectArgs) -> Result<()> {
-    let base = resolve_config(args.run.config.as_ref(), None, args.seed)?;
+    let base = resolve_config_on(args.run.config.as_ref(), None, args.seed, args.run.device)?;
     let candidates = match &args.candidates {
         Some(path) => read_candidates_file(path, &base)?,
         None => default_candidates(),
