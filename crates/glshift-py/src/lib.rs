@@ -33,7 +33,7 @@ fn py_err(e: glshift::Error) -> PyErr {
     let msg = e.to_string();
     match e {
         E::Io { .. } | E::Write { .. } => PyOSError::new_err(msg),
-        E::Numerical { .. } => PyRuntimeError::new_err(msg),
+        E::Numerical { .. } | E::Device { .. } => PyRuntimeError::new_err(msg),
         E::BadData { .. } | E::Shape { .. } | E::Param { .. } | E::BadFile { .. } | E::UnknownDomain { .. } => {
             PyValueError::new_err(msg)
         }
@@ -73,6 +73,7 @@ fn resolve_config(
     seed: Option<u64>,
     pretrain_iters: Option<usize>,
     adapt_iters: Option<usize>,
+    device: Option<&str>,
 ) -> glshift::Result<CheckedParams> {
     let mut cfg = match (config_path, config_json) {
         (Some(_), Some(_)) => {
@@ -95,13 +96,22 @@ fn resolve_config(
     if let Some(n) = adapt_iters {
         cfg.adapt_iters = n;
     }
+    if let Some(d) = device {
+        cfg.device = match d {
+            "cpu" => glshift::device::Device::Cpu,
+            "cuda" => glshift::device::Device::Cuda,
+            "auto" => glshift::device::Device::Auto,
+            other => return Err(glshift::Error::param("device", other, "expected 'cpu', 'cuda' or 'auto'")),
+        };
+    }
     FitParams::from_config(cfg).check()
 }
 
 /// The settings `fit` would use, as JSON (validated): for `get_params`-style inspection and the
 /// docs. Same arguments as `fit`'s settings.
 #[pyfunction]
-#[pyo3(signature = (config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None))]
+#[pyo3(signature = (config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None, device=None))]
+#[allow(clippy::too_many_arguments)]
 fn resolved_config(
     config_json: Option<String>,
     config_path: Option<PathBuf>,
@@ -109,8 +119,9 @@ fn resolved_config(
     seed: Option<u64>,
     pretrain_iters: Option<usize>,
     adapt_iters: Option<usize>,
+    device: Option<String>,
 ) -> PyResult<String> {
-    let p = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters)
+    let p = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters, device.as_deref())
         .map_err(py_err)?;
     Ok(serde_json::to_string(p.config()).expect("a config serialises"))
 }
@@ -191,7 +202,7 @@ fn interruptible<T: Send>(
 /// Trains a model: `source_x` (n_s × d, float32), `source_y` (n_s class indices in
 /// 0..len(class_names)), `target_x` (n_t × d, float32). Returns `(model, warnings)`.
 #[pyfunction]
-#[pyo3(signature = (source_x, source_y, target_x, class_names, config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None))]
+#[pyo3(signature = (source_x, source_y, target_x, class_names, config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None, device=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
     py: Python<'_>,
@@ -205,8 +216,9 @@ fn fit(
     seed: Option<u64>,
     pretrain_iters: Option<usize>,
     adapt_iters: Option<usize>,
+    device: Option<String>,
 ) -> PyResult<(Model, Vec<String>)> {
-    let params = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters)
+    let params = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters, device.as_deref())
         .map_err(py_err)?;
     let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
     let data = Dataset::new(xs, ys, xt)

@@ -31,7 +31,7 @@ pub(crate) fn select(
     config_path: Option<PathBuf>,
     seed: Option<u64>,
 ) -> PyResult<(String, Model, Vec<String>)> {
-    let base = resolve_config(config_json.as_deref(), config_path.as_deref(), None, seed, None, None)
+    let base = resolve_config(config_json.as_deref(), config_path.as_deref(), None, seed, None, None, None)
         .map_err(py_err)?
         .config()
         .clone();

@@ -106,6 +106,35 @@ def test_resolved_config_follows_defaults_then_config_then_parameters(tmp_path):
     assert glshift.SourceOnly().resolved_config()["method"] == "source"
 
 
+def test_device_parameter_sets_the_config_and_cpu_gives_the_same_model(data, fitted):
+    assert glshift.MUL().resolved_config()["device"] == "auto"
+    assert glshift.MUL(device="cuda", config={"device": "cpu"}).resolved_config()["device"] == "cuda"
+    assert glshift.MUL(config={"device": "cpu"}).resolved_config()["device"] == "cpu"
+    with pytest.raises(ValueError, match="device"):
+        glshift.MUL(device="tpu").resolved_config()
+    # Explicitly on the CPU: the same model as the fixture's (fitted with `auto`, which is the
+    # CPU on a machine without a usable GPU, as in CI).
+    cpu = glshift.MUL(device="cpu", seed=0, **FAST).fit(data["X"], data["y_int"], sample_domain=data["sd"])
+    if fitted.config_["device"] == "auto" and not _gpu_usable():
+        np.testing.assert_array_equal(cpu.predict_proba(data["X"]), fitted.predict_proba(data["X"]))
+
+
+def _gpu_usable():
+    try:
+        glshift.MUL(device="cuda", pretrain_iters=2, adapt_iters=1).fit(*blobs()[:2], sample_domain=blobs()[2])
+        return True
+    except Exception as e:  # noqa: BLE001 - the message is checked below
+        assert "device cuda" in str(e), e
+        return False
+
+
+def test_cuda_without_a_usable_gpu_is_one_clear_error():
+    if _gpu_usable():
+        pytest.skip("a usable CUDA GPU is present")
+    with pytest.raises(Exception, match="device cuda: "):
+        glshift.MUL(device="cuda", **FAST).fit(*blobs()[:2], sample_domain=blobs()[2])
+
+
 def test_pickle_round_trip_keeps_predictions(data, fitted):
     back = pickle.loads(pickle.dumps(fitted))
     assert type(back) is glshift.MUL and back.get_params() == fitted.get_params()

@@ -107,11 +107,12 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
     __metadata_request__transform = _DOMAIN_REQUEST
 
     # MUL's and SourceOnly's parameters (scikit-learn reads them from this signature).
-    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None, device=None):
         self.seed = seed
         self.pretrain_iters = pretrain_iters
         self.adapt_iters = adapt_iters
         self.config = config
+        self.device = device
 
     def _method(self):
         raise NotImplementedError
@@ -127,6 +128,10 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         for name in ("seed", "pretrain_iters", "adapt_iters"):
             kw.update(_count_kwarg(name, getattr(self, name)))
         kw.update(_config_kwargs(self.config))
+        if self.device is not None:
+            if self.device not in ("cpu", "cuda", "auto"):
+                raise ValueError(f"device: expected 'cpu', 'cuda', 'auto' or None, got {self.device!r}")
+            kw["device"] = self.device
         return kw
 
     def resolved_config(self):
@@ -209,6 +214,10 @@ class MUL(_GLShiftEstimator):
     config : None, dict or path, default None
         Other settings: a TOML file as for ``glshift fit --config``, or a dict with the same
         keys (e.g. ``{"mul": {"lambda_tu": 0.5}}``); unknown keys are errors.
+    device : None, "cpu", "cuda" or "auto", default None
+        Where the network's products and MUL's kernel sums run, like ``glshift fit
+        --device``; None takes ``config``'s (``auto``: CUDA where a driver, cuBLAS, NVRTC and
+        a GPU are found, else the CPU). ``cuda`` without a usable GPU is an error.
     """
 
     def _method(self):
@@ -228,9 +237,9 @@ class Adapter(_GLShiftEstimator):
     the baselines ``dan``, ``dann``, ``cdan``, ``cdan-e``, ``jan``, ``iw-dann``, ``iw-cdan``,
     ``pada``, ``mmd-classwise``. Other parameters as :class:`MUL`."""
 
-    def __init__(self, method="mul", *, seed=None, pretrain_iters=None, adapt_iters=None, config=None):
+    def __init__(self, method="mul", *, seed=None, pretrain_iters=None, adapt_iters=None, config=None, device=None):
         self.method = method
-        super().__init__(seed=seed, pretrain_iters=pretrain_iters, adapt_iters=adapt_iters, config=config)
+        super().__init__(seed=seed, pretrain_iters=pretrain_iters, adapt_iters=adapt_iters, config=config, device=device)
 
     def _method(self):
         if not isinstance(self.method, str):
