@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The GPU checks of the issue "A GPU path", as one script for a lent GPU machine (the `device`
+# tool): nothing is compiled there. It runs a release `glshift` and the core's unit-test binary
+# built on a CPU machine, and prints every figure:
+#   1. the core's device tests on the GPU (products and kernel sums against the CPU's);
+#   2. the 12 Office-Caltech10 EfficientNet-Lite2 UDA tasks, seed 0, default MUL, `--device cuda`
+#      against `--device cpu` (bench/gpu_compare.py: agreement, accuracy, prior l1, and how far
+#      apart the first iterations are);
+#   3. a VisDA-2017-shaped synthetic task (152,397 + 55,388 × 2048, 12 classes), full-batch MUL:
+#      the wall time per pre-training and per adaptation iteration on each device (`glshift
+#      fit` prints it, set-up and scoring left out), from short runs of the same command, and
+#      their ratio. Sections run as named: `gpu_check.sh DIR [tests] [oc10] [visda]` (all by
+#      default).
+#
+# Prepare here (x86-64, release build), then run through the device tool with `carry: [".gpu"]`:
+#   cargo build --release -p glshift-cli && cargo test -p glshift --lib --no-run
+#   mkdir -p .gpu/oc10 && cp target/release/glshift .gpu/ && strip .gpu/glshift
+#   cp "$(ls -t target/debug/deps/glshift-* | grep -v '\.d$' | head -1)" .gpu/glshift-lib-tests && strip .gpu/glshift-lib-tests
+#   cp ../shared/data/office_caltech10_effnetlite2/{*.npy,classes.txt} .gpu/oc10/
+#   (device) bash bench/gpu_check.sh .gpu
+set -u
+B=${1:-.gpu}
+shift || true
+SECTIONS=${*:-tests oc10 visda}
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+G=$B/glshift
+W=${GPU_CHECK_WORK:-/tmp/gpu_check}
+mkdir -p "$W"
+stamp() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2 - $1:.1f}')"; }
+
+# CUDA's libraries: the driver is on the loader path; cuBLAS and NVRTC come with the toolkit or
+# PyTorch's wheels.
+for lib in libcublas.so.13 libnvrtc.so.13; do
+  found=$(find /usr/local/cuda* /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
+  [ -n "$found" ] && export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nproc
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+
+if want tests; then
+echo "== 1. device tests (products and kernel sums, GPU vs CPU)"
+timeout 120 "$B/glshift-lib-tests" device:: --test-threads 1 2>&1 | tail -15
+fi
+
+if want oc10; then
+echo "== 2. Office-Caltech10 UDA, seed 0: cuda vs cpu"
+D=$B/oc10
+R=$W/oc10
+mkdir -p "$R"
+domains="amazon caltech dslr webcam"
+t0=$(stamp)
+(
+  for s in $domains; do for t in $domains; do [ "$s" = "$t" ] && continue
+    RAYON_NUM_THREADS=4 "$G" fit --data "$D" --source $s --target $t --seed 0 --device cpu --quiet --out "$R/$s-$t-cpu" >/dev/null 2>&1 &
+    while [ "$(jobs -r | wc -l)" -ge 3 ]; do sleep 0.2; done
+  done; done
+  wait
+) &
+cpu_jobs=$!
+failed=0
+for s in $domains; do for t in $domains; do [ "$s" = "$t" ] && continue
+  [ $failed = 0 ] || continue
+  timeout 120 "$G" fit --data "$D" --source $s --target $t --seed 0 --device cuda --quiet --out "$R/$s-$t-cuda" >"$R/$s-$t-cuda.log" 2>&1 \
+    || { echo "cuda fit $s-$t failed (skipping the other cuda fits):"; tail -3 "$R/$s-$t-cuda.log"; failed=1; }
+done; done
+t1=$(stamp)
+wait $cpu_jobs
+t2=$(stamp)
+echo "cuda fits (sequential) $(secs $t0 $t1) s; cpu fits (3 at a time, 4 threads each, alongside) $(secs $t0 $t2) s"
+python3 "$(dirname "$0")/gpu_compare.py" "$R"
+python3 - "$R" <<'EOF'
+import json, os, sys
+r = sys.argv[1]
+for dev in ("cpu", "cuda"):
+    t = [json.load(open(os.path.join(r, d, "report.json")))["elapsed_seconds"] for d in sorted(os.listdir(r)) if d.endswith("-" + dev) and os.path.exists(os.path.join(r, d, "report.json"))]
+    print(f"{dev}: fit time per task (report elapsed_seconds) mean {sum(t)/max(len(t),1):.2f} s over {len(t)} tasks")
+EOF
+
+fi
+
+if want visda; then
+echo "== 3. VisDA-2017-shaped synthetic task, full-batch MUL"
+V=$W/visda
+t0=$(stamp)
+"$G" generate --source-rows 152397 --target-rows 55388 --dims 2048 --classes 12 --separation 0.07 --seed 0 --out "$V" >/dev/null
+echo "generated in $(secs $t0 "$(stamp)") s"
+short() { # name pretrain adapt device timeout
+  cat >"$W/$1.toml" <<EOF
+training = "full-batch"
+max_memory_gib = 100.0
+pretrain_iters = $2
+pretrain_patience = 1000
+adapt_iters = $3
+[adapt_stop]
+enabled = false
+EOF
+  local a
+  a=$(stamp)
+  timeout "$5" "$G" fit --data "$V" --source source --target target --device "$4" --config "$W/$1.toml" --out "$W/$1" >"$W/$1.log" 2>&1 \
+    || { echo "$1 failed or timed out after $5 s:"; tail -3 "$W/$1.log"; }
+  echo "$1 ($2 pre-training + $3 adaptation iterations, $4): wall $(secs "$a" "$(stamp)") s"
+  grep -E "target rows in|^device:|time per iteration|accuracy \(evaluation" "$W/$1.log"
+}
+short vis-cuda 6 3 cuda 130
+short vis-cpu 3 2 cpu 150
+python3 - "$W" <<'EOF'
+import re, sys
+def per_iter(name):
+    try: text = open(f"{sys.argv[1]}/{name}.log").read()
+    except OSError: return {}
+    return {k: float(v) for k, v in re.findall(r"(pre-training|adaptation) ([0-9.]+) ms", text)}
+g, c = per_iter("vis-cuda"), per_iter("vis-cpu")
+for stage in ("pre-training", "adaptation"):
+    if stage in g and stage in c:
+        print(f"{stage}: {c[stage]:.0f} ms per iteration on the CPU, {g[stage]:.0f} ms on CUDA: {c[stage]/g[stage]:.1f}x")
+EOF
+fi
+echo "== done"
