@@ -79,7 +79,7 @@ def test_fit_is_deterministic_for_a_seed_and_the_seed_matters(data, fitted):
 def test_get_set_params_clone_and_repr():
     est = glshift.MUL(seed=3, adapt_iters=7, config={"mul": {"tau": 0.8}})
     params = est.get_params()
-    assert params == {"seed": 3, "pretrain_iters": None, "adapt_iters": 7, "config": {"mul": {"tau": 0.8}}}
+    assert params == {"seed": 3, "pretrain_iters": None, "adapt_iters": 7, "config": {"mul": {"tau": 0.8}}, "device": None}
     c = clone(est)
     assert c is not est and c.get_params() == params
     assert c.set_params(seed=5) is c and c.seed == 5 and est.seed == 3
