@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# MCMD against class-wise MMD as the sample size grows (issue "Large data"; the MUL paper's
+# claim that MCMD's advantage grows with n). `glshift ablation` rows `mul` and `mul-mmd`, default
+# settings, seeds 0-2, on synthetic GLS folders of the VisDA-2017 proportions (target rows =
+# 0.36 x source rows), 2048 dims, 12 and 65 classes, one generator seed per folder.
+# Resumable: a rerun skips the folders already generated and the runs already finished.
+#
+#   bash bench/mcmd_vs_mmd_n.sh WORK_DIR [GLSHIFT_BINARY]
+set -euo pipefail
+W=${1:?usage: mcmd_vs_mmd_n.sh WORK_DIR [GLSHIFT_BINARY]}
+G=${2:-target/release/glshift}
+mkdir -p "$W"
+for classes in 12 65; do
+  for n in 1000 4000 16000 64000; do
+    nt=$(( n * 36 / 100 ))
+    d=$W/data-c$classes-n$n
+    [ -f "$d/generate.json" ] || "$G" generate --source-rows $n --target-rows $nt --dims 2048 --classes $classes \
+      --separation 0.07 --seed 0 --out "$d" >/dev/null
+    /usr/bin/time -v "$G" ablation --data "$d" --tasks source:target --rows mul,mul-mmd --seeds 0,1,2 \
+      --out "$W/out-c$classes-n$n" --quiet >"$W/out-c$classes-n$n.log" 2>"$W/out-c$classes-n$n.err"
+    tail -n +1 "$W/out-c$classes-n$n.log" | grep -E "^\|" || true
+  done
+done
