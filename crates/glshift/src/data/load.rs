@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use super::classes::{read_classes, CLASSES_FILE};
 use super::discover::{find_domain, mat_files, Source};
-use super::validate::{check_features, check_label_range, check_pair, to_indices};
-use super::{csv, mat, npy, Domain, FileFormat, LabelRule, RawDomain};
+use super::validate::{check_features, check_label_range, check_pair, check_pair_shapes, to_indices};
+use super::{csv, mat, npy, Domain, FeatureFile, FileFormat, LabelRule, RawDomain, Rows};
 use crate::Result;
 
 /// A domain read from disk, labels still as stored.
@@ -14,6 +14,8 @@ struct Loaded {
     raw: RawDomain,
     path: PathBuf,
     format: FileFormat,
+    /// Feature rows (those of `raw.features`, or of the file left on disk).
+    n_rows: usize,
 }
 
 /// Finds and loads one domain of `dir`; the format is detected by which files exist:
@@ -75,12 +77,49 @@ fn read(dir: &Path, domain: &str) -> Result<Loaded> {
         Source::Mat(p) => (mat::read_mat(&p)?, p, FileFormat::Mat),
         Source::Csv(p) => (csv::read_csv(&p)?, p, FileFormat::Csv),
     };
-    Ok(Loaded {
-        name: domain.to_string(),
-        raw,
-        path,
-        format,
-    })
+    let n_rows = raw.features.nrows();
+    Ok(Loaded { name: domain.to_string(), raw, path, format, n_rows })
+}
+
+/// A source/target pair of `.npy` domains whose feature rows stay in their files: labels,
+/// classes, names and paths in the two [`Domain`]s (whose `features` are empty, `0 × d`), the
+/// rows in two [`FeatureFile`]s, read a block at a time by whoever trains on them.
+#[derive(Debug)]
+pub struct FilePair {
+    pub source: Domain,
+    pub target: Domain,
+    pub source_rows: FeatureFile,
+    pub target_rows: FeatureFile,
+}
+
+/// [`load_pair`] leaving the feature rows in their files: headers, lengths and labels are
+/// checked here, the values by whoever reads them (`pipeline::run_files` checks every value
+/// before training, a block at a time), so opening costs no pass over the rows. `Ok(None)`
+/// when a domain is not stored as `.npy` or its features file is in Fortran order: load those
+/// with [`load_pair`].
+pub fn open_pair_files(dir: &Path, source: &str, target: &str) -> Result<Option<FilePair>> {
+    let (Some((s, source_rows)), Some((t, target_rows))) = (open_npy_domain(dir, source)?, open_npy_domain(dir, target)?) else {
+        return Ok(None);
+    };
+    // `.npy` labels are 0-based (the folder-wide 1-based rule is for `.mat` files).
+    let mut both = finish(dir, vec![s, t], LabelRule::ZeroBased)?;
+    let target = both.pop().expect("two domains were opened");
+    let source = both.pop().expect("two domains were opened");
+    check_pair_shapes((&source, Rows::File(&source_rows, None)), (&target, Rows::File(&target_rows, None)))?;
+    Ok(Some(FilePair { source, target, source_rows, target_rows }))
+}
+
+/// One `.npy` domain with its labels read and its features file opened (not read).
+fn open_npy_domain(dir: &Path, domain: &str) -> Result<Option<(Loaded, FeatureFile)>> {
+    let Source::Npy { features, labels } = find_domain(dir, domain)? else { return Ok(None) };
+    let Some(rows) = FeatureFile::open(&features)? else { return Ok(None) };
+    let (labels, labels_path) = match labels {
+        Some(p) => (Some(npy::read_labels(&p)?), p),
+        None => (None, features.clone()),
+    };
+    let raw = RawDomain { features: ndarray::Array2::zeros((0, rows.ncols())), labels, labels_path, feature_names: None };
+    let loaded = Loaded { name: domain.to_string(), raw, path: features, format: FileFormat::Npy, n_rows: rows.nrows() };
+    Ok(Some((loaded, rows)))
 }
 
 /// The 1-based rule, decided over all `.mat` files of the folder: the loaded ones plus their
@@ -127,7 +166,7 @@ fn finish(dir: &Path, loaded: Vec<Loaded>, rule: LabelRule) -> Result<Vec<Domain
             Some(raw) => Some(to_indices(
                 raw,
                 shift,
-                l.raw.features.nrows(),
+                l.n_rows,
                 &l.raw.labels_path,
                 &l.path,
             )?),

@@ -20,12 +20,14 @@
 mod classes;
 mod csv;
 mod discover;
+mod feature_file;
 mod load;
 mod mat;
 mod mat_check;
 mod npy;
 mod npy_rows;
 mod preprocess;
+mod rows;
 mod validate;
 
 use std::io::Read;
@@ -74,10 +76,12 @@ impl RawDomain {
 }
 
 pub use discover::list_domains;
+pub use feature_file::FeatureFile;
+pub use rows::{Rows, BLOCK_ROWS};
 pub use npy_rows::{NpyRows, CHUNK_ROWS};
-pub use load::{load_domain, load_pair};
-pub use preprocess::{preprocess, preprocess_warning, Preprocess, PreprocessStats, ZSCORE_TARGET_RMS_LIMIT};
-pub use validate::check_features;
+pub use load::{load_domain, load_pair, open_pair_files, FilePair};
+pub use preprocess::{preprocess, preprocess_warning, preprocess_warning_rows, Preprocess, PreprocessStats, ZSCORE_TARGET_RMS_LIMIT};
+pub use validate::{check_feature_rows, check_features};
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton
 /// axes dropped), e.g. class probabilities for `glshift shift estimate`.

@@ -30,116 +30,136 @@ enum Kind {
     Unsigned,
 }
 
+/// Where and how a `.npy` file of shape `n × d` stores its values: what [`open_npy`] read
+/// from its header, after checking the file's length against it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NpyLayout {
+    pub n: usize,
+    pub d: usize,
+    kind: Kind,
+    /// Bytes per value: 1, 2, 4 or 8.
+    pub size: usize,
+    big_endian: bool,
+    pub fortran: bool,
+    /// Byte offset of the first value.
+    pub data_start: u64,
+}
+
+impl NpyLayout {
+    /// Converts `bytes` (values as the file stores them) into `out`, one value per element.
+    pub fn convert(&self, bytes: &[u8], out: ArrayViewMut1<f32>) {
+        convert_into(bytes, out, self.kind, self.size, self.big_endian);
+    }
+}
+
 /// An open `.npy` file of shape `n × d` (trailing singleton axes allowed), positioned after
 /// the rows already read.
 pub struct NpyRows {
     file: File,
     path: PathBuf,
-    n: usize,
-    d: usize,
-    kind: Kind,
-    /// Bytes per value: 1, 2, 4 or 8.
-    size: usize,
-    big_endian: bool,
-    fortran: bool,
-    /// Byte offset of the first value.
-    data_start: u64,
+    layout: NpyLayout,
     /// Rows handed out so far.
     next_row: usize,
     /// Raw bytes of one block (reused).
     buf: Vec<u8>,
 }
 
+/// Opens `path` and checks its header and length. Errors (each naming the file): not a
+/// `.npy` file, a header that is not a flat dict, a shape other than `n × d` (× 1 …), a
+/// dtype other than float32/64 or an integer, a file shorter or longer than the shape says.
+pub(super) fn open_npy(path: &Path) -> Result<(File, NpyLayout)> {
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let mut file = File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len == 0 {
+        return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
+    }
+    let corrupt = |e: &dyn std::fmt::Display| {
+        Error::bad_file(path, format!("not a valid .npy file (corrupt or truncated): {e}"))
+    };
+    let mut head = vec![0u8; len.min(12) as usize];
+    file.read_exact(&mut head).map_err(io)?;
+    let Some((preamble, header_len)) = declared_header_len(&head) else {
+        // Bad magic or version: the header parser says which.
+        return Err(match Header::from_reader(&mut &head[..]) {
+            Err(e) => corrupt(&e),
+            Ok(_) => corrupt(&"unreadable preamble"),
+        });
+    };
+    let data_start = (preamble + header_len) as u64;
+    if data_start > len {
+        return Err(Error::bad_file(
+            path,
+            format!("truncated .npy file: the header claims {header_len} bytes but the file has {len} bytes"),
+        ));
+    }
+    head.resize(preamble + header_len, 0);
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.read_exact(&mut head).map_err(io)?;
+    check_header_depth(&head[preamble..], path)?;
+    let header = Header::from_reader(&mut &head[..]).map_err(|e| corrupt(&e))?;
+    let shape = &header.shape;
+    if shape.len() < 2 || shape[2..].iter().any(|&s| s != 1) {
+        return Err(Error::bad_file(
+            path,
+            format!("features must be a 2-D array n×d (trailing singleton axes allowed), found shape {shape:?}"),
+        ));
+    }
+    let descr = header.type_descriptor.to_string();
+    let (kind, size, big_endian) = parse_descr(descr.trim_matches('\'')).ok_or_else(|| {
+        Error::bad_file(path, format!("unsupported dtype {descr}: expected a float (f4, f8) or integer array"))
+    })?;
+    let (n, d) = (shape[0], shape[1]);
+    let need = n.checked_mul(d).and_then(|v| v.checked_mul(size)).map(|b| b as u64);
+    let have = len - data_start;
+    if need.is_none_or(|b| b > have) {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "truncated .npy file: header says shape {shape:?} of {descr} ({} bytes of data) \
+                 but the file has {have} bytes after the header",
+                need.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+            ),
+        ));
+    }
+    if let Some(extra) = need.map(|b| have - b).filter(|&e| e > 0) {
+        return Err(corrupt(&format!("file had {extra} extra bytes before EOF")));
+    }
+    let fortran = header.layout.is_fortran();
+    Ok((file, NpyLayout { n, d, kind, size, big_endian, fortran, data_start }))
+}
+
 impl NpyRows {
-    /// Opens `path` and checks its header and length. Errors (each naming the file): not a
-    /// `.npy` file, a header that is not a flat dict, a shape other than `n × d` (× 1 …), a
-    /// dtype other than float32/64 or an integer, a file shorter or longer than the shape says.
+    /// Opens `path` and checks its header and length ([`open_npy`]'s errors, each naming the file).
     pub fn open(path: &Path) -> Result<Self> {
-        let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let mut file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        if len == 0 {
-            return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
-        }
-        let corrupt = |e: &dyn std::fmt::Display| {
-            Error::bad_file(path, format!("not a valid .npy file (corrupt or truncated): {e}"))
-        };
-        let mut head = vec![0u8; len.min(12) as usize];
-        file.read_exact(&mut head).map_err(io)?;
-        let Some((preamble, header_len)) = declared_header_len(&head) else {
-            // Bad magic or version: the header parser says which.
-            return Err(match Header::from_reader(&mut &head[..]) {
-                Err(e) => corrupt(&e),
-                Ok(_) => corrupt(&"unreadable preamble"),
-            });
-        };
-        let data_start = (preamble + header_len) as u64;
-        if data_start > len {
-            return Err(Error::bad_file(
-                path,
-                format!("truncated .npy file: the header claims {header_len} bytes but the file has {len} bytes"),
-            ));
-        }
-        head.resize(preamble + header_len, 0);
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        file.read_exact(&mut head).map_err(io)?;
-        check_header_depth(&head[preamble..], path)?;
-        let header = Header::from_reader(&mut &head[..]).map_err(|e| corrupt(&e))?;
-        let shape = &header.shape;
-        if shape.len() < 2 || shape[2..].iter().any(|&s| s != 1) {
-            return Err(Error::bad_file(
-                path,
-                format!("features must be a 2-D array n×d (trailing singleton axes allowed), found shape {shape:?}"),
-            ));
-        }
-        let descr = header.type_descriptor.to_string();
-        let (kind, size, big_endian) = parse_descr(descr.trim_matches('\'')).ok_or_else(|| {
-            Error::bad_file(path, format!("unsupported dtype {descr}: expected a float (f4, f8) or integer array"))
-        })?;
-        let (n, d) = (shape[0], shape[1]);
-        let need = n.checked_mul(d).and_then(|v| v.checked_mul(size)).map(|b| b as u64);
-        let have = len - data_start;
-        if need.is_none_or(|b| b > have) {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "truncated .npy file: header says shape {shape:?} of {descr} ({} bytes of data) \
-                     but the file has {have} bytes after the header",
-                    need.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
-                ),
-            ));
-        }
-        if let Some(extra) = need.map(|b| have - b).filter(|&e| e > 0) {
-            return Err(corrupt(&format!("file had {extra} extra bytes before EOF")));
-        }
-        let fortran = header.layout.is_fortran();
-        Ok(NpyRows { file, path: path.to_path_buf(), n, d, kind, size, big_endian, fortran, data_start, next_row: 0, buf: Vec::new() })
+        let (file, layout) = open_npy(path)?;
+        Ok(NpyRows { file, path: path.to_path_buf(), layout, next_row: 0, buf: Vec::new() })
     }
 
     /// Rows n of the whole file.
     pub fn nrows(&self) -> usize {
-        self.n
+        self.layout.n
     }
 
     /// Columns d.
     pub fn ncols(&self) -> usize {
-        self.d
+        self.layout.d
     }
 
     /// The next at most `max_rows` rows (`rows × d`, standard layout), `None` after the last.
     pub fn next_chunk(&mut self, max_rows: usize) -> Result<Option<Array2<f32>>> {
-        let rows = max_rows.max(1).min(self.n - self.next_row);
+        let rows = max_rows.max(1).min(self.layout.n - self.next_row);
         if rows == 0 {
             return Ok(None);
         }
-        let mut out = Array2::zeros((rows, self.d));
+        let mut out = Array2::zeros((rows, self.layout.d));
         self.read_into(out.view_mut())?;
         Ok(Some(out))
     }
 
     /// The whole matrix (`n × d`), read [`CHUNK_ROWS`] rows at a time into one allocation.
     pub fn read_all(mut self) -> Result<Array2<f32>> {
-        let mut out = Array2::zeros((self.n - self.next_row, self.d));
+        let mut out = Array2::zeros((self.layout.n - self.next_row, self.layout.d));
         for block in out.axis_chunks_iter_mut(Axis(0), CHUNK_ROWS) {
             self.read_into(block)?;
         }
@@ -148,18 +168,18 @@ impl NpyRows {
 
     /// Fills `out` (`rows × d`) with the next `rows` rows.
     fn read_into(&mut self, mut out: ArrayViewMut2<f32>) -> Result<()> {
-        let (r0, rows) = (self.next_row, out.nrows());
-        assert!(r0 + rows <= self.n && out.ncols() == self.d, "NpyRows::read_into: block outside the file");
-        if self.fortran {
+        let (r0, rows, l) = (self.next_row, out.nrows(), self.layout);
+        assert!(r0 + rows <= l.n && out.ncols() == l.d, "NpyRows::read_into: block outside the file");
+        if l.fortran {
             // Column j of the block is one run of `rows` values at (j·n + r0).
             for (j, col) in out.axis_iter_mut(Axis(1)).enumerate() {
-                self.read_run((j * self.n + r0) as u64, rows)?;
-                convert_into(&self.buf, col, self.kind, self.size, self.big_endian);
+                self.read_run((j * l.n + r0) as u64, rows)?;
+                l.convert(&self.buf, col);
             }
         } else {
-            self.read_run((r0 * self.d) as u64, rows * self.d)?;
+            self.read_run((r0 * l.d) as u64, rows * l.d)?;
             let flat = out.as_slice_mut().expect("blocks are standard layout");
-            convert_into(&self.buf, ArrayViewMut1::from(flat), self.kind, self.size, self.big_endian);
+            l.convert(&self.buf, ArrayViewMut1::from(flat));
         }
         self.next_row += rows;
         Ok(())
@@ -169,8 +189,8 @@ impl NpyRows {
     /// on opening, so a short read means the file changed since: reported as truncated.
     fn read_run(&mut self, first: u64, count: usize) -> Result<()> {
         let path = &self.path;
-        self.buf.resize(count * self.size, 0);
-        let at = self.data_start + first * self.size as u64;
+        self.buf.resize(count * self.layout.size, 0);
+        let at = self.layout.data_start + first * self.layout.size as u64;
         self.file.seek(SeekFrom::Start(at)).map_err(|source| Error::Io { path: path.clone(), source })?;
         self.file.read_exact(&mut self.buf).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => Error::bad_file(

@@ -4,7 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
+
+use super::Rows;
 
 use crate::{Error, Result};
 
@@ -107,6 +109,13 @@ pub struct PreprocessStats {
 impl PreprocessStats {
     /// Fits `how` on the source rows (`n × d`). Errors: an empty source for the z-score kinds.
     pub fn fit(source: ArrayView2<f32>, how: Preprocess) -> Result<Self> {
+        Self::fit_rows(Rows::Memory(source), how)
+    }
+
+    /// [`PreprocessStats::fit`] on rows in memory or in a file (read a block at a time, the
+    /// sums in the same order: the same statistics, bit for bit). `source` must not carry
+    /// statistics of its own. Errors: an empty source for the z-score kinds, a read error.
+    pub fn fit_rows(source: Rows, how: Preprocess) -> Result<Self> {
         let dim = source.ncols();
         let (mean, scale) = match how {
             Preprocess::None | Preprocess::L2 => (Vec::new(), Vec::new()),
@@ -120,6 +129,12 @@ impl PreprocessStats {
     /// Transforms `x` (`n × dim`) in place. Errors: another column count, or statistics whose
     /// lengths do not match `dim` (a damaged model file).
     pub fn apply(&self, x: &mut Array2<f32>) -> Result<()> {
+        self.apply_view(x.view_mut())
+    }
+
+    /// [`PreprocessStats::apply`] on a view (`n × dim`, e.g. a block read from a file).
+    pub fn apply_view(&self, mut x: ArrayViewMut2<f32>) -> Result<()> {
+        let x = &mut x;
         if x.ncols() != self.dim {
             return Err(Error::Shape {
                 what: "preprocess: feature dimension".into(),
@@ -158,7 +173,7 @@ fn l1_norm(r: &[f32]) -> f64 {
 }
 
 /// Divides each row by `norm(row)`, leaving rows with norm 0 untouched.
-fn scale_rows(x: &mut Array2<f32>, norm: impl Fn(&[f32]) -> f64) {
+fn scale_rows(x: &mut ArrayViewMut2<f32>, norm: impl Fn(&[f32]) -> f64) {
     for mut row in x.axis_iter_mut(Axis(0)) {
         let n = match row.as_slice() {
             Some(s) => norm(s),
@@ -188,7 +203,7 @@ fn for_each_row(source: ArrayView2<f32>, l1: bool, mut f: impl FnMut(&[f32])) {
 
 /// Column means and standard deviations of `source` (std 1 for a constant column), of its
 /// L1-scaled rows when `l1`.
-fn zscore_stats(source: ArrayView2<f32>, l1: bool) -> Result<(Vec<f64>, Vec<f64>)> {
+fn zscore_stats(source: Rows, l1: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let n = source.nrows();
     if n == 0 {
         return Err(Error::bad_data(
@@ -199,18 +214,24 @@ fn zscore_stats(source: ArrayView2<f32>, l1: bool) -> Result<(Vec<f64>, Vec<f64>
     let d = source.ncols();
     // Two passes (mean, then squared deviations): accurate for columns with a large offset.
     let mut mean = vec![0f64; d];
-    for_each_row(source, l1, |row| {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += f64::from(v);
-        }
-    });
+    source.for_each_block(|_, block| {
+        for_each_row(block, l1, |row| {
+            for (m, &v) in mean.iter_mut().zip(row) {
+                *m += f64::from(v);
+            }
+        });
+        Ok(())
+    })?;
     mean.iter_mut().for_each(|m| *m /= n as f64);
     let mut var = vec![0f64; d];
-    for_each_row(source, l1, |row| {
-        for ((s, &m), &v) in var.iter_mut().zip(&mean).zip(row) {
-            *s += (f64::from(v) - m).powi(2);
-        }
-    });
+    source.for_each_block(|_, block| {
+        for_each_row(block, l1, |row| {
+            for ((s, &m), &v) in var.iter_mut().zip(&mean).zip(row) {
+                *s += (f64::from(v) - m).powi(2);
+            }
+        });
+        Ok(())
+    })?;
     let scale: Vec<f64> = var
         .iter()
         .zip(&mean)
@@ -227,7 +248,7 @@ fn zscore_stats(source: ArrayView2<f32>, l1: bool) -> Result<(Vec<f64>, Vec<f64>
     Ok((mean, scale))
 }
 
-fn zscore_apply(x: &mut Array2<f32>, mean: &[f64], scale: &[f64]) {
+fn zscore_apply(x: &mut ArrayViewMut2<f32>, mean: &[f64], scale: &[f64]) {
     for mut row in x.axis_iter_mut(Axis(0)) {
         for ((v, &m), &s) in row.iter_mut().zip(mean).zip(scale) {
             *v = ((f64::from(*v) - m) / s) as f32;
@@ -247,24 +268,35 @@ pub const ZSCORE_TARGET_RMS_LIMIT: f64 = 10.0;
 /// features: on Office-Caltech10 they hold at most a third, and z-score works well there.)
 /// Reads the *preprocessed* target features only, no labels. Other preprocessings: `None`.
 pub fn preprocess_warning(target: &Array2<f32>, how: Preprocess) -> Option<String> {
+    preprocess_warning_rows(Rows::Memory(target.view()), how).ok().flatten()
+}
+
+/// [`preprocess_warning`] on preprocessed rows in memory or in a file (read a block at a time).
+/// Errors: a read error.
+pub fn preprocess_warning_rows(target: Rows, how: Preprocess) -> Result<Option<String>> {
     if !matches!(how, Preprocess::ZScore | Preprocess::L1ZScore) || target.nrows() == 0 {
-        return None;
+        return Ok(None);
     }
     let n = target.nrows() as f64;
-    let mean_sq: Vec<f64> = target
-        .axis_iter(Axis(1))
-        .map(|col| col.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / n)
-        .collect();
+    // Column sums of squares, each accumulated row after row.
+    let mut sum_sq = vec![0f64; target.ncols()];
+    target.for_each_block(|_, block| {
+        for row in block.rows() {
+            sum_sq.iter_mut().zip(row).for_each(|(s, &v)| *s += f64::from(v).powi(2));
+        }
+        Ok(())
+    })?;
+    let mean_sq: Vec<f64> = sum_sq.iter().map(|s| s / n).collect();
     let limit_sq = ZSCORE_TARGET_RMS_LIMIT * ZSCORE_TARGET_RMS_LIMIT;
     let total: f64 = mean_sq.iter().sum();
     let bad: Vec<f64> = mean_sq.iter().copied().filter(|&m| m > limit_sq).collect();
     let share = bad.iter().sum::<f64>() / total;
     // `share` is NaN when the target is all zeros: no warning then either.
     if bad.is_empty() || share.is_nan() || share <= 0.5 {
-        return None;
+        return Ok(None);
     }
     let worst = bad.iter().copied().fold(0.0, f64::max).sqrt();
-    Some(format!(
+    Ok(Some(format!(
         "{how}: {} of {} feature columns vary far more in the target than in the source (target \
          RMS after scaling up to {worst:.0}, the source's is 1) and hold {:.0}% of the target's \
          squared norm: the source is nearly constant there, so those columns, not the features, \
@@ -274,5 +306,5 @@ pub fn preprocess_warning(target: &Array2<f32>, how: Preprocess) -> Option<Strin
         mean_sq.len(),
         100.0 * share,
         how = how.as_str(),
-    ))
+    )))
 }

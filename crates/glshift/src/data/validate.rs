@@ -4,27 +4,34 @@ use std::path::Path;
 
 use ndarray::ArrayView2;
 
-use super::Domain;
+use super::{Domain, Rows};
 use crate::{Error, Result};
 
 /// Checks a features matrix: at least one row and one column, and every value finite.
 /// The error for a NaN/Inf names its row and column (0-based) and the value.
 pub fn check_features(what: &str, x: ArrayView2<f32>) -> Result<()> {
+    check_feature_rows(what, Rows::Memory(x))
+}
+
+/// [`check_features`] on rows in memory or in a file (read a block at a time).
+pub fn check_feature_rows(what: &str, x: Rows) -> Result<()> {
     if x.nrows() == 0 {
         return Err(Error::bad_data(what, "empty: no samples (0 rows)"));
     }
     if x.ncols() == 0 {
         return Err(Error::bad_data(what, "no feature columns (0 columns)"));
     }
-    for (i, row) in x.outer_iter().enumerate() {
-        if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::bad_data(
-                what,
-                format!("non-finite feature value {v} at row {i}, column {j} (0-based)"),
-            ));
+    x.for_each_block(|first, block| {
+        for (i, row) in block.outer_iter().enumerate() {
+            if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::bad_data(
+                    what,
+                    format!("non-finite feature value {v} at row {}, column {j} (0-based)", first + i),
+                ));
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Maps stored labels to 0-based indices: checks the count against the feature rows,
@@ -90,20 +97,29 @@ pub(super) fn check_label_range(
 
 /// The joint checks of a source/target pair (see [`super::load_pair`]).
 pub(super) fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
-    for (role, d) in [("source", source), ("target", target)] {
-        check_features(
-            &format!("{role} '{}' ({})", d.name, d.path.display()),
-            d.features.view(),
-        )?;
+    check_pair_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+}
+
+/// [`check_pair`] with each domain's rows given apart (in memory or in its file).
+fn check_pair_rows<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>)) -> Result<()> {
+    for (role, (d, rows)) in [("source", source), ("target", target)] {
+        check_feature_rows(&format!("{role} '{}' ({})", d.name, d.path.display()), rows)?;
     }
-    if source.dim() != target.dim() {
+    check_pair_shapes(source, target)
+}
+
+/// [`check_pair`] but the values: dimensions, feature names, classes, source labels.
+pub(super) fn check_pair_shapes<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>)) -> Result<()> {
+    let (source, source_rows) = source;
+    let (target, target_rows) = target;
+    if source_rows.ncols() != target_rows.ncols() {
         return Err(Error::Shape {
             what: format!(
                 "feature dimension of target '{}' (must equal the source '{}')",
                 target.name, source.name
             ),
-            expected: source.dim().to_string(),
-            found: target.dim().to_string(),
+            expected: source_rows.ncols().to_string(),
+            found: target_rows.ncols().to_string(),
         });
     }
     if let (Some(a), Some(b)) = (&source.feature_names, &target.feature_names) {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use ndarray::{Array2, ArrayView2};
 
-use crate::data::{check_features, Domain, FileFormat, LabelRule};
+use crate::data::{check_feature_rows, Domain, FileFormat, LabelRule, Rows};
 use crate::{Error, Result};
 
 /// Source features `n_s × d` with labels `0..c`, target features `n_t × d` (no labels: a fit
@@ -29,7 +29,7 @@ impl Dataset {
     pub fn new(source_x: Array2<f32>, source_y: Vec<usize>, target_x: Array2<f32>) -> Result<Self> {
         let c = source_y.iter().max().map_or(0, |&m| m + 1);
         let class_names = (0..c).map(|k| k.to_string()).collect();
-        check_arrays("source features", source_x.view(), &source_y, c, "target features", target_x.view())?;
+        check_arrays("source features", Rows::Memory(source_x.view()), &source_y, c, "target features", Rows::Memory(target_x.view()))?;
         Ok(Dataset { source_x, source_y, target_x, class_names })
     }
 
@@ -114,17 +114,23 @@ impl Dataset {
 
 /// [`check_arrays`] on two loaded domains, naming their files; returns the source labels.
 pub(crate) fn check_domains<'a>(source: &'a Domain, target: &Domain) -> Result<&'a [usize]> {
+    check_domain_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+}
+
+/// [`check_domains`] with each domain's rows given apart (in memory or in its file).
+pub(crate) fn check_domain_rows<'a>(source: (&'a Domain, Rows), target: (&Domain, Rows)) -> Result<&'a [usize]> {
+    let ((source, source_x), (target, target_x)) = (source, target);
     let labels = source
         .labels
         .as_deref()
         .ok_or_else(|| Error::bad_data(source.path.display().to_string(), "the source domain has no labels"))?;
     check_arrays(
         &format!("source '{}' ({})", source.name, source.path.display()),
-        source.features.view(),
+        source_x,
         labels,
         source.n_classes(),
         &format!("target '{}' ({})", target.name, target.path.display()),
-        target.features.view(),
+        target_x,
     )?;
     Ok(labels)
 }
@@ -134,14 +140,14 @@ pub(crate) fn check_domains<'a>(source: &'a Domain, target: &Domain) -> Result<&
 /// arrays in errors.
 pub(crate) fn check_arrays(
     what_s: &str,
-    source_x: ArrayView2<f32>,
+    source_x: Rows,
     source_y: &[usize],
     c: usize,
     what_t: &str,
-    target_x: ArrayView2<f32>,
+    target_x: Rows,
 ) -> Result<()> {
-    check_features(what_s, source_x)?;
-    check_features(what_t, target_x)?;
+    check_feature_rows(what_s, source_x)?;
+    check_feature_rows(what_t, target_x)?;
     if source_x.ncols() != target_x.ncols() {
         return Err(Error::Shape {
             what: format!("feature dimension of {what_t} vs {what_s}"),
@@ -170,7 +176,7 @@ pub(crate) fn check_arrays(
     }
     // Every column constant = all source rows identical: z-score maps them to 0, the kernel
     // bandwidth is 0 and there is nothing to learn. (Some constant columns are fine.)
-    if source_x.nrows() > 1 && source_x.rows().into_iter().all(|r| r == source_x.row(0)) {
+    if source_x.nrows() > 1 && all_rows_identical(source_x)? {
         return Err(Error::bad_data(
             what_s,
             format!(
@@ -181,4 +187,16 @@ pub(crate) fn check_arrays(
         ));
     }
     Ok(())
+}
+
+/// Whether every row of `x` (at least one) equals its first.
+fn all_rows_identical(x: Rows) -> Result<bool> {
+    let first = x.gather(&[0])?;
+    let mut same = true;
+    x.for_each_block(|_, block| {
+        // Blocks after a differing row are still read (a file's blocks): rare, and cheap next to a fit.
+        same = same && block.rows().into_iter().all(|r| r == first.row(0));
+        Ok(())
+    })?;
+    Ok(same)
 }
