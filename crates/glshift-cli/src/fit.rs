@@ -9,6 +9,7 @@ use clap::Args;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
+use glshift::records::Protocol;
 use glshift_experiments::protocol;
 
 use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
@@ -88,12 +89,17 @@ pub fn run(args: FitArgs) -> Result<()> {
 }
 
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
-    let (source, target) = args.pair.load()?;
-    let proto = args.protocol.parse(source.n_classes())?;
-    // By value from here on: the run preprocesses the loaded features in place (one copy).
-    let (source, target) = protocol::apply_owned(proto, source, target)?;
     let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.run.quiet);
-    let out = pipeline::run_owned(source, target, cfg, &mut |p| bar.update(p));
+    let (out, proto) = match open_on_disk(args, cfg)? {
+        Some((pair, proto)) => (pipeline::run_files(&pair, cfg, &mut |p| bar.update(p)), proto),
+        None => {
+            let (source, target) = args.pair.load()?;
+            let proto = args.protocol.parse(source.n_classes())?;
+            // By value from here on: the run preprocesses the loaded features in place (one copy).
+            let (source, target) = protocol::apply_owned(proto, source, target)?;
+            (pipeline::run_owned(source, target, cfg, &mut |p| bar.update(p)), proto)
+        }
+    };
     bar.finish();
     let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
@@ -132,6 +138,19 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     }
     eprintln!("wrote {}", args.run.out.display());
     Ok(())
+}
+
+/// The pair with its feature rows left in their `.npy` files, when the fit reads them from
+/// there (`pipeline::reads_from_files`: it trains by mini-batch) and the task takes every row
+/// (`uda`); `None`: load the pair.
+fn open_on_disk(args: &FitArgs, cfg: &FitConfig) -> Result<Option<(glshift::data::FilePair, Protocol)>> {
+    let Some(pair) = glshift::data::open_pair_files(&args.pair.data, &args.pair.source, &args.pair.target)? else {
+        return Ok(None);
+    };
+    let proto = args.protocol.parse(pair.source.n_classes())?;
+    let n_rows = pair.source_rows.nrows() + pair.target_rows.nrows();
+    let on_disk = proto == Protocol::Uda && pipeline::reads_from_files(cfg, n_rows, pair.source_rows.ncols());
+    Ok(on_disk.then_some((pair, proto)))
 }
 
 /// The files of a run in `dir`: report.json, predictions.csv, the model and the

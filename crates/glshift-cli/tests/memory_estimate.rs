@@ -3,15 +3,15 @@
 //! 8 000 rows × 1 024 dims with the default network, in a child process whose peak resident
 //! set is read from the kernel (`wait4`'s `ru_maxrss`). The estimate must not be below the
 //! measured peak (a fit it allows must fit) nor far above it (a fit that fits must be allowed).
-//! The same for the mini-batch estimate (`minibatch_memory_estimate_bytes`) on a forced
-//! mini-batch fit of 20 000 rows × 1 024 dims.
+//! The same for the mini-batch estimate (`minibatch_memory_estimate_bytes_of`) on a forced
+//! mini-batch fit of 20 000 rows × 1 024 dims, which reads its rows from the `.npy` files.
 
 mod common;
 
 use std::path::Path;
 
 use common::{glshift, run, stderr};
-use glshift::methods::train::{memory_estimate_bytes, minibatch_memory_estimate_bytes};
+use glshift::methods::train::{memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
 use glshift::methods::{FitConfig, Training};
 
 /// Runs `glshift ARGS` and returns (success, peak RSS in bytes) from `wait4`.
@@ -74,5 +74,5 @@ fn the_minibatch_memory_estimate_bounds_a_minibatch_fits_peak() {
     let toml = "training = \"mini-batch\"\npretrain_iters = 30\nadapt_iters = 30\n";
     let peak = measured_fit_peak(ns, nt, d, toml);
     let cfg = FitConfig { training: Training::MiniBatch, ..FitConfig::default() };
-    check_bounds(minibatch_memory_estimate_bytes(ns + nt, d, C, &cfg), peak);
+    check_bounds(minibatch_memory_estimate_bytes_of(ns + nt, d, C, &cfg, false), peak);
 }

@@ -8,7 +8,7 @@
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-use crate::data::{check_features, PreprocessStats};
+use crate::data::{check_features, PreprocessStats, Rows};
 use crate::methods::train::Fitted;
 use crate::methods::{FitConfig, IterRecord};
 use crate::nn::{argmax_row, softmax, BnStats, Network};
@@ -54,7 +54,7 @@ pub struct FittedModel {
 
 impl FittedModel {
     /// Freezes a finished fit. `source_x` are the *preprocessed* source rows in input order
-    /// (`n_s × d`); the training rows among them (all but `fitted.holdout_rows`, increasing, as
+    /// (`n_s × d`, in memory or read from a file); the training rows among them (all but `fitted.holdout_rows`, increasing, as
     /// the fit laid them out) give BatchNorm's statistics, computed where the rows are (no
     /// gathered copy). `class_names` has the `c` names; `target_prior` is the reported estimate
     /// (see [`ModelInfo::target_prior`]).
@@ -63,7 +63,7 @@ impl FittedModel {
         cfg: &FitConfig,
         class_names: &[String],
         preprocess: PreprocessStats,
-        source_x: ArrayView2<f32>,
+        source_x: Rows,
         n_target: usize,
         fitted: &Fitted,
         target_prior: Option<Vec<f64>>,
@@ -73,7 +73,14 @@ impl FittedModel {
         let all_train: Vec<usize> = (0..source_x.nrows()).filter(|&i| !is_hold[i]).collect();
         // A mini-batch fit evaluated with the statistics of a sample of them; freeze the same.
         let train_rows = fitted.bn_stats_rows.clone().unwrap_or(all_train);
-        let bn_stats = fitted.network.batch_norm_stats_rows(source_x, &train_rows);
+        let bn_stats = match source_x.memory() {
+            Some(x) => fitted.network.batch_norm_stats_rows(x, &train_rows),
+            // Rows in a file: the same rows, read (a sample of them: a mini-batch fit).
+            None => {
+                let x = source_x.gather(&train_rows)?;
+                fitted.network.batch_norm_stats_rows(x.view(), &(0..x.nrows()).collect::<Vec<_>>())
+            }
+        };
         let shift = fitted.shift.as_ref();
         let info = ModelInfo {
             glshift_version: env!("CARGO_PKG_VERSION").to_string(),

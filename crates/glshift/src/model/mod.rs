@@ -46,7 +46,7 @@ pub use dataset::Dataset;
 pub use file::{FORMAT_NAME, FORMAT_VERSION};
 pub use fitted::{FittedModel, ModelInfo};
 pub use params::{CheckedParams, FitOptions, FitOutcome, FitParams};
-pub(crate) use params::FitInput;
+pub(crate) use params::{FitFeatures, FitInput};
 
 #[cfg(test)]
 mod tests;

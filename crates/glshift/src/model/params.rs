@@ -6,7 +6,7 @@ use ndarray::{CowArray, Ix2};
 
 use super::dataset::Dataset;
 use super::fitted::FittedModel;
-use crate::data::{self, PreprocessStats};
+use crate::data::{self, FeatureFile, PreprocessStats, Rows};
 use crate::data::Preprocess;
 use crate::methods::train::{fit_with_cache, FitData, Fitted};
 use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress};
@@ -130,9 +130,8 @@ impl CheckedParams {
     /// them in place instead.
     pub fn fit_detailed(&self, data: &Dataset, opts: FitOptions) -> Result<FitOutcome> {
         let input = FitInput {
-            source_x: data.source_x().into(),
+            features: FitFeatures::Memory(data.source_x().into(), data.target_x().into()),
             source_y: data.source_y(),
-            target_x: data.target_x().into(),
             class_names: data.class_names(),
         };
         self.fit_input(input, opts)
@@ -144,57 +143,100 @@ impl CheckedParams {
     pub fn fit_owned(&self, data: Dataset, opts: FitOptions) -> Result<FitOutcome> {
         let (source_x, source_y, target_x, class_names) = data.into_parts();
         let input = FitInput {
-            source_x: source_x.into(),
+            features: FitFeatures::Memory(source_x.into(), target_x.into()),
             source_y: &source_y,
-            target_x: target_x.into(),
             class_names: &class_names,
         };
         self.fit_input(input, opts)
     }
 
-    /// The fit on arrays that are borrowed or owned: owned features are preprocessed in place,
-    /// borrowed ones copied first (only when the preprocessing changes them).
+    /// The fit on arrays that are borrowed or owned, or on files: owned features are
+    /// preprocessed in place, borrowed ones copied first (only when the preprocessing changes
+    /// them), rows of files preprocessed block by block as they are read.
     pub(crate) fn fit_input(&self, input: FitInput, opts: FitOptions) -> Result<FitOutcome> {
         let cfg = &self.config;
-        let FitInput { source_x, source_y, target_x, class_names } = input;
-        crate::methods::train::check_memory(source_x.nrows() + target_x.nrows(), source_x.ncols(), class_names.len(), cfg)?;
-        let stats = PreprocessStats::fit(source_x.view(), cfg.preprocess)?;
-        let (xs, xt, warnings) = if cfg.preprocess == Preprocess::None {
-            (source_x, target_x, Vec::new())
-        } else {
-            let mut xs = source_x.into_owned();
-            let mut xt = target_x.into_owned();
-            stats.apply(&mut xs)?;
-            stats.apply(&mut xt)?;
-            let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
-            (xs.into(), xt.into(), warnings)
-        };
-        let fit_data = FitData {
-            source_x: xs.view(),
-            source_y,
-            target_x: xt.view(),
-            n_classes: class_names.len(),
-            holdout: opts.holdout,
-        };
+        let FitInput { features, source_y, class_names } = input;
+        let (n, d) = features.shape();
+        let in_memory = matches!(features, FitFeatures::Memory(..));
+        crate::methods::train::check_memory_of(n, d, class_names.len(), cfg, in_memory)?;
+        match features {
+            FitFeatures::Memory(source_x, target_x) => {
+                let stats = PreprocessStats::fit(source_x.view(), cfg.preprocess)?;
+                let (xs, xt, warnings) = if cfg.preprocess == Preprocess::None {
+                    (source_x, target_x, Vec::new())
+                } else {
+                    let mut xs = source_x.into_owned();
+                    let mut xt = target_x.into_owned();
+                    stats.apply(&mut xs)?;
+                    stats.apply(&mut xt)?;
+                    let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+                    (xs.into(), xt.into(), warnings)
+                };
+                let (source_x, target_x) = (Rows::Memory(xs.view()), Rows::Memory(xt.view()));
+                let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+                self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
+            }
+            FitFeatures::Files(fs, ft) => {
+                let stats = PreprocessStats::fit_rows(Rows::File(fs, None), cfg.preprocess)?;
+                let (source_x, target_x) = (Rows::File(fs, Some(&stats)), Rows::File(ft, Some(&stats)));
+                let warnings = data::preprocess_warning_rows(target_x, cfg.preprocess)?.into_iter().collect();
+                let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+                self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
+            }
+        }
+    }
+
+    /// Trains on `data` (preprocessed rows) and freezes the model.
+    fn train(
+        &self,
+        data: &FitData,
+        class_names: &[String],
+        stats: PreprocessStats,
+        (cache, progress): (Option<&mut PretrainCache>, Option<&mut dyn FnMut(Progress)>),
+        warnings: Vec<String>,
+    ) -> Result<FitOutcome> {
+        let cfg = &self.config;
         let mut no_progress = |_: Progress| {};
-        let progress: &mut dyn FnMut(Progress) = match opts.progress {
+        let progress: &mut dyn FnMut(Progress) = match progress {
             Some(p) => p,
             None => &mut no_progress,
         };
-        let fitted = fit_with_cache(&fit_data, cfg, opts.cache, progress)?;
-        let reported = reported_prior(&fitted, source_y, cfg)?;
-        let model = FittedModel::from_fit(cfg, class_names, stats, xs.view(), xt.nrows(), &fitted, reported)?;
+        let fitted = fit_with_cache(data, cfg, cache, progress)?;
+        let reported = reported_prior(&fitted, data.source_y, cfg)?;
+        let model = FittedModel::from_fit(cfg, class_names, stats, data.source_x, data.target_x.nrows(), &fitted, reported)?;
         Ok(FitOutcome { model, fitted, warnings })
     }
 }
 
-/// The arrays of a fit, each borrowed or owned: source features `n_s × d` with labels `n_s`,
-/// target features `n_t × d`, `c` class names. Checked by the caller (a [`Dataset`], or
-/// `pipeline::check_pair` on two domains).
-pub(crate) struct FitInput<'a> {
-    pub source_x: CowArray<'a, f32, Ix2>,
+/// The features of a fit: `n_s × d` source and `n_t × d` target rows, as arrays borrowed or
+/// owned, or as two `.npy` files read a block of rows at a time (mini-batch fits; see
+/// `pipeline::reads_from_files`).
+pub(crate) enum FitFeatures<'a> {
+    Memory(CowArray<'a, f32, Ix2>, CowArray<'a, f32, Ix2>),
+    Files(&'a FeatureFile, &'a FeatureFile),
+}
+
+impl FitFeatures<'_> {
+    /// `(n_s + n_t, d)`.
+    fn shape(&self) -> (usize, usize) {
+        let (ns, d, nt) = self.shape_parts();
+        (ns + nt, d)
+    }
+
+    /// `(n_s, d, n_t)`.
+    pub(crate) fn shape_parts(&self) -> (usize, usize, usize) {
+        match self {
+            FitFeatures::Memory(s, t) => (s.nrows(), s.ncols(), t.nrows()),
+            FitFeatures::Files(s, t) => (s.nrows(), s.ncols(), t.nrows()),
+        }
+    }
+}
+
+/// The inputs of a fit: its features, `n_s` source labels, `c` class names. Checked by the
+/// caller (a [`Dataset`], or `pipeline::check_pair` on two domains).
+pub(crate) struct FitInput<'f, 'a> {
+    pub features: FitFeatures<'f>,
     pub source_y: &'a [usize],
-    pub target_x: CowArray<'a, f32, Ix2>,
     pub class_names: &'a [String],
 }
 

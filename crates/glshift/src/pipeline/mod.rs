@@ -3,16 +3,17 @@
 
 use std::time::Instant;
 
-use ndarray::{Array2, CowArray, Ix2};
+use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Domain, LabelRule};
-use crate::model::dataset::check_domains;
+use crate::data::{FilePair, Rows};
+use crate::model::dataset::check_domain_rows;
 use crate::eval::EmbeddingMetrics;
 use crate::label_shift;
 use crate::nn::argmax_row;
 use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
-use crate::model::{CheckedParams, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
+use crate::model::{CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::records::Protocol;
 use crate::{Error, Result};
 
@@ -232,7 +233,13 @@ fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
 /// the array checks of [`crate::model::Dataset`], naming the domains' files, and target classes
 /// ⊆ source classes.
 pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
-    let labels = check_domains(source, target)?;
+    check_pair_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+}
+
+/// [`check_pair`] with each domain's rows given apart (in memory or in its file).
+fn check_pair_rows<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>)) -> Result<()> {
+    let labels = check_domain_rows(source, target)?;
+    let ((source, _), (target, _)) = (source, target);
     let c = source.n_classes();
     // Partial DA assumes target classes ⊆ source classes; a target class without source rows
     // can never be predicted. Target labels are read here only to refuse such a task.
@@ -294,7 +301,7 @@ fn run_inner(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
     let params = check_run(source, target, cfg)?;
-    let features = (source.features.view().into(), target.features.view().into());
+    let features = FitFeatures::Memory(source.features.view().into(), target.features.view().into());
     run_checked(&params, source, target, features, cfg, FitOptions { holdout, cache, progress: Some(progress) })
 }
 
@@ -304,8 +311,30 @@ fn run_inner(
 pub fn run_owned(mut source: Domain, mut target: Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
     let params = check_run(&source, &target, cfg)?;
     // From here on `source` and `target` give names, paths, labels and classes, not rows.
-    let features = (std::mem::take(&mut source.features).into(), std::mem::take(&mut target.features).into());
+    let features = FitFeatures::Memory(std::mem::take(&mut source.features).into(), std::mem::take(&mut target.features).into());
     run_checked(&params, &source, &target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
+}
+
+/// Whether a fit of `cfg` on `n_rows` (source + target) × `d` reads its feature rows from
+/// their `.npy` files rather than loading them ([`run_files`]): when it trains by mini-batch,
+/// the one training mode that reads rows a batch and a chunk at a time.
+pub fn reads_from_files(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
+    crate::methods::train::uses_minibatch(cfg, n_rows, d)
+}
+
+/// [`run_owned`] on a pair whose feature rows stay in their files ([`crate::data::open_pair_files`]):
+/// every pass and every batch reads them a block at a time, so memory is set by the model, the
+/// batches and `O(n × z_dim)`, not by `n × d`. For mini-batch fits ([`reads_from_files`]);
+/// the same results, bit for bit, as [`run_owned`] on the loaded pair with the same settings.
+/// Errors: those of [`run_owned`], a full-batch configuration, a file that changes under the fit.
+pub fn run_files(pair: &FilePair, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+    let params = FitParams::from_config(cfg.clone()).check()?;
+    let (source, target) = (&pair.source, &pair.target);
+    check_pair_rows((source, Rows::File(&pair.source_rows, None)), (target, Rows::File(&pair.target_rows, None)))?;
+    let (n, d) = (pair.source_rows.nrows() + pair.target_rows.nrows(), pair.source_rows.ncols());
+    crate::methods::train::check_memory_of(n, d, source.n_classes(), cfg, false)?;
+    let features = FitFeatures::Files(&pair.source_rows, &pair.target_rows);
+    run_checked(&params, source, target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
 }
 
 /// The checks every run makes before it allocates anything: the settings, the pair, memory.
@@ -324,16 +353,15 @@ fn run_checked(
     params: &CheckedParams,
     source: &Domain,
     target: &Domain,
-    features: (CowArray<'_, f32, Ix2>, CowArray<'_, f32, Ix2>),
+    features: FitFeatures<'_>,
     cfg: &FitConfig,
     opts: FitOptions,
 ) -> Result<RunOutput> {
-    let (source_x, target_x) = features;
-    let (n_source, n_features, n_target) = (source_x.nrows(), source_x.ncols(), target_x.nrows());
+    let (n_source, n_features, n_target) = features.shape_parts();
     let source_y = source.labels.as_deref().expect("check_pair: the source has labels");
     let started = Instant::now();
     let c = source.n_classes();
-    let input = FitInput { source_x, source_y, target_x, class_names: &source.class_names };
+    let input = FitInput { features, source_y, class_names: &source.class_names };
     let FitOutcome { model, fitted, mut warnings } = params.fit_input(input, opts)?;
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);

@@ -95,7 +95,7 @@ pub(super) fn run_adaptation(
             break;
         }
     }
-    Ok(a.finish(data, history, pretraining_reused))
+    a.finish(data, history, pretraining_reused)
 }
 
 impl Adaptation<'_, '_> {
@@ -206,29 +206,33 @@ impl Adaptation<'_, '_> {
     }
 
     /// Evaluation-mode outputs of the final network, and the fit.
-    fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Fitted {
+    /// Errors: a file the rows are read from could not be read, or changed.
+    fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
         let Adaptation { layout, net, tracker, cfg, .. } = self;
         let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
             // Chunked, with the statistics training evaluated with (`chunked`).
             let stats_rows = super::chunked::bn_stats_rows(layout, cfg);
-            let eval = EvalNet::new(&net, layout, &stats_rows, cfg.minibatch.chunk_rows);
-            let (target_z, target_logits) = eval.view(data.target_x);
-            let (_, hold_logits) = eval.range(layout, layout.hold_rows());
-            let source_z = eval.view(data.source_x).0;
+            let eval = EvalNet::new(&net, layout, &stats_rows, cfg.minibatch.chunk_rows)?;
+            let (target_z, target_logits) = eval.rows(data.target_x)?;
+            let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
+            let source_z = eval.rows(data.source_x)?.0;
             let rows = match &layout.borrowed {
                 Some(b) => stats_rows.iter().map(|&r| b.source_order[r]).collect(),
                 None => stats_rows,
             };
             (softmax(target_logits.view()), softmax(hold_logits.view()), source_z, target_z, Some(rows))
         } else {
+            // Full-batch layouts are built from rows in memory only (`Layout::new`).
+            let held = "full-batch fits hold their rows in memory";
+            let (source_x, target_x) = (data.source_x.memory().expect(held), data.target_x.memory().expect(held));
             let stats_x = Some(layout.x_train());
-            let target_probs = net.predict_proba(data.target_x, stats_x);
+            let target_probs = net.predict_proba(target_x, stats_x);
             let holdout_probs = net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
-            let source_z = net.eval_outputs(data.source_x, stats_x).0;
-            let target_z = net.eval_outputs(data.target_x, stats_x).0;
+            let source_z = net.eval_outputs(source_x, stats_x).0;
+            let target_z = net.eval_outputs(target_x, stats_x).0;
             (target_probs, holdout_probs, source_z, target_z, None)
         };
-        Fitted {
+        Ok(Fitted {
             bn_stats_rows,
             network: net,
             target_probs,
@@ -246,7 +250,7 @@ impl Adaptation<'_, '_> {
             holdout_probs,
             pretraining_reused,
             device: crate::device::DeviceUsed::default(),
-        }
+        })
     }
 }
 

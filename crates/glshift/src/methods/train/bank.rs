@@ -126,7 +126,7 @@ impl Adaptation<'_, '_> {
         let nb = src.len();
         if !sees_target || self.tracker.source_fallback() {
             // `source`, or MUL under the prior guard's `source` fallback: cross-entropy alone.
-            let x = layout.gather(&src);
+            let x = layout.gather(&src)?;
             let pass = self.net.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng);
             let out = StepOutput::none();
             let (ce, d) = source_cross_entropy(pass.logits.view(), &ys, &out.ce_weights);
@@ -137,7 +137,7 @@ impl Adaptation<'_, '_> {
         let tgt = bank.target.next(&mut bank.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
-        let x = layout.gather(&rows);
+        let x = layout.gather(&rows)?;
         let pass = self.net.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng);
         update_bank(bank, &pass.z, &src, &tgt);
         let out = self.method_on_batch(bank, &pass, &ys, &tgt, it)?;
@@ -198,15 +198,15 @@ impl Adaptation<'_, '_> {
     fn refresh_view(&mut self, bank: &mut Bank) -> Result<()> {
         let (layout, cfg) = (self.layout, self.cfg);
         // The pool is gathered once: its statistics, its Z and (without a hold-out) its logits.
-        let x_pool = layout.gather(&bank.pool);
+        let x_pool = layout.gather(&bank.pool)?;
         let eval = EvalNet::from_rows(&self.net, x_pool.view(), cfg.minibatch.chunk_rows);
         let (zs_pool, pool_logits) = eval.view(x_pool.view());
         drop(x_pool);
         bank.zs_pool = zs_pool;
         let calibrate = cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0;
-        let (_, hold_logits) = eval.range(layout, layout.hold_rows());
+        let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
         bank.temperature = if calibrate { label_shift::fit_temperature(hold_logits.view(), &layout.y_hold)? } else { 1.0 };
-        let (zt, target_logits) = eval.range(layout, layout.target_offset()..layout.n_rows());
+        let (zt, target_logits) = eval.range(layout, layout.target_offset()..layout.n_rows())?;
         bank.zt = zt;
         bank.target_probs = label_shift::softmax_with_temperature(target_logits.view(), bank.temperature);
         if self.method.needs_shift_estimate() {

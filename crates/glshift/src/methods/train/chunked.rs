@@ -14,8 +14,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::layout::Layout;
+use crate::data::Rows;
 use crate::methods::config::FitConfig;
 use crate::nn::{BnStats, Network};
+use crate::Result;
 
 /// Seeds the BatchNorm sample apart from the other streams of the fit.
 const STATS_SEED: u64 = 0x5747_0000;
@@ -45,8 +47,8 @@ pub(super) struct EvalNet<'n> {
 
 impl<'n> EvalNet<'n> {
     /// Freezes the statistics of `stats_rows` (stacked order) for `net`.
-    pub fn new(net: &'n Network, layout: &Layout, stats_rows: &[usize], chunk: usize) -> Self {
-        Self::from_rows(net, layout.gather(stats_rows).view(), chunk)
+    pub fn new(net: &'n Network, layout: &Layout, stats_rows: &[usize], chunk: usize) -> Result<Self> {
+        Ok(Self::from_rows(net, layout.gather(stats_rows)?.view(), chunk))
     }
 
     /// Freezes the statistics of the rows `x` (already gathered by the caller).
@@ -55,27 +57,34 @@ impl<'n> EvalNet<'n> {
     }
 
     /// `(Z, logits)` of the stacked rows `range` (`len × z_dim`, `len × c`), chunk by chunk.
-    pub fn range(&self, layout: &Layout, range: Range<usize>) -> (Array2<f32>, Array2<f32>) {
+    /// Errors: a file the rows are read from could not be read, or changed.
+    pub fn range(&self, layout: &Layout, range: Range<usize>) -> Result<(Array2<f32>, Array2<f32>)> {
         let start = range.start;
-        self.in_chunks(range.len(), |r| self.net.eval_frozen(layout.chunk(start + r.start..start + r.end).view(), &self.stats))
+        self.in_chunks(range.len(), |r| Ok(self.net.eval_frozen(layout.chunk(start + r.start..start + r.end)?.view(), &self.stats)))
     }
 
     /// `(Z, logits)` of the rows of `x` (the caller's view), chunk by chunk.
     pub fn view(&self, x: ArrayView2<f32>) -> (Array2<f32>, Array2<f32>) {
-        self.in_chunks(x.nrows(), |r| self.net.eval_frozen(x.slice(s![r, ..]), &self.stats))
+        self.in_chunks(x.nrows(), |r| Ok(self.net.eval_frozen(x.slice(s![r, ..]), &self.stats)))
+            .expect("rows in memory are read without error")
+    }
+
+    /// `(Z, logits)` of `x`'s rows in order (in memory or in a file), chunk by chunk.
+    pub fn rows(&self, x: Rows) -> Result<(Array2<f32>, Array2<f32>)> {
+        self.in_chunks(x.nrows(), |r| Ok(self.net.eval_frozen(x.block(r)?.view(), &self.stats)))
     }
 
     /// Runs `eval` on rows `0..n` a chunk at a time and stacks its `(Z, logits)`.
-    fn in_chunks(&self, n: usize, eval: impl Fn(Range<usize>) -> (Array2<f32>, Array2<f32>)) -> (Array2<f32>, Array2<f32>) {
+    fn in_chunks(&self, n: usize, eval: impl Fn(Range<usize>) -> Result<(Array2<f32>, Array2<f32>)>) -> Result<(Array2<f32>, Array2<f32>)> {
         let mut z = Array2::<f32>::zeros((n, self.net.z_dim()));
         let mut logits = Array2::<f32>::zeros((n, self.net.n_classes()));
         for at in (0..n).step_by(self.chunk) {
             let end = (at + self.chunk).min(n);
-            let (zc, lc) = eval(at..end);
+            let (zc, lc) = eval(at..end)?;
             z.slice_mut(s![at..end, ..]).assign(&zc);
             logits.slice_mut(s![at..end, ..]).assign(&lc);
         }
-        (z, logits)
+        Ok((z, logits))
     }
 }
 

@@ -79,6 +79,12 @@ pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig)
 /// VisDA-2017 shape, 207 785 × 2 048 (1 623 MiB of features): 1.5 KB per row beyond the
 /// features, which the per-row term accounts for (docs/performance.md, "Large data").
 pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
+    minibatch_memory_estimate_bytes_of(n_rows, d, c, cfg, true)
+}
+
+/// [`minibatch_memory_estimate_bytes`] of a fit whose feature rows are in memory
+/// (`rows_in_memory`) or read from files a batch and a chunk at a time (then no `n × d` term).
+pub fn minibatch_memory_estimate_bytes_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
     let z_dim = *cfg.network.hidden.last().unwrap_or(&0) as f64;
@@ -88,7 +94,8 @@ pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &
     let per_row = 1.5 * n * (z_dim + c as f64);
     let step = step_rows * (df + widths);
     let chunk = chunk_rows * (df + widths);
-    4.0 * (n * df + per_row + step + chunk + 7.0 * params) + BASE_BYTES
+    let features = if rows_in_memory { n * df } else { 0.0 };
+    4.0 * (features + per_row + step + chunk + 7.0 * params) + BASE_BYTES
 }
 
 /// Parameters of G and F, and the summed widths of G's layers and the logits.
@@ -108,8 +115,18 @@ fn network_size(d: usize, c: usize, cfg: &FitConfig) -> (f64, f64) {
 /// Refuses a fit whose estimate ([`memory_estimate_bytes`], or
 /// [`minibatch_memory_estimate_bytes`] when it trains by mini-batch) exceeds `cfg.max_memory_gib`.
 pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Result<()> {
+    check_memory_of(n_rows, d, c, cfg, true)
+}
+
+/// [`check_memory`] of a fit whose feature rows are in memory or, when not
+/// `rows_in_memory`, read from files (mini-batch fits only).
+pub fn check_memory_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> Result<()> {
     let minibatch = super::layout::uses_minibatch(cfg, n_rows, d);
-    let bytes = if minibatch { minibatch_memory_estimate_bytes(n_rows, d, c, cfg) } else { memory_estimate_bytes(n_rows, d, c, cfg) };
+    let bytes = if minibatch {
+        minibatch_memory_estimate_bytes_of(n_rows, d, c, cfg, rows_in_memory)
+    } else {
+        memory_estimate_bytes(n_rows, d, c, cfg)
+    };
     let gib = bytes / (1u64 << 30) as f64;
     if gib > cfg.max_memory_gib {
         return Err(Error::param(

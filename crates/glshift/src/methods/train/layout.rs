@@ -5,10 +5,11 @@
 
 use std::ops::Range;
 
-use ndarray::{s, Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2, Axis};
 
-use super::guard::check_memory;
+use super::guard::check_memory_of;
 use super::FitData;
+use crate::data::Rows;
 use crate::label_shift;
 use crate::methods::config::{ConfusionRows, FitConfig};
 use crate::{Error, Result};
@@ -33,11 +34,11 @@ pub(super) struct Layout<'a> {
     _pin: crate::device::Pin,
 }
 
-/// The caller's source and target rows, and the source rows in stacked order
-/// (`[train; hold-out]`, indices into `source`).
+/// The caller's source and target rows (in memory or in files), and the source rows in
+/// stacked order (`[train; hold-out]`, indices into `source`).
 pub(super) struct Borrowed<'a> {
-    pub source: ArrayView2<'a, f32>,
-    pub target: ArrayView2<'a, f32>,
+    pub source: Rows<'a>,
+    pub target: Rows<'a>,
     pub source_order: Vec<usize>,
 }
 
@@ -46,7 +47,7 @@ impl<'a> Layout<'a> {
     pub fn new(data: &FitData<'a>, cfg: &FitConfig) -> Result<Layout<'a>> {
         cfg.validate()?;
         let c = data.n_classes;
-        let (ns_all, d) = data.source_x.dim();
+        let (ns_all, d) = (data.source_x.nrows(), data.source_x.ncols());
         if data.source_y.len() != ns_all {
             return Err(Error::Shape {
                 what: "source labels vs source rows".into(),
@@ -63,42 +64,59 @@ impl<'a> Layout<'a> {
         }
         let n_rows = ns_all + data.target_x.nrows();
         let minibatch = uses_minibatch(cfg, n_rows, d);
-        check_memory(n_rows, d, c, cfg)?;
+        let in_memory = data.source_x.memory().is_some() && data.target_x.memory().is_some();
+        check_memory_of(n_rows, d, c, cfg, in_memory)?;
         let source_prior = label_shift::class_prior(data.source_y, c)?;
         let (train_idx, hold_idx) = split(data, cfg)?;
         let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();
         let y_hold: Vec<usize> = hold_idx.iter().map(|&i| data.source_y[i]).collect();
+        if !minibatch && !in_memory {
+            // The callers load the rows of full-batch fits (`pipeline::reads_from_files`).
+            return Err(Error::param(
+                "training",
+                "full-batch",
+                "rows read from files train by mini-batch only (load them to train full-batch)",
+            ));
+        }
         let (x_all, borrowed) = if minibatch {
             let source_order = train_idx.iter().chain(&hold_idx).copied().collect();
             (Array2::zeros((0, d)), Some(Borrowed { source: data.source_x, target: data.target_x, source_order }))
         } else {
-            (stack_rows(data, &train_idx, &hold_idx, d), None)
+            (stack_rows(data, &train_idx, &hold_idx, d)?, None)
         };
         let _pin = crate::device::Pin::new(x_all.view());
         Ok(Layout { hold_idx, y_train, y_hold, x_all, source_prior, d, c, borrowed, _pin })
     }
 
     /// Rows `rows` of the stacked order `[train; hold-out; target]`, copied (len(rows) × d).
-    pub fn gather(&self, rows: &[usize]) -> Array2<f32> {
-        match &self.borrowed {
-            None => self.x_all.select(ndarray::Axis(0), rows),
-            Some(b) => {
-                let off = self.target_offset();
-                let mut x = Array2::<f32>::zeros((rows.len(), self.d));
-                for (mut out, &r) in x.rows_mut().into_iter().zip(rows) {
-                    let row = if r < off { b.source.row(b.source_order[r]) } else { b.target.row(r - off) };
-                    out.assign(&row);
+    /// Errors: a file the rows are read from could not be read, or changed.
+    pub fn gather(&self, rows: &[usize]) -> Result<Array2<f32>> {
+        let Some(b) = &self.borrowed else { return Ok(self.x_all.select(Axis(0), rows)) };
+        let off = self.target_offset();
+        let mut x = Array2::<f32>::zeros((rows.len(), self.d));
+        let (src_pos, tgt_pos): (Vec<usize>, Vec<usize>) = (0..rows.len()).partition(|&i| rows[i] < off);
+        let src: Vec<usize> = src_pos.iter().map(|&i| b.source_order[rows[i]]).collect();
+        let tgt: Vec<usize> = tgt_pos.iter().map(|&i| rows[i] - off).collect();
+        if tgt.is_empty() {
+            b.source.read_into(&src, x.view_mut())?;
+        } else if src.is_empty() {
+            b.target.read_into(&tgt, x.view_mut())?;
+        } else {
+            for (part, pos, from) in [(&src, &src_pos, &b.source), (&tgt, &tgt_pos, &b.target)] {
+                let read = from.gather(part)?;
+                for (r, &i) in read.rows().into_iter().zip(pos) {
+                    x.row_mut(i).assign(&r);
                 }
-                x
             }
         }
+        Ok(x)
     }
 
     /// Rows `range` of the stacked order, copied when borrowed (a chunk of a full pass).
-    pub fn chunk(&self, range: Range<usize>) -> ndarray::CowArray<'_, f32, ndarray::Ix2> {
+    pub fn chunk(&self, range: Range<usize>) -> Result<ndarray::CowArray<'_, f32, ndarray::Ix2>> {
         match &self.borrowed {
-            None => self.x_all.slice(s![range, ..]).into(),
-            Some(_) => self.gather(&range.collect::<Vec<_>>()).into(),
+            None => Ok(self.x_all.slice(s![range, ..]).into()),
+            Some(_) => Ok(self.gather(&range.collect::<Vec<_>>())?.into()),
         }
     }
 
@@ -147,7 +165,7 @@ impl<'a> Layout<'a> {
 /// Whether a fit of `cfg` on `n_rows` × `d` trains by mini-batch: when `training` resolves so
 /// and the method trains that way (MUL's family and `source` by the memory bank, the papers'
 /// mini-batch baselines by their sampler); the other baselines stay full-batch.
-pub(super) fn uses_minibatch(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
+pub fn uses_minibatch(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
     use crate::methods::kind::Family;
     let method_can = match cfg.method.info().family {
         Family::Mul | Family::Source => true,
@@ -157,14 +175,14 @@ pub(super) fn uses_minibatch(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
 }
 
 /// `[source rows train_idx; source rows hold_idx; target]` in one allocation, row by row.
-fn stack_rows(data: &FitData, train_idx: &[usize], hold_idx: &[usize], d: usize) -> Array2<f32> {
-    let n = train_idx.len() + hold_idx.len() + data.target_x.nrows();
-    let mut x = Array2::<f32>::zeros((n, d));
-    let source_rows = train_idx.iter().chain(hold_idx).map(|&i| data.source_x.row(i));
-    for (mut out, row) in x.rows_mut().into_iter().zip(source_rows.chain(data.target_x.rows())) {
-        out.assign(&row);
-    }
-    x
+fn stack_rows(data: &FitData, train_idx: &[usize], hold_idx: &[usize], d: usize) -> Result<Array2<f32>> {
+    let ns = train_idx.len() + hold_idx.len();
+    let mut x = Array2::<f32>::zeros((ns + data.target_x.nrows(), d));
+    let source_rows: Vec<usize> = train_idx.iter().chain(hold_idx).copied().collect();
+    data.source_x.read_into(&source_rows, x.slice_mut(s![..ns, ..]))?;
+    let target_rows: Vec<usize> = (0..data.target_x.nrows()).collect();
+    data.target_x.read_into(&target_rows, x.slice_mut(s![ns.., ..]))?;
+    Ok(x)
 }
 
 /// Source split, the same for every method: a stratified hold-out that the network never

@@ -113,7 +113,7 @@ impl Adaptation<'_, '_> {
         let tgt = batches.target.next(&mut batches.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
-        let x = layout.gather(&rows);
+        let x = layout.gather(&rows)?;
         let ys: Vec<usize> = src.iter().map(|&i| layout.y_train[i]).collect();
         let nb = src.len();
         let pass = self.net.forward(x.view(), &Forward::training(nb), &mut self.rng);
@@ -158,8 +158,8 @@ impl Adaptation<'_, '_> {
         let logits = if layout.is_borrowed() {
             // Large data (`training`): in chunks, BatchNorm frozen on the sample of `chunked`.
             let stats_rows = super::chunked::bn_stats_rows(layout, self.cfg);
-            let eval = super::chunked::EvalNet::new(&self.net, layout, &stats_rows, self.cfg.minibatch.chunk_rows);
-            eval.range(layout, 0..layout.n_rows()).1
+            let eval = super::chunked::EvalNet::new(&self.net, layout, &stats_rows, self.cfg.minibatch.chunk_rows)?;
+            eval.range(layout, 0..layout.n_rows())?.1
         } else {
             let fw = Forward::evaluation(layout.n_train());
             self.net.forward(layout.x_all.view(), &fw, &mut self.rng).logits

@@ -40,8 +40,8 @@ pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total:
     for it in 0..cfg.pretrain_iters {
         let mut holdout = None;
         if layout.n_hold() > 0 && it % mb.eval_every == 0 {
-            let eval = EvalNet::new(&net, layout, &stats_rows, mb.chunk_rows);
-            let (_, hold_logits) = eval.range(layout, layout.hold_rows());
+            let eval = EvalNet::new(&net, layout, &stats_rows, mb.chunk_rows)?;
+            let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
             let rows = label_shift::calibration::nll_rows(hold_logits.view(), &layout.y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
@@ -54,7 +54,7 @@ pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total:
         }
         let idx = sampler.next(&mut batch_rng);
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
-        let x = layout.gather(&idx);
+        let x = layout.gather(&idx)?;
         let pass = net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng);
         let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.view(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;

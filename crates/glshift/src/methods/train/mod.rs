@@ -27,14 +27,15 @@ mod minibatch_pretrain;
 mod pretrain;
 mod shift;
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use super::config::FitConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::nn::Network;
 use crate::{Error, Result};
-pub use guard::{check_memory, memory_estimate_bytes, minibatch_memory_estimate_bytes};
+pub use guard::{check_memory, check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
+pub use layout::uses_minibatch;
 pub use minibatch::Sampler;
 use layout::Layout;
 use pretrain::{run_pretraining, PretrainKey};
@@ -148,9 +149,11 @@ pub struct Fitted {
 
 /// Data of a fit: preprocessed features, source labels (0-based), number of classes.
 pub struct FitData<'a> {
-    pub source_x: ArrayView2<'a, f32>,
+    /// Source rows `n_s × d`, in memory or read from a file (mini-batch fits only).
+    pub source_x: crate::data::Rows<'a>,
     pub source_y: &'a [usize],
-    pub target_x: ArrayView2<'a, f32>,
+    /// Target rows `n_t × d`, as the source's.
+    pub target_x: crate::data::Rows<'a>,
     pub n_classes: usize,
     /// Source rows to hold out instead of the stratified split of `label_shift`
     /// (cross-fitting passes one fold); `None` = that split.
@@ -185,7 +188,7 @@ pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progre
     let (pre, _) = crate::device::scoped(cfg.device, || {
         let layout = Layout::new(data, cfg)?;
         let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
-        Ok(Pretrained { key: PretrainKey::new(cfg, &layout), state })
+        Ok(Pretrained { key: PretrainKey::new(cfg, &layout)?, state })
     })?;
     Ok(pre)
 }
@@ -206,7 +209,7 @@ fn on_device(cfg: &FitConfig, fit: impl FnOnce() -> Result<Fitted>) -> Result<Fi
 
 fn adapt_here(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
     let layout = Layout::new(data, cfg)?;
-    if PretrainKey::new(cfg, &layout) != pre.key {
+    if PretrainKey::new(cfg, &layout)? != pre.key {
         return Err(Error::param(
             "pretrained",
             "given state",
@@ -244,7 +247,7 @@ fn fit_here(
     let (state, reused) = match cache {
         None => (run_pretraining(&layout, cfg, total, progress)?, false),
         Some(cache) => {
-            let key = PretrainKey::new(cfg, &layout);
+            let key = PretrainKey::new(cfg, &layout)?;
             match cache.get(&key) {
                 Some(pre) => (pre.state, true),
                 None => {

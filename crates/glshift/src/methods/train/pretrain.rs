@@ -35,7 +35,8 @@ pub(super) struct PretrainKey {
 }
 
 impl PretrainKey {
-    pub fn new(cfg: &FitConfig, layout: &Layout) -> Self {
+    /// Errors: a file the rows are read from could not be read, or changed.
+    pub fn new(cfg: &FitConfig, layout: &Layout) -> Result<Self> {
         use std::hash::{Hash, Hasher};
         let settings = serde_json::json!({
             "seed": cfg.seed,
@@ -52,12 +53,12 @@ impl PretrainKey {
         let n = layout.target_offset();
         let chunk = cfg.minibatch.chunk_rows.max(1);
         for start in (0..n).step_by(chunk) {
-            layout.chunk(start..(start + chunk).min(n)).iter().for_each(|v| v.to_bits().hash(&mut h));
+            layout.chunk(start..(start + chunk).min(n))?.iter().for_each(|v| v.to_bits().hash(&mut h));
         }
         layout.y_train.hash(&mut h);
         layout.y_hold.hash(&mut h);
         let d = layout.d;
-        PretrainKey { settings, shape: (n, d, layout.n_train()), fingerprint: h.finish() }
+        Ok(PretrainKey { settings, shape: (n, d, layout.n_train()), fingerprint: h.finish() })
     }
 }
 
