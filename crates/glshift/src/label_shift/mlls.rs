@@ -87,24 +87,24 @@ fn em(posteriors: ArrayView2<f64>, train_prior: &[f64], tol: f64, max_iter: usiz
     let mut iterations = 0;
     let mut converged = false;
     let mut r = vec![0.0; c];
+    // Rows as contiguous slices: the same operations in the same order as indexing each row
+    // (so the same bits), without a bounds check and a stride per element.
+    let flat = posteriors.as_standard_layout();
+    let rows = flat.as_slice().expect("standard layout is contiguous");
     while iterations < max_iter {
         let w = ratio(&p);
         let mut next = vec![0.0; c];
-        for row in posteriors.rows() {
+        for row in rows.chunks_exact(c) {
             let mut s = 0.0;
-            for k in 0..c {
-                r[k] = w[k] * row[k];
-                s += r[k];
+            for ((rk, &wk), &xk) in r.iter_mut().zip(&w).zip(row) {
+                *rk = wk * xk;
+                s += *rk;
             }
             if s > 0.0 {
-                for k in 0..c {
-                    next[k] += r[k] / s;
-                }
+                next.iter_mut().zip(&r).for_each(|(nk, &rk)| *nk += rk / s);
             } else {
                 // A row with zero posterior on every class that p still allows: keep p.
-                for k in 0..c {
-                    next[k] += p[k];
-                }
+                next.iter_mut().zip(&p).for_each(|(nk, &pk)| *nk += pk);
             }
         }
         next.iter_mut().for_each(|v| *v /= n as f64);
