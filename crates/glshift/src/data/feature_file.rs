@@ -73,6 +73,7 @@ impl FeatureFile {
         if let Some(&bad) = rows.iter().find(|&&r| r >= n) {
             return Err(Error::bad_file(&self.path, format!("row {bad} asked for, but the file has {n} rows")));
         }
+        let native = self.layout.native_f32() && out.is_standard_layout();
         let mut buf = Vec::new();
         let mut i = 0;
         while i < rows.len() {
@@ -80,20 +81,26 @@ impl FeatureFile {
             while i + run < rows.len() && rows[i + run] == rows[i] + run {
                 run += 1;
             }
-            self.read_run(rows[i], run, &mut buf)?;
-            let mut block = out.slice_axis_mut(Axis(0), (i..i + run).into());
-            for (row, bytes) in block.axis_iter_mut(Axis(0)).zip(buf.chunks_exact(d * self.layout.size)) {
-                self.layout.convert(bytes, row);
+            if native {
+                // The file's bytes are the values: read them straight into the output rows.
+                let dst = &mut out.as_slice_mut().expect("standard layout")[i * d..(i + run) * d];
+                self.read_bytes(rows[i], bytemuck::cast_slice_mut(dst))?;
+            } else {
+                buf.resize(run * d * self.layout.size, 0);
+                self.read_bytes(rows[i], &mut buf)?;
+                let mut block = out.slice_axis_mut(Axis(0), (i..i + run).into());
+                for (row, bytes) in block.axis_iter_mut(Axis(0)).zip(buf.chunks_exact(d * self.layout.size)) {
+                    self.layout.convert(bytes, row);
+                }
             }
             i += run;
         }
         self.check_unchanged()
     }
 
-    /// Reads the raw bytes of `count` rows from row `first` into `buf`.
-    fn read_run(&self, first: usize, count: usize, buf: &mut Vec<u8>) -> Result<()> {
+    /// Fills `buf` with the raw bytes of the rows from row `first` (a whole number of rows).
+    fn read_bytes(&self, first: usize, buf: &mut [u8]) -> Result<()> {
         let row_bytes = self.layout.d * self.layout.size;
-        buf.resize(count * row_bytes, 0);
         let at = self.layout.data_start + (first * row_bytes) as u64;
         self.file.read_exact_at(buf, at).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => self.changed("it became shorter while it was read"),

@@ -46,6 +46,11 @@ pub(super) struct NpyLayout {
 }
 
 impl NpyLayout {
+    /// Whether the file stores f32 in this machine's byte order: its bytes are the values.
+    pub fn native_f32(&self) -> bool {
+        self.kind == Kind::Float && self.size == 4 && self.big_endian == cfg!(target_endian = "big")
+    }
+
     /// Converts `bytes` (values as the file stores them) into `out`, one value per element.
     pub fn convert(&self, bytes: &[u8], out: ArrayViewMut1<f32>) {
         convert_into(bytes, out, self.kind, self.size, self.big_endian);
