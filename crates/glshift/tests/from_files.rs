@@ -1,6 +1,7 @@
 //! Fits that read their feature rows from the `.npy` files (`data::open_pair_files`,
-//! `pipeline::run_files`): the same results, bit for bit, as the fit on the loaded pair, and
-//! files that are damaged, or change under the fit, are errors naming them.
+//! `pipeline::run_files`), or preprocess borrowed arrays a batch at a time: the same results,
+//! bit for bit, as the fit on the loaded pair, and files that are damaged, or change under the
+//! fit, are errors naming them.
 
 use std::path::Path;
 
@@ -49,7 +50,10 @@ fn a_fit_reading_its_files_equals_the_fit_on_the_loaded_pair() {
     for method in [MethodKind::Mul, MethodKind::Source, MethodKind::Dann] {
         let cfg = minibatch(method);
         let (s, t) = data::load_pair(dir.path(), "src", "tgt").unwrap();
+        // Borrowed arrays: preprocessed a batch at a time (`Rows::Scaled`), not copied.
+        let borrowed = pipeline::run(&s, &t, &cfg, &mut |_| {}).unwrap();
         let loaded = pipeline::run_owned(s, t, &cfg, &mut |_| {}).unwrap();
+        same_run(&loaded, &borrowed);
         let pair = data::open_pair_files(dir.path(), "src", "tgt").unwrap().expect("two C-order .npy domains");
         assert_eq!((pair.source_rows.nrows(), pair.target_rows.nrows()), (400, 300));
         let from_files = pipeline::run_files(&pair, &cfg, &mut |_| {}).unwrap();

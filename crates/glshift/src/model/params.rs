@@ -152,38 +152,57 @@ impl CheckedParams {
 
     /// The fit on arrays that are borrowed or owned, or on files: owned features are
     /// preprocessed in place, borrowed ones copied first (only when the preprocessing changes
-    /// them), rows of files preprocessed block by block as they are read.
+    /// them) unless the fit trains by mini-batch, rows of files and the borrowed rows of a
+    /// mini-batch fit preprocessed as they are read ([`Rows::preprocessed_by`]). The same bits
+    /// every way: the preprocessing is row by row.
     pub(crate) fn fit_input(&self, input: FitInput, opts: FitOptions) -> Result<FitOutcome> {
         let cfg = &self.config;
         let FitInput { features, source_y, class_names } = input;
         let (n, d) = features.shape();
         let in_memory = matches!(features, FitFeatures::Memory(..));
         crate::methods::train::check_memory_of(n, d, class_names.len(), cfg, in_memory)?;
-        match features {
-            FitFeatures::Memory(source_x, target_x) => {
-                let stats = PreprocessStats::fit(source_x.view(), cfg.preprocess)?;
-                let (xs, xt, warnings) = if cfg.preprocess == Preprocess::None {
-                    (source_x, target_x, Vec::new())
-                } else {
-                    let mut xs = source_x.into_owned();
-                    let mut xt = target_x.into_owned();
-                    stats.apply(&mut xs)?;
-                    stats.apply(&mut xt)?;
-                    let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
-                    (xs.into(), xt.into(), warnings)
-                };
-                let (source_x, target_x) = (Rows::Memory(xs.view()), Rows::Memory(xt.view()));
-                let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
-                self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
+        let borrowed;
+        let (source_x, target_x) = match features {
+            FitFeatures::Memory(xs, xt) => {
+                let views = xs.is_view() && xt.is_view();
+                if !(views && cfg.preprocess != Preprocess::None && crate::methods::train::uses_minibatch(cfg, n, d)) {
+                    return self.fit_in_memory((xs, xt), source_y, class_names, opts);
+                }
+                borrowed = (xs, xt);
+                (Rows::Memory(borrowed.0.view()), Rows::Memory(borrowed.1.view()))
             }
-            FitFeatures::Files(fs, ft) => {
-                let stats = PreprocessStats::fit_rows(Rows::File(fs, None), cfg.preprocess)?;
-                let (source_x, target_x) = (Rows::File(fs, Some(&stats)), Rows::File(ft, Some(&stats)));
-                let warnings = data::preprocess_warning_rows(target_x, cfg.preprocess)?.into_iter().collect();
-                let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
-                self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
-            }
-        }
+            FitFeatures::Files(fs, ft) => (Rows::File(fs, None), Rows::File(ft, None)),
+        };
+        let stats = PreprocessStats::fit_rows(source_x, cfg.preprocess)?;
+        let (source_x, target_x) = (source_x.preprocessed_by(&stats), target_x.preprocessed_by(&stats));
+        let warnings = data::preprocess_warning_rows(target_x, cfg.preprocess)?.into_iter().collect();
+        let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+        self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
+    }
+
+    /// [`CheckedParams::fit_input`] on arrays preprocessed whole before training.
+    fn fit_in_memory(
+        &self,
+        (source_x, target_x): (CowArray<f32, Ix2>, CowArray<f32, Ix2>),
+        source_y: &[usize],
+        class_names: &[String],
+        opts: FitOptions,
+    ) -> Result<FitOutcome> {
+        let cfg = &self.config;
+        let stats = PreprocessStats::fit(source_x.view(), cfg.preprocess)?;
+        let (xs, xt, warnings) = if cfg.preprocess == Preprocess::None {
+            (source_x, target_x, Vec::new())
+        } else {
+            let mut xs = source_x.into_owned();
+            let mut xt = target_x.into_owned();
+            stats.apply(&mut xs)?;
+            stats.apply(&mut xt)?;
+            let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+            (xs.into(), xt.into(), warnings)
+        };
+        let (source_x, target_x) = (Rows::Memory(xs.view()), Rows::Memory(xt.view()));
+        let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+        self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
     }
 
     /// Trains on `data` (preprocessed rows) and freezes the model.
