@@ -93,7 +93,8 @@ pub fn run(args: SelectArgs) -> Result<()> {
 fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams) -> Result<()> {
     let (source, target) = args.pair.load()?;
     let proto = args.protocol.parse(source.n_classes())?;
-    let (source, target) = protocol::apply(proto, &source, &target)?;
+    // By value: a domain the protocol leaves whole is moved, not copied.
+    let (source, target) = protocol::apply_owned(proto, source, target)?;
     let started = Instant::now();
     let mut bar: Option<(usize, TrainBar)> = None;
     let outcome = params.select(&source, &target, &mut |i, p| {
