@@ -11,9 +11,9 @@ pub fn synthetic_task(n_source: usize, n_target: usize, seed: u64) -> SyntheticT
 /// The task's source rows (with labels) and target rows, the default stratified hold-out.
 pub fn fit_data(task: &SyntheticTask) -> FitData<'_> {
     FitData {
-        source_x: task.source.features.view(),
+        source_x: glshift::data::Rows::Memory(task.source.features.view()),
         source_y: task.source.labels.as_deref().unwrap(),
-        target_x: task.target.features.view(),
+        target_x: glshift::data::Rows::Memory(task.target.features.view()),
         n_classes: task.source.n_classes(),
         holdout: None,
     }
