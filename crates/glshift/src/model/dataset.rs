@@ -191,12 +191,14 @@ pub(crate) fn check_arrays(
 
 /// Whether every row of `x` (at least one) equals its first.
 fn all_rows_identical(x: Rows) -> Result<bool> {
-    let first = x.gather(&[0])?;
-    let mut same = true;
-    x.for_each_block(|_, block| {
-        // Blocks after a differing row are still read (a file's blocks): rare, and cheap next to a fit.
-        same = same && block.rows().into_iter().all(|r| r == first.row(0));
-        Ok(())
-    })?;
-    Ok(same)
+    let (first, n) = (x.gather(&[0])?, x.nrows());
+    // Block by block, stopping at the first differing row (in practice the second row), so a
+    // file is not read through again after the finiteness check.
+    for start in (0..n).step_by(crate::data::BLOCK_ROWS) {
+        let block = x.block(start..(start + crate::data::BLOCK_ROWS).min(n))?;
+        if !block.rows().into_iter().all(|r| r == first.row(0)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

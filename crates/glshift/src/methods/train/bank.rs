@@ -200,7 +200,7 @@ impl Adaptation<'_, '_> {
         // The pool is gathered once: its statistics, its Z and (without a hold-out) its logits.
         let x_pool = layout.gather(&bank.pool)?;
         let eval = EvalNet::from_rows(&self.net, x_pool.view(), cfg.minibatch.chunk_rows);
-        let (zs_pool, pool_logits) = eval.view(x_pool.view());
+        let (zs_pool, pool_logits) = eval.rows(crate::data::Rows::Memory(x_pool.view()))?;
         drop(x_pool);
         bank.zs_pool = zs_pool;
         let calibrate = cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0;

@@ -63,12 +63,6 @@ impl<'n> EvalNet<'n> {
         self.in_chunks(range.len(), |r| Ok(self.net.eval_frozen(layout.chunk(start + r.start..start + r.end)?.view(), &self.stats)))
     }
 
-    /// `(Z, logits)` of the rows of `x` (the caller's view), chunk by chunk.
-    pub fn view(&self, x: ArrayView2<f32>) -> (Array2<f32>, Array2<f32>) {
-        self.in_chunks(x.nrows(), |r| Ok(self.net.eval_frozen(x.slice(s![r, ..]), &self.stats)))
-            .expect("rows in memory are read without error")
-    }
-
     /// `(Z, logits)` of `x`'s rows in order (in memory or in a file), chunk by chunk.
     pub fn rows(&self, x: Rows) -> Result<(Array2<f32>, Array2<f32>)> {
         self.in_chunks(x.nrows(), |r| Ok(self.net.eval_frozen(x.block(r)?.view(), &self.stats)))
