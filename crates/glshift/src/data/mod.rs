@@ -25,6 +25,7 @@ mod load;
 mod mat;
 mod mat_check;
 mod npy;
+mod npy_header;
 mod npy_rows;
 mod preprocess;
 mod rows;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use ndarray::{Array2, ArrayViewMut1, ArrayViewMut2, Axis};
 use ndarray_npy::npy::header::Header;
 
-use super::npy::{check_header_depth, declared_header_len};
+use super::npy_header::{check_header_depth, declared_header_len};
 use crate::{Error, Result};
 
 /// Rows per block of [`NpyRows::read_all`] and of `glshift predict` (8192 rows × 2048 f32 =

@@ -177,14 +177,14 @@ fn from_f32<T: Real>(c: Array2<f32>) -> Array2<T> {
 
 /// Exact kernel sums on the scope's GPU (f32 only); `None` keeps them on the CPU.
 pub(crate) fn run_tiled<T: Real>(
-    req: &crate::kernel::tiled::Request<T>,
-) -> Option<crate::kernel::tiled::Output<T>> {
+    req: &crate::kernel::tiled::request::Request<T>,
+) -> Option<crate::kernel::tiled::request::Output<T>> {
     if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
         return None;
     }
     let gpu = active_gpu()?;
     // SAFETY: T is f32 (checked above): the same type behind the reference.
-    let req32 = unsafe { &*(req as *const crate::kernel::tiled::Request<T>).cast::<crate::kernel::tiled::Request<f32>>() };
+    let req32 = unsafe { &*(req as *const crate::kernel::tiled::request::Request<T>).cast::<crate::kernel::tiled::request::Request<f32>>() };
     match gpu.kernel_sums(req32) {
         Ok(out) => {
             let boxed: Box<dyn std::any::Any> = Box::new(out);

@@ -32,69 +32,27 @@
 //! per-pair parts of S are added in that order after each round. Results are therefore
 //! identical for any number of threads.
 //!
-//! Layout: `plan` (tiling and schedule), `pass` (one pass over the schedule), `pair` (the work
-//! of one tile pair).
+//! Layout: `request` (what is asked and returned, also read by the GPU path in `crate::device`),
+//! `plan` (tiling and schedule), `pass` (one pass over the schedule), `pair` (the work of one
+//! tile pair).
 
 use crate::Real;
-use ndarray::{Array2, ArrayView2};
 
 mod pair;
 mod pass;
 mod plan;
+pub(crate) mod request;
 #[cfg(test)]
 mod tests;
 
 pub(super) use pass::run_plan;
 pub(super) use plan::Plan;
+pub(crate) use request::{Domain, Objective, Output, Request};
 
 /// Maximum rows of a tile.
 pub(super) const TILE: usize = 256;
 /// Most tiles per group of the round-robin schedule.
 const GROUP: usize = 4;
-
-/// One labelled block of rows: `z` n×d, `y` n×c.
-#[derive(Clone, Copy)]
-pub(crate) struct Domain<'a, T> {
-    pub z: ArrayView2<'a, T>,
-    pub y: ArrayView2<'a, T>,
-}
-
-/// ℓ = Σ over `terms` (a, b, Γ^{ab}) of ⟨Γ^{ab}, S^{ab}⟩, a ≤ b, Γ c×c.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Objective {
-    pub terms: Vec<(usize, usize, Array2<f64>)>,
-}
-
-/// What to compute.
-pub(crate) struct Request<'r, 'a, T> {
-    pub domains: &'r [Domain<'a, T>],
-    /// Blocks (a ≤ b) whose S is returned in full.
-    pub s_blocks: Vec<(usize, usize)>,
-    pub objectives: Vec<Objective>,
-    pub h: f64,
-}
-
-/// Results of a request.
-pub(crate) struct Output<T> {
-    /// S^{ab} (c×c, f64) for every block of `s_blocks` and of the objectives; for blocks only
-    /// objectives use, entries that every objective weighs by 0 may be left at 0.
-    pub s: Vec<((usize, usize), Array2<f64>)>,
-    /// values[o] = ℓ_o.
-    pub values: Vec<f64>,
-    /// grads[o][a] = ∂ℓ_o/∂Z_a (n_a×d).
-    pub grads: Vec<Vec<Array2<T>>>,
-}
-
-impl<T> Output<T> {
-    pub fn s_block(&self, a: usize, b: usize) -> &Array2<f64> {
-        &self
-            .s
-            .iter()
-            .find(|(k, _)| *k == (a, b))
-            .expect("S block was requested")
-            .1
-    }
-}
 
 /// Runs a request on the exact tiled path: on the GPU inside a GPU scope
 /// ([`crate::device::scoped`]), else on the CPU.

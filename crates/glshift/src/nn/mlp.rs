@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::activation::Activation;
 use super::batchnorm::{column_stats, BatchNorm, BnCache, BnGrad};
 use super::linear::{Linear, LinearGrad};
-use super::network::Forward;
+use super::forward::Forward;
 use crate::Real;
 
 /// One block of G: `Linear → [BatchNorm] → activation → [inverted dropout]`.

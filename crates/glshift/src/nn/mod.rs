@@ -15,6 +15,7 @@ mod activation;
 mod adam;
 mod adam_update;
 mod batchnorm;
+mod forward;
 mod linear;
 mod loss;
 mod mlp;

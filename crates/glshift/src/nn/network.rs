@@ -1,6 +1,6 @@
 //! The MUL network: feature extractor G (features → Z) and classifier F (Z → logits).
 //!
-//! Its architecture and forward mode live in `config`, its parameter and gradient tensors in
+//! Its architecture lives in `config` (the forward mode in `super::forward`), its parameter and gradient tensors in
 //! `params`; both are re-exported here.
 
 use ndarray::{Array2, ArrayView2, Axis};
@@ -18,7 +18,8 @@ use crate::{Error, Real, Result};
 mod config;
 mod params;
 
-pub use config::{Forward, NetworkConfig};
+pub use super::forward::Forward;
+pub use config::NetworkConfig;
 pub use params::{Grads, ParamKind};
 
 /// G (an [`Mlp`]) followed by F (a [`Linear`] z_dim → c), in precision `T` (f32 for training;

@@ -17,7 +17,7 @@ use ndarray::{Array1, Array2};
 
 use super::kernels::launch_config;
 use super::{err, Gpu, Inner};
-use crate::kernel::tiled::{Output, Request};
+use crate::kernel::tiled::request::{Output, Request};
 
 /// Rows per tile: 4096² f32 = 64 MiB per tile buffer.
 const TILE: usize = 4096;

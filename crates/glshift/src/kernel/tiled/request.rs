@@ -1,0 +1,48 @@
+//! What a tiled pass is asked ([`Request`]) and returns ([`Output`]): plain data, shared by the
+//! CPU pass (`super`) and the GPU path (`crate::device`), so that neither imports the other's code.
+
+use ndarray::{Array2, ArrayView2};
+
+/// One labelled block of rows: `z` n×d, `y` n×c.
+#[derive(Clone, Copy)]
+pub(crate) struct Domain<'a, T> {
+    pub z: ArrayView2<'a, T>,
+    pub y: ArrayView2<'a, T>,
+}
+
+/// ℓ = Σ over `terms` (a, b, Γ^{ab}) of ⟨Γ^{ab}, S^{ab}⟩, a ≤ b, Γ c×c.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Objective {
+    pub terms: Vec<(usize, usize, Array2<f64>)>,
+}
+
+/// What to compute.
+pub(crate) struct Request<'r, 'a, T> {
+    pub domains: &'r [Domain<'a, T>],
+    /// Blocks (a ≤ b) whose S is returned in full.
+    pub s_blocks: Vec<(usize, usize)>,
+    pub objectives: Vec<Objective>,
+    pub h: f64,
+}
+
+/// Results of a request.
+pub(crate) struct Output<T> {
+    /// S^{ab} (c×c, f64) for every block of `s_blocks` and of the objectives; for blocks only
+    /// objectives use, entries that every objective weighs by 0 may be left at 0.
+    pub s: Vec<((usize, usize), Array2<f64>)>,
+    /// values[o] = ℓ_o.
+    pub values: Vec<f64>,
+    /// grads[o][a] = ∂ℓ_o/∂Z_a (n_a×d).
+    pub grads: Vec<Vec<Array2<T>>>,
+}
+
+impl<T> Output<T> {
+    pub fn s_block(&self, a: usize, b: usize) -> &Array2<f64> {
+        &self
+            .s
+            .iter()
+            .find(|(k, _)| *k == (a, b))
+            .expect("S block was requested")
+            .1
+    }
+}
