@@ -368,6 +368,17 @@ impl FitConfig {
         toml::from_str(&text).map_err(|e| Error::bad_file(path, format!("invalid config: {e}")))
     }
 
+    /// Whether a fit on `n_rows` × `d` trains by mini-batch: when `training` resolves so and
+    /// the method trains that way (MUL's family and `source` by the memory bank, the papers'
+    /// mini-batch baselines by their sampler); the other baselines stay full-batch.
+    pub fn uses_minibatch(&self, n_rows: usize, d: usize) -> bool {
+        let method_can = match self.method.info().family {
+            super::kind::Family::Mul | super::kind::Family::Source => true,
+            super::kind::Family::Baseline => self.baselines.minibatch(self.method),
+        };
+        method_can && self.training.is_minibatch(n_rows, d)
+    }
+
     /// The prior floor actually used for `c` classes.
     pub fn prior_floor_for(&self, c: usize) -> f64 {
         self.label_shift.prior_floor.unwrap_or(0.25 / c as f64)

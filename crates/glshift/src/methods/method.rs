@@ -11,7 +11,7 @@
 
 use ndarray::{Array2, ArrayView2};
 
-use super::train::TransferRecord;
+use super::train::records::TransferRecord;
 use crate::label_shift::ShiftEstimate;
 use crate::Result;
 

@@ -165,7 +165,7 @@ impl CheckedParams {
         let (source_x, target_x) = match features {
             FitFeatures::Memory(xs, xt) => {
                 let views = xs.is_view() && xt.is_view();
-                if !(views && cfg.preprocess != Preprocess::None && crate::methods::train::uses_minibatch(cfg, n, d)) {
+                if !(views && cfg.preprocess != Preprocess::None && cfg.uses_minibatch(n, d)) {
                     return self.fit_in_memory((xs, xt), source_y, class_names, opts);
                 }
                 borrowed = (xs, xt);

@@ -319,7 +319,7 @@ pub fn run_owned(mut source: Domain, mut target: Domain, cfg: &FitConfig, progre
 /// their `.npy` files rather than loading them ([`run_files`]): when it trains by mini-batch,
 /// the one training mode that reads rows a batch and a chunk at a time.
 pub fn reads_from_files(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
-    crate::methods::train::uses_minibatch(cfg, n_rows, d)
+    cfg.uses_minibatch(n_rows, d)
 }
 
 /// [`run_owned`] on a pair whose feature rows stay in their files ([`crate::data::open_pair_files`]):

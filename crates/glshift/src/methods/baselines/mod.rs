@@ -30,7 +30,7 @@ use ndarray::{Array2, ArrayView2};
 
 pub use super::method::AdaptInputs;
 use super::method::{CeWeights, StepOutput};
-use super::train::TransferRecord;
+use super::train::records::TransferRecord;
 use super::kind::ClassWeights;
 use super::MethodKind;
 use crate::{Error, Real, Result};

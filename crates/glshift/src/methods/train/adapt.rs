@@ -11,17 +11,13 @@ use rand_chacha::ChaCha8Rng;
 use super::converge::{AdaptState, AdaptStopper};
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
-use super::pretrain::PretrainState;
 use super::shift::ShiftTracker;
-use super::{FitData, Fitted, IterRecord, Progress, Stage};
+use super::records::{FitData, Fitted, IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
-use crate::methods::kind::build_method;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
-use super::bank::{view_units, Bank};
 use super::chunked::EvalNet;
-use super::minibatch::{self, Batches};
-use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Optimizer, Pass, Sgd};
+use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Optimizer, Pass};
 use crate::Result;
 
 /// The state the adaptation iterations share.
@@ -34,10 +30,6 @@ pub(super) struct Adaptation<'a, 'd> {
     /// AdamW (continued from pre-training) full-batch; SGD from zero momentum by mini-batch.
     pub opt: Optimizer,
     pub rng: ChaCha8Rng,
-    /// The mini-batch sampler and cached full views, when the method trains by mini-batch.
-    pub batches: Option<Batches>,
-    /// The memory bank, when MUL's family or `source` trains by mini-batch (`super::bank`).
-    pub bank: Option<Bank>,
     /// The label-free stopping rule (`None`: run all the iterations).
     pub stopper: Option<AdaptStopper>,
     /// Set by the iteration after which the rule says the adaptation has settled.
@@ -52,55 +44,9 @@ struct Observation {
     probs: Array2<f32>,
 }
 
-/// Runs the adaptation iterations after `state` and returns the fit.
-pub(super) fn run_adaptation(
-    data: &FitData,
-    layout: &Layout,
-    state: PretrainState,
-    cfg: &FitConfig,
-    pretraining_reused: bool,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Fitted> {
-    let PretrainState { net, adam, rng, mut history } = state;
-    let iters = minibatch::adapt_iterations(cfg);
-    history.reserve(iters);
-    let pretrain_done = history.len();
-    let total = pretrain_done + iters;
-    let method = build_method(cfg, net.z_dim(), layout.c)?;
-    let tracker = ShiftTracker::new(cfg, layout.c);
-    let b = &cfg.baselines;
-    let (opt, batches) = if b.minibatch(cfg.method) {
-        let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
-        (Optimizer::Sgd(sgd), Some(Batches::new(layout, cfg)))
-    } else {
-        (Optimizer::Adam(adam), None)
-    };
-    let bank = (layout.is_borrowed() && batches.is_none()).then(|| Bank::new(layout, cfg));
-    let stopper = if bank.is_some() { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
-    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, batches, bank, stopper, converged: false };
-    for it in 0..iters {
-        let record = if a.bank.is_some() {
-            a.bank_step(it, pretrain_done + it)?
-        } else if a.batches.is_some() {
-            a.minibatch_step(it, pretrain_done + it, iters)?
-        } else {
-            a.step(it, pretrain_done + it)?
-        };
-        let loss = record.total;
-        history.push(record);
-        // A converged fit reports its bar as complete.
-        let done = if a.converged { total } else { pretrain_done + it + 1 };
-        progress(Progress { done, total, stage: Stage::Adapt, loss });
-        if a.converged {
-            break;
-        }
-    }
-    a.finish(data, history, pretraining_reused)
-}
-
 impl Adaptation<'_, '_> {
     /// One iteration `it` of adaptation (recorded as `iter`); the parameters are updated.
-    fn step(&mut self, it: usize, iter: usize) -> Result<IterRecord> {
+    pub(super) fn step(&mut self, it: usize, iter: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let (n_train, off) = (layout.n_train(), layout.target_offset());
         let obs = self.observe()?;
@@ -207,7 +153,7 @@ impl Adaptation<'_, '_> {
 
     /// Evaluation-mode outputs of the final network, and the fit.
     /// Errors: a file the rows are read from could not be read, or changed.
-    fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
+    pub(super) fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
         let Adaptation { layout, net, tracker, cfg, .. } = self;
         let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
             // Chunked, with the statistics training evaluated with (`chunked`).

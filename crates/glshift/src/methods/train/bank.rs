@@ -30,7 +30,7 @@ use super::converge::AdaptState;
 use super::guard::check_finite;
 use super::minibatch::Sampler;
 use super::layout::Layout;
-use super::{IterRecord, Stage};
+use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, StepOutput};
@@ -106,16 +106,7 @@ impl Bank {
 
 impl Adaptation<'_, '_> {
     /// One mini-batch step `it` (recorded as `iter`) with the bank; the parameters are updated.
-    pub(super) fn bank_step(&mut self, it: usize, iter: usize) -> Result<IterRecord> {
-        let Some(mut bank) = self.bank.take() else {
-            return Err(crate::Error::numerical("mini-batch adaptation", "called without its memory bank (an internal error; please report)"));
-        };
-        let result = self.bank_step_with(&mut bank, it, iter);
-        self.bank = Some(bank);
-        result
-    }
-
-    fn bank_step_with(&mut self, bank: &mut Bank, it: usize, iter: usize) -> Result<IterRecord> {
+    pub(super) fn bank_step(&mut self, bank: &mut Bank, it: usize, iter: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let sees_target = self.method.sees_target();
         if sees_target && it % cfg.minibatch.refresh_every == 0 {

@@ -1,7 +1,7 @@
 //! Guards of the training loop: NaN/Inf checks with advice naming the settings to change, and
 //! the memory estimate that refuses hopeless configurations before allocating.
 
-use super::Stage;
+use super::records::Stage;
 use crate::methods::config::FitConfig;
 use crate::methods::kind::Family;
 #[cfg(test)]
@@ -121,7 +121,7 @@ pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Resul
 /// [`check_memory`] of a fit whose feature rows are in memory or, when not
 /// `rows_in_memory`, read from files (mini-batch fits only).
 pub fn check_memory_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> Result<()> {
-    let minibatch = super::layout::uses_minibatch(cfg, n_rows, d);
+    let minibatch = cfg.uses_minibatch(n_rows, d);
     let bytes = if minibatch {
         minibatch_memory_estimate_bytes_of(n_rows, d, c, cfg, rows_in_memory)
     } else {

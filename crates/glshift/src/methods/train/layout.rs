@@ -8,7 +8,7 @@ use std::ops::Range;
 use ndarray::{s, Array2, ArrayView2, Axis};
 
 use super::guard::check_memory_of;
-use super::FitData;
+use super::records::FitData;
 use crate::data::Rows;
 use crate::label_shift;
 use crate::methods::config::{ConfusionRows, FitConfig};
@@ -63,7 +63,7 @@ impl<'a> Layout<'a> {
             });
         }
         let n_rows = ns_all + data.target_x.nrows();
-        let minibatch = uses_minibatch(cfg, n_rows, d);
+        let minibatch = cfg.uses_minibatch(n_rows, d);
         let in_memory = data.source_x.memory().is_some() && data.target_x.memory().is_some();
         check_memory_of(n_rows, d, c, cfg, in_memory)?;
         let source_prior = label_shift::class_prior(data.source_y, c)?;
@@ -160,18 +160,6 @@ impl<'a> Layout<'a> {
     pub fn target_offset(&self) -> usize {
         self.n_train() + self.n_hold()
     }
-}
-
-/// Whether a fit of `cfg` on `n_rows` × `d` trains by mini-batch: when `training` resolves so
-/// and the method trains that way (MUL's family and `source` by the memory bank, the papers'
-/// mini-batch baselines by their sampler); the other baselines stay full-batch.
-pub fn uses_minibatch(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
-    use crate::methods::kind::Family;
-    let method_can = match cfg.method.info().family {
-        Family::Mul | Family::Source => true,
-        Family::Baseline => cfg.baselines.minibatch(cfg.method),
-    };
-    method_can && cfg.training.is_minibatch(n_rows, d)
 }
 
 /// `[source rows train_idx; source rows hold_idx; target]` in one allocation, row by row.

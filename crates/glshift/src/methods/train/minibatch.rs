@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use super::adapt::{adapt_record, source_cross_entropy, Adaptation};
 use super::guard::check_finite;
 use super::layout::Layout;
-use super::{IterRecord, Stage};
+use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::AdaptInputs;
@@ -102,13 +102,10 @@ impl Batches {
 
 impl Adaptation<'_, '_> {
     /// One mini-batch iteration `it` of `iters` (recorded as `iter`); the parameters are updated.
-    pub(super) fn minibatch_step(&mut self, it: usize, iter: usize, iters: usize) -> Result<IterRecord> {
+    pub(super) fn minibatch_step(&mut self, batches: &mut Batches, it: usize, iter: usize, iters: usize) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let progress = it as f64 / iters as f64;
-        let Some(mut batches) = self.batches.take() else {
-            return Err(crate::Error::numerical("mini-batch adaptation", "called without its sampler (an internal error; please report)"));
-        };
-        let temperature = self.refresh_full_view(&mut batches, it)?;
+        let temperature = self.refresh_full_view(batches, it)?;
         let src = batches.source.next(&mut batches.rng);
         let tgt = batches.target.next(&mut batches.rng);
         let off = layout.target_offset();
@@ -141,7 +138,6 @@ impl Adaptation<'_, '_> {
         debug_assert!(matches!(self.opt, Optimizer::Sgd(_)));
         self.backward_and_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
         let target_prior = batches.estimate.as_ref().map(|e| e.target_prior.clone());
-        self.batches = Some(batches);
         Ok(adapt_record(iter, (ce, total), &out, 0, temperature, target_prior))
     }
 

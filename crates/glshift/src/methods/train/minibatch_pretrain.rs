@@ -14,7 +14,7 @@ use super::converge::PretrainStopper;
 use super::guard::check_finite;
 use super::layout::Layout;
 use super::pretrain::{cross_entropy_step, holdout_record, PretrainState};
-use super::{IterRecord, Progress, Stage};
+use super::records::{IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
