@@ -2,20 +2,9 @@
 //! of its parts switched off, expressed as a [`FitConfig`] variant so that it runs through the
 //! same loop with the same defaults as full MUL.
 
-use serde::{Deserialize, Serialize};
 
 use super::config::{FitConfig, MethodKind};
-
-/// The conditional discrepancy of J_TU and J_DU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Discrepancy {
-    /// MCMD through the conditional metric operator (the paper's method).
-    #[default]
-    Mcmd,
-    /// Class-wise MMD between (pseudo-)label splits (`kernel::classwise_j_tu`/`classwise_j_du`).
-    ClasswiseMmd,
-}
+use super::mul_config::Discrepancy;
 
 /// One row of the ablation table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

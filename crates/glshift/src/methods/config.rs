@@ -8,13 +8,14 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::ablation::Discrepancy;
-pub use super::baselines::BaselineConfig;
+pub use super::baselines::config::BaselineConfig;
 pub use super::kind::MethodKind;
+pub use super::mul_config::{Discrepancy, MulConfig};
+use super::method::{BuildContext, Method};
 pub use super::training::{MiniBatchConfig, Training};
 use crate::data::Preprocess;
 pub use crate::label_shift::{DisagreementResponse, GuardFallback};
-use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
+use crate::kernel::LabelKernel;
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};
 
@@ -116,75 +117,6 @@ impl PriorGuardConfig {
         }
         check_range("label_shift.guard.min_confident_share", self.min_confident_share, 0.0, 1.0, "must lie in [0, 1]")?;
         Ok(())
-    }
-}
-
-/// MUL's own hyper-parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MulConfig {
-    pub lambda_tu: f64,
-    /// Weight of J_DU; with `du_balance` it is relative to J_TU's gradient (a ratio).
-    pub lambda_du: f64,
-    /// Scale J_DU's gradient to `lambda_du` × J_TU's each iteration (see `mul::MulTerms`).
-    pub du_balance: bool,
-    /// Confidence threshold τ for target pseudo-labels.
-    pub tau: f64,
-    /// CME regulariser ε; `None` = the rule 0.01/c.
-    pub eps: Option<f64>,
-    /// Label kernel of MCMD: `"linear"` (default) or `"gaussian"` (CKB's σ rule, soft target
-    /// labels in J_TU; docs/ablation.md "Label kernel").
-    pub label_kernel: LabelKernel,
-    /// How the kernel sums of J_TU and J_DU are computed: `"exact"` (default) or
-    /// `{ random_features = r }` (linear time, error ~ 1/√r; README "Performance").
-    pub mcmd: McmdEstimator,
-    /// Gaussian bandwidth h = multiplier × mean pairwise squared distance of Z.
-    pub bandwidth_multiplier: f64,
-    /// Confident target rows join J_DU once its relative change over `du_window` iterations
-    /// falls below this (the paper's "when the objective value is stable").
-    pub du_stable_tol: f64,
-    pub du_window: usize,
-    /// Ablation switches: importance-weighted CE, J_TU, J_DU.
-    pub importance_weighting: bool,
-    pub use_tu: bool,
-    pub use_du: bool,
-    /// Ablation switch "y": weight J_TU by the estimated target prior p̂ᵗ and keep classes
-    /// estimated absent out of the pseudo-labels. Off: J_TU weights classes by pˢ (w ≡ 1).
-    pub prior_weighting: bool,
-    /// The conditional discrepancy in J_TU and J_DU: MCMD, or class-wise MMD (ablation).
-    pub discrepancy: Discrepancy,
-}
-
-impl Default for MulConfig {
-    fn default() -> Self {
-        MulConfig {
-            lambda_tu: 1.0,
-            lambda_du: 0.1,
-            du_balance: true,
-            tau: 0.9,
-            eps: None,
-            label_kernel: LabelKernel::Linear,
-            mcmd: McmdEstimator::Exact,
-            bandwidth_multiplier: 1.0,
-            du_stable_tol: 0.01,
-            du_window: 10,
-            importance_weighting: true,
-            use_tu: true,
-            use_du: true,
-            prior_weighting: true,
-            discrepancy: Discrepancy::Mcmd,
-        }
-    }
-}
-
-impl MulConfig {
-    /// ε actually used for `c` classes.
-    pub fn eps_for(&self, c: usize) -> f64 {
-        self.eps.unwrap_or(0.01 / c as f64)
-    }
-
-    pub fn mcmd_params(&self, c: usize) -> McmdParams {
-        McmdParams { eps: self.eps_for(c), label_kernel: self.label_kernel }
     }
 }
 
@@ -373,10 +305,25 @@ impl FitConfig {
     /// mini-batch baselines by their sampler); the other baselines stay full-batch.
     pub fn uses_minibatch(&self, n_rows: usize, d: usize) -> bool {
         let method_can = match self.method.info().family {
-            super::kind::Family::Mul | super::kind::Family::Source => true,
-            super::kind::Family::Baseline => self.baselines.minibatch(self.method),
+            super::method_info::Family::Mul | super::method_info::Family::Source => true,
+            super::method_info::Family::Baseline => self.baselines.minibatch(self.method),
         };
         method_can && self.training.is_minibatch(n_rows, d)
+    }
+
+    /// What the constructor of `self.method` reads ([`BuildContext`]), for a Z of `z_dim`
+    /// columns and `c` classes.
+    pub fn build_context(&self, z_dim: usize, c: usize) -> BuildContext<'_> {
+        BuildContext {
+            name: self.method.name(),
+            info: self.method.info(),
+            mul: &self.mul,
+            baselines: &self.baselines,
+            optimizer: &self.optimizer,
+            seed: self.seed,
+            z_dim,
+            c,
+        }
     }
 
     /// The prior floor actually used for `c` classes.
@@ -388,6 +335,7 @@ impl FitConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::McmdEstimator;
 
     #[test]
     fn defaults_are_valid() {
@@ -437,4 +385,9 @@ mod tests {
         assert_eq!(FitConfig::default().mul.label_kernel, LabelKernel::Linear);
         assert!(toml::from_str::<FitConfig>("[mul]\nlabel_kernel = \"cubic\"").is_err());
     }
+}
+
+/// The [`Method`] of `cfg.method` for a Z of `z_dim` columns and `c` classes.
+pub fn build_method(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Box<dyn Method>> {
+    cfg.method.build(&cfg.build_context(z_dim, c))
 }

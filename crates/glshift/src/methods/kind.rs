@@ -8,56 +8,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::baselines::{cdan, dann, mmd};
-use super::config::{Discrepancy, FitConfig};
-use super::method::{Method, SourceOnly};
+use super::method::{BuildContext, Method, SourceOnly};
+use super::mul_config::Discrepancy;
+use super::method_info::{info, ClassWeights, Family, MethodInfo};
 use super::mul::Mul;
 use crate::{Error, Result};
 
-/// What a method's constructor gets: the settings, the width of Z and the number of classes.
-pub struct BuildContext<'a> {
-    pub cfg: &'a FitConfig,
-    pub z_dim: usize,
-    pub c: usize,
-}
-
 type Constructor = fn(&BuildContext) -> Result<Box<dyn Method>>;
-
-/// Which group of methods a method belongs to; the loop's rules follow it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// No adaptation term (`source`).
-    Source,
-    /// MUL and its variants: J_TU/J_DU recorded in the history, the prior guard and the
-    /// label-free adaptation stop apply, divergence advice names `mul.lambda_*`.
-    Mul,
-    /// A baseline of `methods::baselines`: a transfer term recorded in the history's `transfer`.
-    Baseline,
-}
-
-/// The per-class weights a method puts on the source cross-entropy (and its transfer term).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClassWeights {
-    None,
-    /// BBSE-QP's importance weights w (Combes et al. 2020).
-    Importance,
-    /// PADA's γ, the target's mean prediction normalised to max 1 (Cao et al. 2018).
-    Pada,
-}
-
-/// What the loop and the docs need to know about a method, from its registry row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MethodInfo {
-    pub family: Family,
-    /// Adapts by mini-batch SGD when `baselines.training = "paper"` (as its paper trains).
-    pub paper_minibatch: bool,
-    pub class_weights: ClassWeights,
-    /// The paper that defines the method.
-    pub citation: &'static str,
-}
-
-const fn info(family: Family, paper_minibatch: bool, class_weights: ClassWeights, citation: &'static str) -> MethodInfo {
-    MethodInfo { family, paper_minibatch, class_weights, citation }
-}
 
 macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident = $name:literal, $info:expr => $build:expr;)+) => {
@@ -104,29 +61,29 @@ registry! {
     /// Minimum Uncertainty Learning: w-weighted CE + λ_TU·J_TU − λ_DU·J_DU (`methods::mul`).
     #[default]
     Mul = "mul", info(MulFamily, false, ClassWeights::None, "the paper (MUL, MCMD)")
-        => |b| Ok(Box::new(Mul::new(b.cfg, b.c, b.cfg.mul.discrepancy)));
+        => |b| Ok(Box::new(Mul::new(b.mul, b.c, b.mul.discrepancy)));
     Dan = "dan", info(Baseline, true, ClassWeights::None, "Long et al. 2015 (ICML)")
-        => |b| Ok(Box::new(mmd::Dan::new(&b.cfg.baselines)));
+        => |b| Ok(Box::new(mmd::Dan::new(b.baselines)));
     Dann = "dann", info(Baseline, true, ClassWeights::None, "Ganin et al. 2016 (JMLR)")
-        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Dann, b.z_dim, b.cfg)?));
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(b)?));
     Cdan = "cdan", info(Baseline, true, ClassWeights::None, "Long et al. 2018 (NeurIPS)")
-        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::Cdan, b.z_dim, b.c, b.cfg)?));
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(b, false)?));
     CdanE = "cdan-e", info(Baseline, true, ClassWeights::None, "Long et al. 2018 (NeurIPS), entropy conditioning")
-        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::CdanE, b.z_dim, b.c, b.cfg)?));
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(b, true)?));
     Jan = "jan", info(Baseline, true, ClassWeights::None, "Long et al. 2017 (ICML)")
-        => |b| Ok(Box::new(mmd::Jan::new(&b.cfg.baselines)));
+        => |b| Ok(Box::new(mmd::Jan::new(b.baselines)));
     IwDann = "iw-dann", info(Baseline, true, Importance, "Combes et al. 2020 (NeurIPS)")
-        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::IwDann, b.z_dim, b.cfg)?));
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(b)?));
     IwCdan = "iw-cdan", info(Baseline, true, Importance, "Combes et al. 2020 (NeurIPS)")
-        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(MethodKind::IwCdan, b.z_dim, b.c, b.cfg)?));
+        => |b| Ok(Box::new(cdan::Cdan::<f32>::new(b, false)?));
     Pada = "pada", info(Baseline, true, PadaGamma, "Cao et al. 2018 (ECCV)")
-        => |b| Ok(Box::new(dann::Dann::<f32>::new(MethodKind::Pada, b.z_dim, b.cfg)?));
+        => |b| Ok(Box::new(dann::Dann::<f32>::new(b)?));
     /// MUL with class-wise MMD in place of MCMD (the paper's ablation).
     MmdClasswise = "mmd-classwise", info(MulFamily, false, ClassWeights::None, "the paper's ablation (class-wise MMD)")
-        => |b| Ok(Box::new(Mul::new(b.cfg, b.c, Discrepancy::ClasswiseMmd)));
+        => |b| Ok(Box::new(Mul::new(b.mul, b.c, Discrepancy::ClasswiseMmd)));
     /// Deep CORAL (Sun & Saenko 2016): λ·‖C_S − C_T‖²_F/(4d²) on Z (`baselines::coral`).
     Coral = "coral", info(Baseline, false, ClassWeights::None, "Sun & Saenko 2016 (ECCV workshops)")
-        => |b| Ok(Box::new(super::baselines::coral::Coral::new(&b.cfg.baselines)));
+        => |b| Ok(Box::new(super::baselines::coral::Coral::new(b.baselines)));
 }
 
 impl MethodKind {
@@ -141,9 +98,17 @@ impl MethodKind {
     }
 }
 
-/// The [`Method`] of `cfg.method` for a Z of `z_dim` columns and `c` classes.
-pub fn build_method(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Box<dyn Method>> {
-    (cfg.method.constructor())(&BuildContext { cfg, z_dim, c })
+impl MethodKind {
+    /// This method's [`Method`], built from `b` by its registry row.
+    pub fn build(self, b: &BuildContext) -> Result<Box<dyn Method>> {
+        (self.constructor())(b)
+    }
+}
+
+impl From<MethodKind> for MethodInfo {
+    fn from(kind: MethodKind) -> MethodInfo {
+        kind.info()
+    }
 }
 
 impl std::str::FromStr for MethodKind {
@@ -165,6 +130,7 @@ impl std::fmt::Display for MethodKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::config::{build_method, FitConfig};
 
     #[test]
     fn every_method_name_round_trips_through_parse_display_and_serde() {

@@ -11,9 +11,34 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use super::baselines::config::BaselineConfig;
+use super::method_info::MethodInfo;
+use super::mul_config::MulConfig;
 use super::train::records::TransferRecord;
+use crate::nn::AdamConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::Result;
+
+/// What a method's constructor gets (`FitConfig::build_context`): the name and facts of its
+/// registry row, the settings sections methods read, the fit's seed, the width of Z and the
+/// number of classes. A method reads its settings here, never the whole configuration.
+pub struct BuildContext<'a> {
+    pub name: &'static str,
+    pub info: MethodInfo,
+    pub mul: &'a MulConfig,
+    pub baselines: &'a BaselineConfig,
+    pub optimizer: &'a AdamConfig,
+    pub seed: u64,
+    pub z_dim: usize,
+    pub c: usize,
+}
+
+impl BuildContext<'_> {
+    /// The method adapts by mini-batch SGD (`baselines.training = "paper"` and its row says so).
+    pub fn minibatch(&self) -> bool {
+        self.baselines.minibatch(self.info)
+    }
+}
 
 /// What one adaptation iteration gives a method (training-mode outputs of the network).
 /// Generic in the precision so the tests can check the gradients in f64; training runs f32.

@@ -6,15 +6,20 @@ pub mod baselines;
 pub mod config;
 mod kind;
 pub mod method;
+pub mod method_info;
 pub mod mul;
+pub mod mul_config;
 pub mod train;
 pub mod training;
 
-pub use ablation::{AblationRow, Discrepancy, ABLATION_ROWS};
+pub use ablation::{AblationRow, ABLATION_ROWS};
+pub use mul_config::Discrepancy;
 pub use baselines::{BaselineConfig, BaselineTraining};
 pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, MethodKind, MulConfig, PriorGuardConfig};
 pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};
-pub use kind::{build_method, BuildContext, ClassWeights, Family, MethodInfo};
+pub use config::build_method;
+pub use method::BuildContext;
+pub use method_info::{ClassWeights, Family, MethodInfo};
 pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 pub use train::{
     adapt, fit, fit_with_cache, pretrain, Fitted, HoldoutRecord, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord,

@@ -14,8 +14,7 @@
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
-use super::ablation::Discrepancy;
-use super::config::{FitConfig, MulConfig};
+use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 use crate::kernel::{self, LabelKernel, Labelled, McmdEstimator, McmdParams};
 use crate::nn::one_hot;
@@ -199,8 +198,8 @@ pub struct Mul {
 }
 
 impl Mul {
-    pub fn new(cfg: &FitConfig, c: usize, discrepancy: Discrepancy) -> Mul {
-        Mul { cfg: cfg.mul.clone(), params: cfg.mul.mcmd_params(c), discrepancy, du_pooled: false, du_trace: Vec::new() }
+    pub fn new(cfg: &MulConfig, c: usize, discrepancy: Discrepancy) -> Mul {
+        Mul { cfg: cfg.clone(), params: cfg.mcmd_params(c), discrepancy, du_pooled: false, du_trace: Vec::new() }
     }
 
     /// Whether the confident target rows are part of J_DU at the next iteration.

@@ -19,6 +19,9 @@ use crate::{Error, Result};
 
 mod evaluate;
 mod label_free;
+mod output_files;
+use output_files::{labels_array, npy_bytes};
+pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 use label_free::{diagnose, prior_estimate};
 
@@ -171,57 +174,6 @@ impl RunOutput {
             files.push((LABELS_TARGET_FILE, npy_bytes(&labels_array(t))?));
         }
         Ok(files)
-    }
-}
-
-/// `predictions.csv`: one line per row of `probs` (`n × c`): row, predicted class (index and
-/// name), confidence, and the probability of each of the `c` `classes` (6 decimals).
-pub fn predictions_csv(probs: &Array2<f32>, classes: &[String]) -> String {
-    let mut out = predictions_csv_header(classes);
-    push_predictions_csv_rows(&mut out, probs.view(), classes, 0);
-    out
-}
-
-/// The header line of [`predictions_csv`] (with its newline).
-pub fn predictions_csv_header(classes: &[String]) -> String {
-    let mut out = String::from("row,predicted,predicted_name,confidence");
-    for name in classes {
-        out.push_str(&format!(",p_{}", csv_field(name)));
-    }
-    out.push('\n');
-    out
-}
-
-/// Appends the lines of [`predictions_csv`] for `probs` (`rows × c`), numbered from
-/// `first_row`: a file written block by block is identical to one written at once.
-pub fn push_predictions_csv_rows(out: &mut String, probs: ndarray::ArrayView2<f32>, classes: &[String], first_row: usize) {
-    use std::fmt::Write;
-    for (i, row) in probs.rows().into_iter().enumerate() {
-        let k = argmax_row(row).0;
-        let _ = write!(out, "{},{k},{},{:.6}", first_row + i, csv_field(&classes[k]), row[k]);
-        for p in row {
-            let _ = write!(out, ",{p:.6}");
-        }
-        out.push('\n');
-    }
-}
-
-fn labels_array(y: &[usize]) -> ndarray::Array1<i64> {
-    y.iter().map(|&k| k as i64).collect()
-}
-
-fn npy_bytes<A: ndarray_npy::WritableElement, D: ndarray::Dimension>(a: &ndarray::Array<A, D>) -> Result<Vec<u8>> {
-    use ndarray_npy::WriteNpyExt;
-    let mut bytes = Vec::new();
-    a.write_npy(&mut bytes).map_err(|e| Error::Write { path: "(.npy in memory)".into(), reason: e.to_string() })?;
-    Ok(bytes)
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 

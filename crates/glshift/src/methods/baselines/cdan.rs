@@ -34,8 +34,8 @@ use rand_distr::{Distribution, StandardNormal};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
 use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
-use crate::methods::method::{Method, StepOutput};
-use crate::methods::{FitConfig, MethodKind};
+use crate::methods::method::{BuildContext, Method, StepOutput};
+use crate::methods::method_info::ClassWeights;
 use crate::nn::softmax;
 use crate::{Real, Result};
 
@@ -133,7 +133,11 @@ pub fn entropy_and_grad<T: Real>(logits: ArrayView2<T>) -> (Vec<f64>, Array2<T>)
 /// `cdan`, `cdan-e` and `iw-cdan` (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Cdan<T: Real = f32> {
-    kind: MethodKind,
+    /// The registry row's name and class weights (BBSE-QP's w: IW-CDAN).
+    name: &'static str,
+    class_weights: ClassWeights,
+    /// Entropy conditioning (CDAN-E).
+    entropy: bool,
     map: ConditioningMap<T>,
     disc: Discriminator<T>,
     trade_off: f64,
@@ -141,19 +145,21 @@ pub struct Cdan<T: Real = f32> {
 }
 
 impl<T: Real> Cdan<T> {
-    pub fn new(kind: MethodKind, z_dim: usize, c: usize, cfg: &FitConfig) -> Result<Self> {
-        let b = &cfg.baselines;
-        let seed = cfg.seed ^ DISCRIMINATOR_SEED;
+    /// CDAN, or CDAN-E with `entropy`, or IW-CDAN as the row's class weights say; the
+    /// conditioning map of Z (`ctx.z_dim`) and the c class probabilities.
+    pub fn new(ctx: &BuildContext, entropy: bool) -> Result<Self> {
+        let (b, z_dim, c) = (ctx.baselines, ctx.z_dim, ctx.c);
+        let seed = ctx.seed ^ DISCRIMINATOR_SEED;
         let map = ConditioningMap::for_dims(z_dim, c, b.cdan_max_multilinear_dim, b.cdan_random_dim, seed.wrapping_add(1));
         let input_dim = match &map {
             ConditioningMap::Multilinear => z_dim * c,
             ConditioningMap::Randomized { rf, .. } => rf.ncols(),
         };
-        let mut disc = Discriminator::new(input_dim, b, &cfg.optimizer, seed)?;
-        if b.minibatch(kind) {
+        let mut disc = Discriminator::new(input_dim, b, ctx.optimizer, seed)?;
+        if ctx.minibatch() {
             disc = disc.with_sgd(b);
         }
-        Ok(Cdan { kind, map, disc, trade_off: b.trade_off, gamma: b.grl_gamma })
+        Ok(Cdan { name: ctx.name, class_weights: ctx.info.class_weights, entropy, map, disc, trade_off: b.trade_off, gamma: b.grl_gamma })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
@@ -171,10 +177,11 @@ impl<T: Real> Cdan<T> {
         let f = concatenate![Axis(0), inp.zs, inp.zt];
         let h = self.map.forward(f.view(), g);
 
-        let class_weights = source_class_weights(self.kind, inp)?;
+        let class_weights = source_class_weights(self.class_weights, self.name, inp)?;
         let mut ws: Vec<T> = row_weights(class_weights.as_deref(), inp.ys);
         let mut wt = vec![T::one(); inp.zt.nrows()];
-        let entropy = (self.kind == MethodKind::CdanE)
+        let entropy = self
+            .entropy
             .then(|| entropy_and_grad(concatenate![Axis(0), inp.logits_s, inp.logits_t].view()));
         if let Some((ent, _)) = &entropy {
             for (w, e) in ws.iter_mut().chain(wt.iter_mut()).zip(ent) {
@@ -216,16 +223,16 @@ impl Method for Cdan<f32> {
 
     /// The importance-weighted variant reads BBSE-QP's w (calibrated, as MUL's).
     fn needs_shift_estimate(&self) -> bool {
-        self.kind == MethodKind::IwCdan
+        self.class_weights == ClassWeights::Importance
     }
 
     fn calibrates(&self) -> bool {
-        self.kind == MethodKind::IwCdan
+        self.class_weights == ClassWeights::Importance
     }
 
     /// IW-CDAN: the estimate once per pass over the source (as IW-DANN; `dann` module docs).
     fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
-        (self.kind == MethodKind::IwCdan).then_some(batches_per_pass)
+        (self.class_weights == ClassWeights::Importance).then_some(batches_per_pass)
     }
 
     fn gradient_name(&self) -> &'static str {

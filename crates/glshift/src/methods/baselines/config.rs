@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::methods::MethodKind;
+use crate::methods::method_info::MethodInfo;
 use crate::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -170,8 +170,8 @@ impl BaselineConfig {
     /// Whether `kind` adapts with mini-batch SGD under these settings (`training = "paper"`
     /// and a method whose registry row says its paper trains so; CORAL, MUL and `source` stay
     /// full-batch).
-    pub fn minibatch(&self, kind: MethodKind) -> bool {
-        self.training == BaselineTraining::Paper && kind.info().paper_minibatch
+    pub fn minibatch(&self, method: impl Into<MethodInfo>) -> bool {
+        self.training == BaselineTraining::Paper && method.into().paper_minibatch
     }
 
     /// lr_p = lr₀·(1 + αp)^−β at progress p ∈ [0, 1].
@@ -183,6 +183,7 @@ impl BaselineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::MethodKind;
     use crate::methods::FitConfig;
 
     #[test]

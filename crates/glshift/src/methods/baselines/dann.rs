@@ -6,8 +6,8 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
 use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
-use crate::methods::method::{Method, StepOutput};
-use crate::methods::{FitConfig, MethodKind};
+use crate::methods::method::{BuildContext, Method, StepOutput};
+use crate::methods::method_info::ClassWeights;
 use crate::{Real, Result};
 
 /// Seeds the discriminator apart from the network G + F (same fit seed, different stream).
@@ -48,7 +48,9 @@ pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
 ///   where that script starts from uniform weights), every iteration full-batch.
 #[derive(Clone, Debug)]
 pub struct Dann<T: Real = f32> {
-    kind: MethodKind,
+    /// The registry row's name and class weights (none: DANN; BBSE-QP's w: IW-DANN; γ: PADA).
+    name: &'static str,
+    class_weights: ClassWeights,
     disc: Discriminator<T>,
     trade_off: f64,
     gamma: f64,
@@ -56,18 +58,19 @@ pub struct Dann<T: Real = f32> {
 }
 
 impl<T: Real> Dann<T> {
-    pub fn new(kind: MethodKind, z_dim: usize, cfg: &FitConfig) -> Result<Self> {
-        let mut disc = Discriminator::new(z_dim, &cfg.baselines, &cfg.optimizer, cfg.seed ^ DISCRIMINATOR_SEED)?;
-        if cfg.baselines.minibatch(kind) {
-            disc = disc.with_sgd(&cfg.baselines);
+    /// DANN, IW-DANN or PADA, as the row's class weights say; a discriminator on Z (`b.z_dim`).
+    pub fn new(b: &BuildContext) -> Result<Self> {
+        let mut disc = Discriminator::new(b.z_dim, b.baselines, b.optimizer, b.seed ^ DISCRIMINATOR_SEED)?;
+        if b.minibatch() {
+            disc = disc.with_sgd(b.baselines);
         }
-        let b = &cfg.baselines;
-        Ok(Dann { kind, disc, trade_off: b.trade_off, gamma: b.grl_gamma, pada_interval: b.pada_update_interval })
+        let s = b.baselines;
+        Ok(Dann { name: b.name, class_weights: b.info.class_weights, disc, trade_off: s.trade_off, gamma: s.grl_gamma, pada_interval: s.pada_update_interval })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
         let lambda = grl_coefficient(inp.progress, self.trade_off, self.gamma);
-        let class_weights = source_class_weights(self.kind, inp)?;
+        let class_weights = source_class_weights(self.class_weights, self.name, inp)?;
         let ws: Vec<T> = row_weights(class_weights.as_deref(), inp.ys);
         let wt = vec![T::one(); inp.zt.nrows()];
         let h = concatenate![Axis(0), inp.zs, inp.zt];
@@ -95,20 +98,20 @@ impl Method for Dann<f32> {
 
     /// The importance-weighted variant reads BBSE-QP's w (calibrated, as MUL's).
     fn needs_shift_estimate(&self) -> bool {
-        self.kind == MethodKind::IwDann
+        self.class_weights == ClassWeights::Importance
     }
 
     fn calibrates(&self) -> bool {
-        self.kind == MethodKind::IwDann
+        self.class_weights == ClassWeights::Importance
     }
 
     /// IW-DANN: once per pass over the source (the module docs compare the authors' schedule);
     /// PADA: every `pada_update_interval` iterations (PADA's code).
     fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
-        match self.kind {
-            MethodKind::IwDann => Some(batches_per_pass),
-            MethodKind::Pada => Some(self.pada_interval),
-            _ => None,
+        match self.class_weights {
+            ClassWeights::Importance => Some(batches_per_pass),
+            ClassWeights::Pada => Some(self.pada_interval),
+            ClassWeights::None => None,
         }
     }
 

@@ -18,7 +18,7 @@
 
 mod adversary;
 pub mod cdan;
-mod config;
+pub(crate) mod config;
 pub mod coral;
 pub mod dann;
 pub mod mmd;
@@ -31,8 +31,7 @@ use ndarray::{Array2, ArrayView2};
 pub use super::method::AdaptInputs;
 use super::method::{CeWeights, StepOutput};
 use super::train::records::TransferRecord;
-use super::kind::ClassWeights;
-use super::MethodKind;
+use super::method_info::ClassWeights;
 use crate::{Error, Real, Result};
 
 /// A baseline's term at one iteration (the pure function of each baseline file; the loop sees
@@ -85,11 +84,12 @@ pub fn softmax_backward<T: Real>(p: ArrayView2<T>, dp: ArrayView2<T>) -> Array2<
 
 /// Per-class weights of the source terms: BBSE-QP's w for the importance-weighted methods
 /// (Combes et al. 2020), PADA's γ (Cao et al. 2018), none otherwise.
-pub(crate) fn source_class_weights<T: Real>(kind: MethodKind, inp: &AdaptInputs<T>) -> Result<Option<Vec<f64>>> {
-    match kind.info().class_weights {
+/// `name` is the method's, for the error.
+pub(crate) fn source_class_weights<T: Real>(weights: ClassWeights, name: &str, inp: &AdaptInputs<T>) -> Result<Option<Vec<f64>>> {
+    match weights {
         ClassWeights::Importance => match inp.estimate {
             Some(e) => Ok(Some(e.weights.clone())),
-            None => Err(Error::numerical(format!("{kind}"), "no BBSE-QP estimate was made for the importance weights")),
+            None => Err(Error::numerical(name, "no BBSE-QP estimate was made for the importance weights")),
         },
         ClassWeights::Pada => Ok(Some(dann::pada_class_weights(inp.target_probs))),
         ClassWeights::None => Ok(None),

@@ -10,6 +10,7 @@ use super::cdan::{entropy_and_grad, Cdan};
 use super::coral::Coral;
 use super::dann::{pada_class_weights, Dann};
 use super::mmd::{Dan, Jan};
+use crate::methods::MethodKind;
 use super::*;
 use crate::methods::FitConfig;
 use crate::label_shift::ShiftEstimate;
@@ -53,8 +54,8 @@ fn build_f64(method: MethodKind, cfg: &FitConfig) -> Any {
     match method {
         MethodKind::Dan => Any::Dan(Dan::new(&cfg.baselines).with_fixed_bandwidth(h)),
         MethodKind::Jan => Any::Jan(Jan::new(&cfg.baselines).with_fixed_bandwidth(h)),
-        MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(method, D, cfg).unwrap()),
-        MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(method, D, C, cfg).unwrap()),
+        MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(&cfg.build_context(D, C)).unwrap()),
+        MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(&cfg.build_context(D, C), method == MethodKind::CdanE).unwrap()),
         MethodKind::Coral => Any::Coral(Coral::new(&cfg.baselines)),
         // A new baseline must be added above (its gradient checked here), never run as another.
         other => panic!("{other} has no f64 gradient check: add it to `build_f64` in methods/baselines/tests.rs"),
@@ -293,7 +294,7 @@ fn entropy_gradient_matches_finite_differences_and_survives_saturation() {
 fn importance_weighted_baselines_refuse_a_missing_estimate() {
     let d = data();
     let cfg = small_config(MethodKind::IwDann);
-    let mut b = Dann::<f64>::new(MethodKind::IwDann, D, &cfg).unwrap();
+    let mut b = Dann::<f64>::new(&cfg.build_context(D, C)).unwrap();
     let mut inp = inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view());
     inp.estimate = None;
     assert!(b.compute(&inp).is_err());

@@ -11,7 +11,7 @@ use super::pretrain::PretrainState;
 use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::methods::config::FitConfig;
-use crate::methods::kind::build_method;
+use crate::methods::config::build_method;
 use crate::nn::{Optimizer, Sgd};
 use crate::Result;
 

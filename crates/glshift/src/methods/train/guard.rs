@@ -3,7 +3,7 @@
 
 use super::records::Stage;
 use crate::methods::config::FitConfig;
-use crate::methods::kind::Family;
+use crate::methods::method_info::Family;
 #[cfg(test)]
 use crate::methods::MethodKind;
 use crate::{Error, Result};
