@@ -84,6 +84,9 @@ registry! {
     /// Deep CORAL (Sun & Saenko 2016): λ·‖C_S − C_T‖²_F/(4d²) on Z (`baselines::coral`).
     Coral = "coral", info(Baseline, false, ClassWeights::None, "Sun & Saenko 2016 (ECCV workshops)")
         => |b| Ok(Box::new(super::baselines::coral::Coral::new(b.baselines)));
+    /// MCC (Jin et al. 2020): λ·L_MCC, the target predictions' class confusion (`baselines::mcc`).
+    Mcc = "mcc", info(Baseline, true, ClassWeights::None, "Jin et al. 2020 (ECCV)")
+        => |b| Ok(Box::new(super::baselines::mcc::Mcc::new(b.baselines)));
 }
 
 impl MethodKind {

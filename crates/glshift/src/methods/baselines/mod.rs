@@ -21,6 +21,7 @@ pub mod cdan;
 pub(crate) mod config;
 pub mod coral;
 pub mod dann;
+pub mod mcc;
 pub mod mmd;
 
 pub use adversary::{grl_coefficient, reverse_gradient, Discriminator};

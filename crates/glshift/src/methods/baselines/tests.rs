@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use super::cdan::{entropy_and_grad, Cdan};
 use super::coral::Coral;
 use super::dann::{pada_class_weights, Dann};
+use super::mcc::Mcc;
 use super::mmd::{Dan, Jan};
 use crate::methods::MethodKind;
 use super::*;
@@ -29,6 +30,7 @@ enum Any {
     Dann(Dann<f64>),
     Cdan(Cdan<f64>),
     Coral(Coral),
+    Mcc(Mcc),
 }
 
 impl Any {
@@ -39,6 +41,7 @@ impl Any {
             Any::Dann(b) => b.compute(inp),
             Any::Cdan(b) => b.compute(inp),
             Any::Coral(b) => b.compute(inp),
+            Any::Mcc(b) => b.compute(inp),
         }
         .unwrap()
     }
@@ -57,6 +60,7 @@ fn build_f64(method: MethodKind, cfg: &FitConfig) -> Any {
         MethodKind::Dann | MethodKind::IwDann | MethodKind::Pada => Any::Dann(Dann::new(&cfg.build_context(D, C)).unwrap()),
         MethodKind::Cdan | MethodKind::CdanE | MethodKind::IwCdan => Any::Cdan(Cdan::new(&cfg.build_context(D, C), method == MethodKind::CdanE).unwrap()),
         MethodKind::Coral => Any::Coral(Coral::new(&cfg.baselines)),
+        MethodKind::Mcc => Any::Mcc(Mcc::new(&cfg.baselines)),
         // A new baseline must be added above (its gradient checked here), never run as another.
         other => panic!("{other} has no f64 gradient check: add it to `build_f64` in methods/baselines/tests.rs"),
     }
@@ -125,6 +129,13 @@ fn assert_close(got: &Array2<f64>, want: &Array2<f64>, what: &str) {
 fn objective_with(b: &Any, g0: &Array2<f64>, inp: &AdaptInputs<f64>) -> f64 {
     match b.clone() {
         Any::Cdan(mut c) => c.compute_conditioned(inp, g0.view()).unwrap().objective,
+        // MCC's entropy weights are constants of the backward pass (detached in the reference
+        // code): held at those of the unperturbed target logits.
+        Any::Mcc(mut m) => {
+            let lt0 = g0.slice(ndarray::s![NS.., ..]).mapv(f64::ln);
+            let p0 = softmax((lt0 / super::mcc::TEMPERATURE).view());
+            m.compute_with_weights(inp, super::mcc::entropy_weights(p0.view()).view()).unwrap().objective
+        }
         mut other => other.compute(inp).objective,
     }
 }
