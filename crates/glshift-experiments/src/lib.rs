@@ -13,6 +13,7 @@
 //! - [`iw`]: the training half of the importance-weighting ablation (the figure is drawn by
 //!   `glshift-report`).
 //! - [`perf`]: the seeded workloads and timings of `glshift perf`.
+//! - [`methods_table`]: the table of methods in docs/methods.md, from the core's registry.
 //! - [`error`]: the crate's one error type.
 
 pub mod ablation;
@@ -21,6 +22,7 @@ pub mod crossfit;
 pub mod error;
 pub mod grid;
 pub mod iw;
+pub mod methods_table;
 pub mod perf;
 pub mod protocol;
 pub mod simulate;
