@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use glshift::eval::mean_std;
 use glshift::records::{BenchRecord, FailedRun};
+use glshift_experiments::grid::diverged_note;
 
 use crate::error::{Error, Result};
 use crate::figure::Figure;
@@ -141,11 +142,11 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -
                     })
                 };
                 let mut r = vec![m.clone()];
-                r.extend(row.iter().enumerate().map(|(j, v)| match (v, diverged(j)) {
-                    (Some((a, s)), 0) => format!("{a:.1} ± {s:.1}"),
-                    (Some((a, s)), k) => format!("{a:.1} ± {s:.1} ({k} diverged)"),
-                    (None, 0) => "–".into(),
-                    (None, _) => "diverged".into(),
+                r.extend(row.iter().enumerate().map(|(j, v)| match (v, diverged_note(diverged(j), v.is_some())) {
+                    (Some((a, s)), None) => format!("{a:.1} ± {s:.1}"),
+                    (Some((a, s)), Some(note)) => format!("{a:.1} ± {s:.1} ({note})"),
+                    (None, None) => "–".into(),
+                    (None, Some(note)) => note,
                 }));
                 r
             })

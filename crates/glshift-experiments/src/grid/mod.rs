@@ -17,7 +17,7 @@ use glshift::records::{BenchRecord, FailedRun};
 use crate::protocol::{self, Protocol};
 use crate::{Error, Result};
 
-pub use table::render_table;
+pub use table::{diverged_note, render_table};
 
 /// What a grid runs on and where it writes (the CLI's flags).
 #[derive(Clone, Debug)]

@@ -38,11 +38,7 @@ pub fn render_table(
             .iter()
             .map(|(s, t)| {
                 let v: Vec<f64> = seeds.iter().filter_map(|&sd| acc(m, s, t, sd)).collect();
-                let note = match diverged(m, s, t) {
-                    0 => None,
-                    k if v.is_empty() => Some(if k == 1 { "diverged".to_string() } else { format!("{k} seeds diverged") }),
-                    k => Some(format!("{k} diverged")),
-                };
+                let note = diverged_note(diverged(m, s, t), !v.is_empty());
                 Cell::of(&v, note)
             })
             .collect();
@@ -112,6 +108,17 @@ impl Cell {
             (None, true) => "—".to_string(),
             (None, false) => body,
         }
+    }
+}
+
+/// What a cell of `k` diverged seeds says (`None` when none did), beside its accuracy when some
+/// seeds have one (`has_accuracy`) or alone: the one wording of table.md and the HTML report.
+pub fn diverged_note(k: usize, has_accuracy: bool) -> Option<String> {
+    match k {
+        0 => None,
+        1 if !has_accuracy => Some("diverged".to_string()),
+        k if !has_accuracy => Some(format!("{k} seeds diverged")),
+        k => Some(format!("{k} diverged")),
     }
 }
 
