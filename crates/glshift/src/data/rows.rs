@@ -116,15 +116,23 @@ impl<'a> Rows<'a> {
     /// Calls `f(first_row, block)` on consecutive blocks covering every row in order: one
     /// block (the whole array) in memory, [`BLOCK_ROWS`] rows at a time otherwise.
     pub fn for_each_block(&self, mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<()>) -> Result<()> {
+        self.blocks_while(|first, block| f(first, block).map(|()| true)).map(drop)
+    }
+
+    /// [`Rows::for_each_block`] that stops at the first block for which `f` says `false`
+    /// (later blocks are not read); whether every call said `true`.
+    pub fn blocks_while(&self, mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<bool>) -> Result<bool> {
         match self {
             Rows::Memory(x) => f(0, *x),
             Rows::Scaled(..) | Rows::File(..) => {
                 let n = self.nrows();
                 for start in (0..n).step_by(BLOCK_ROWS) {
                     let block = self.block(start..(start + BLOCK_ROWS).min(n))?;
-                    f(start, block.view())?;
+                    if !f(start, block.view())? {
+                        return Ok(false);
+                    }
                 }
-                Ok(())
+                Ok(true)
             }
         }
     }

@@ -12,6 +12,7 @@ pub use super::baselines::config::BaselineConfig;
 pub use super::kind::MethodKind;
 pub use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{BuildContext, Method};
+use super::method_info::Family;
 pub use super::training::{MiniBatchConfig, Training};
 use crate::data::Preprocess;
 pub use crate::label_shift::{DisagreementResponse, GuardFallback};
@@ -305,8 +306,8 @@ impl FitConfig {
     /// mini-batch baselines by their sampler); the other baselines stay full-batch.
     pub fn uses_minibatch(&self, n_rows: usize, d: usize) -> bool {
         let method_can = match self.method.info().family {
-            super::method_info::Family::Mul | super::method_info::Family::Source => true,
-            super::method_info::Family::Baseline => self.baselines.minibatch(self.method),
+            Family::Mul | Family::Source => true,
+            Family::Baseline => self.baselines.minibatch(self.method),
         };
         method_can && self.training.is_minibatch(n_rows, d)
     }

@@ -99,14 +99,13 @@ impl MethodKind {
     pub fn is_baseline(self) -> bool {
         self.info().family == Family::Baseline
     }
-}
 
-impl MethodKind {
     /// This method's [`Method`], built from `b` by its registry row.
     pub fn build(self, b: &BuildContext) -> Result<Box<dyn Method>> {
         (self.constructor())(b)
     }
 }
+
 
 impl From<MethodKind> for MethodInfo {
     fn from(kind: MethodKind) -> MethodInfo {

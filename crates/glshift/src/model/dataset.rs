@@ -191,14 +191,8 @@ pub(crate) fn check_arrays(
 
 /// Whether every row of `x` (at least one) equals its first.
 fn all_rows_identical(x: Rows) -> Result<bool> {
-    let (first, n) = (x.gather(&[0])?, x.nrows());
-    // Block by block, stopping at the first differing row (in practice the second row), so a
-    // file is not read through again after the finiteness check.
-    for start in (0..n).step_by(crate::data::BLOCK_ROWS) {
-        let block = x.block(start..(start + crate::data::BLOCK_ROWS).min(n))?;
-        if !block.rows().into_iter().all(|r| r == first.row(0)) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    let first = x.gather(&[0])?;
+    // Stops at the first block with a differing row (in practice the first block), so a file
+    // is not read through again after the finiteness check.
+    x.blocks_while(|_, block| Ok(block.rows().into_iter().all(|r| r == first.row(0))))
 }

@@ -52,14 +52,24 @@ fn tempered_probs<T: Real>(logits: ArrayView2<T>, temperature: f64) -> Array2<f6
 /// gradient for those weights. Errors on an empty batch, fewer than 2 classes or a weight count
 /// that is not n.
 pub fn mcc_loss_with_weights<T: Real>(logits: ArrayView2<T>, w: ArrayView1<f64>, temperature: f64) -> Result<MccLoss<T>> {
-    let (n, c) = logits.dim();
+    loss_of_probs(tempered_probs(logits, temperature).view(), w, temperature)
+}
+
+/// L_MCC of `logits` (n × c) with its entropy weights (module docs).
+pub fn mcc_loss<T: Real>(logits: ArrayView2<T>, temperature: f64) -> Result<MccLoss<T>> {
+    let p = tempered_probs(logits, temperature);
+    loss_of_probs(p.view(), entropy_weights(p.view()).view(), temperature)
+}
+
+/// [`mcc_loss_with_weights`] from Ŷ = softmax(logits / T) (n × c), computed once by the caller.
+fn loss_of_probs<T: Real>(p: ArrayView2<f64>, w: ArrayView1<f64>, temperature: f64) -> Result<MccLoss<T>> {
+    let (n, c) = p.dim();
     if n == 0 || c < 2 {
         return Err(Error::param("mcc", format!("{n} × {c}"), "needs at least one target row and two classes"));
     }
     if w.len() != n {
         return Err(Error::Shape { what: "MCC row weights".into(), expected: n.to_string(), found: w.len().to_string() });
     }
-    let p = tempered_probs(logits, temperature);
     let s: Array1<f64> = p.t().dot(&w);
     let a: Array1<f64> = (&p * &p).t().dot(&w);
     let kept = |k: usize| s[k] > f64::MIN_POSITIVE;
@@ -71,14 +81,8 @@ pub fn mcc_loss_with_weights<T: Real>(logits: ArrayView2<T>, w: ArrayView1<f64>,
             0.0
         }
     });
-    let grad = softmax_backward(p.view(), dp.view()) / temperature;
+    let grad = softmax_backward(p, dp.view()) / temperature;
     Ok(MccLoss { value, grad_logits: grad.mapv(T::from_f64_) })
-}
-
-/// L_MCC of `logits` (n × c) with its entropy weights (module docs).
-pub fn mcc_loss<T: Real>(logits: ArrayView2<T>, temperature: f64) -> Result<MccLoss<T>> {
-    let w = entropy_weights(tempered_probs(logits, temperature).view());
-    mcc_loss_with_weights(logits, w.view(), temperature)
 }
 
 /// `mcc` (see the module documentation).
@@ -93,11 +97,20 @@ impl Mcc {
     }
 
     /// The term with the entropy weights `w` of the target rows given (the tests hold them, as
-    /// the backward pass does); [`Mcc::compute`] passes those of the current logits.
+    /// the backward pass does); [`Mcc::compute`] uses those of the current logits.
+    #[cfg(test)]
     pub(crate) fn compute_with_weights<T: Real>(&mut self, inp: &AdaptInputs<T>, w: ArrayView1<f64>) -> Result<AdaptOutput<T>> {
-        let r = mcc_loss_with_weights(inp.logits_t, w, TEMPERATURE)?;
+        Ok(self.output(inp, mcc_loss_with_weights(inp.logits_t, w, TEMPERATURE)?))
+    }
+
+    pub fn compute<T: Real>(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
+        Ok(self.output(inp, mcc_loss(inp.logits_t, TEMPERATURE)?))
+    }
+
+    /// λ·L_MCC with its gradient on the target logits; none on Z.
+    fn output<T: Real>(&self, inp: &AdaptInputs<T>, r: MccLoss<T>) -> AdaptOutput<T> {
         let l = T::from_f64_(self.trade_off);
-        Ok(AdaptOutput {
+        AdaptOutput {
             value: r.value,
             objective: self.trade_off * r.value,
             lambda: self.trade_off,
@@ -106,12 +119,7 @@ impl Mcc {
             grad_logits_s: None,
             grad_logits_t: Some(r.grad_logits.mapv(|g| g * l)),
             class_weights: None,
-        })
-    }
-
-    pub fn compute<T: Real>(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
-        let w = entropy_weights(tempered_probs(inp.logits_t, TEMPERATURE).view());
-        self.compute_with_weights(inp, w.view())
+        }
     }
 }
 

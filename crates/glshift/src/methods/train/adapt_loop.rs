@@ -10,8 +10,7 @@ use super::minibatch::{self, Batches};
 use super::pretrain::PretrainState;
 use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
-use crate::methods::config::FitConfig;
-use crate::methods::config::build_method;
+use crate::methods::config::{build_method, FitConfig};
 use crate::nn::{Optimizer, Sgd};
 use crate::Result;
 
@@ -42,16 +41,13 @@ pub(super) fn run_adaptation(
     let method = build_method(cfg, net.z_dim(), layout.c)?;
     let tracker = ShiftTracker::new(cfg, layout.c);
     let b = &cfg.baselines;
-    let (opt, batches) = if b.minibatch(cfg.method) {
+    let (opt, mut schedule) = if b.minibatch(cfg.method) {
         let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
-        (Optimizer::Sgd(sgd), Some(Batches::new(layout, cfg)))
+        (Optimizer::Sgd(sgd), Schedule::Batches(Batches::new(layout, cfg)))
+    } else if layout.is_borrowed() {
+        (Optimizer::Adam(adam), Schedule::Bank(Bank::new(layout, cfg)))
     } else {
-        (Optimizer::Adam(adam), None)
-    };
-    let mut schedule = match batches {
-        Some(b) => Schedule::Batches(b),
-        None if layout.is_borrowed() => Schedule::Bank(Bank::new(layout, cfg)),
-        None => Schedule::Full,
+        (Optimizer::Adam(adam), Schedule::Full)
     };
     let stopper = if matches!(schedule, Schedule::Bank(_)) { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
     let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, stopper, converged: false };
