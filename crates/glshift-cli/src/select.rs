@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use glshift::output::write_files_atomically;
-use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule};
+use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule, SelectionFile};
 use glshift_experiments::protocol;
 
 use crate::fit::{check_out_dir, resolve_config_on, run_files};
@@ -109,19 +109,15 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
     let mut outcome = outcome.with_context(|| format!("selecting on {} → {} failed", args.pair.source, args.pair.target))?;
     let elapsed = started.elapsed().as_secs_f64();
     outcome.chosen.report.protocol = proto;
-    let mut file = serde_json::json!({
-        "glshift_version": env!("CARGO_PKG_VERSION"),
-        "source": source.name,
-        "target": target.name,
-        "protocol": proto,
-        "selection": outcome.selection,
-        "target_evaluation": outcome.evaluation,
-        "elapsed_seconds": elapsed,
-    });
-    if outcome.evaluation.is_none() {
-        // No target labels: no evaluation field at all (not a null).
-        file.as_object_mut().map(|o| o.remove("target_evaluation"));
-    }
+    let file = SelectionFile {
+        glshift_version: env!("CARGO_PKG_VERSION").to_string(),
+        source: source.name.clone(),
+        target: target.name.clone(),
+        protocol: proto,
+        selection: outcome.selection.clone(),
+        target_evaluation: outcome.evaluation.clone(),
+        elapsed_seconds: elapsed,
+    };
     let mut files = run_files(&args.run.out, &outcome.chosen)?;
     files.push((args.run.out.join("selection.json"), serde_json::to_vec_pretty(&file)?));
     write_files_atomically(&files)?;

@@ -14,9 +14,9 @@ use glshift::data::{self, Domain, PreprocessStats};
 use glshift::kernel::cond_test::{ClassTest, CondTest, DEFAULT_PERMUTATIONS, MIN_ROWS_PER_CLASS};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
+use glshift::records::{ClassTestRecord, ShiftTestFile, TestSeconds};
 use glshift_experiments::cond_test::{argmax_assign, calibrate, calibration_markdown, class_counts, shared_rows, test_domains, CalibrationConfig};
 use ndarray::Axis;
-use serde_json::json;
 
 use crate::fit::resolve_config;
 use crate::pair::PairArgs;
@@ -105,17 +105,27 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     let (res, h) = test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, a.seed, eps, a.alpha)?;
     let test_s = t_test.elapsed().as_secs_f64();
     let decision = decision_text(&res, &source.class_names, a.alpha);
-    let report = json!({
-        "glshift_version": env!("CARGO_PKG_VERSION"),
-        "source": source.name, "target": target.name, "method": cfg.method.to_string(), "seed": a.seed,
-        "statistic": "MCMD² per class (linear label kernel, one-hot assignments, eps of the fit), Gaussian feature kernel on the input features preprocessed with source statistics",
-        "assignment": "argmax of the fitted model on the source hold-out rows (not trained on) and on the target rows",
-        "p_value": "permutation of the pooled rows of the class; Holm across the testable classes",
-        "bandwidth": h, "eps": eps, "permutations": a.permutations, "alpha": a.alpha,
-        "min_rows_per_class": res.min_rows_per_class, "testable_classes": res.testable_classes,
-        "per_class": per_class_json(&res, &source.class_names), "reject_any": res.reject_any, "decision": decision,
-        "seconds": { "fit": fit_s, "test": test_s, "total_over_fit": (fit_s + test_s) / fit_s },
-    });
+    let per_class = res.per_class.iter().map(|t| ClassTestRecord::new(t, &source.class_names, untestable_reason(t))).collect();
+    let report = ShiftTestFile {
+        glshift_version: env!("CARGO_PKG_VERSION").to_string(),
+        source: source.name.clone(),
+        target: target.name.clone(),
+        method: cfg.method.to_string(),
+        seed: a.seed,
+        statistic: "MCMD² per class (linear label kernel, one-hot assignments, eps of the fit), Gaussian feature kernel on the input features preprocessed with source statistics".into(),
+        assignment: "argmax of the fitted model on the source hold-out rows (not trained on) and on the target rows".into(),
+        p_value: "permutation of the pooled rows of the class; Holm across the testable classes".into(),
+        bandwidth: h,
+        eps,
+        permutations: a.permutations,
+        alpha: a.alpha,
+        min_rows_per_class: res.min_rows_per_class,
+        testable_classes: res.testable_classes,
+        per_class,
+        reject_any: res.reject_any,
+        decision: decision.clone(),
+        seconds: TestSeconds::new(fit_s, test_s),
+    };
     write_files_atomically(&[(a.out.clone(), serde_json::to_vec_pretty(&report)?)])?;
     print_table(&res, &source.class_names);
     eprintln!("{decision}");
@@ -184,17 +194,6 @@ fn decision_text(res: &CondTest, names: &[String], alpha: f64) -> String {
         let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
         format!("no conditional shift detected in the {m} testable classes of {c} at family-wise α = {alpha}{note}")
     }
-}
-
-fn per_class_json(res: &CondTest, names: &[String]) -> Vec<serde_json::Value> {
-    res.per_class
-        .iter()
-        .map(|t| {
-            json!({ "class": names[t.class], "class_index": t.class, "n_source": t.n_source, "n_target": t.n_target,
-                    "testable": t.testable, "not_testable_reason": untestable_reason(t),
-                    "mcmd2": t.mcmd2, "p_value": t.p_value, "p_adjusted": t.p_adjusted, "reject": t.reject })
-        })
-        .collect()
 }
 
 /// The per-class table on stderr; an untestable class says so instead of showing blanks.

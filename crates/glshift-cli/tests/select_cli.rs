@@ -38,6 +38,9 @@ fn select_writes_the_selection_and_the_chosen_models_files() {
     // The labelled fixture gets every candidate's accuracy, after the choice.
     let accs = sel["target_evaluation"]["target_accuracy"].as_array().unwrap();
     assert_eq!(accs.len(), cands.len());
+    let typed: glshift::select::SelectionFile = serde_json::from_slice(&std::fs::read(out.join("selection.json")).unwrap()).unwrap();
+    assert_eq!(typed.selection.chosen, chosen);
+    assert_eq!(typed.target_evaluation.map(|e| e.target_accuracy.len()), Some(cands.len()));
     assert_eq!(sel["target_evaluation"]["chosen_accuracy"], accs[chosen]);
     // The chosen model's files, as `fit` writes them.
     let report = json(&out.join("report.json"));

@@ -52,6 +52,10 @@ fn shift_estimate_writes_every_estimator_with_bootstrap_intervals() {
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(r["n_classes"], 3);
     assert_eq!(r["n_source"], 300);
+    // The file reads back as the record type that wrote it, in its saved-probabilities form.
+    let typed: glshift::records::ShiftEstimateFile = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(matches!(typed.input, glshift::records::EstimateInput::Saved { .. }));
+    assert_eq!(typed.estimators.keys().collect::<Vec<_>>(), r["estimators"].as_object().unwrap().keys().collect::<Vec<_>>());
     assert!(r["diagnostics"]["hard"]["condition_number"].as_f64().unwrap() > 1.0);
     let est = r["estimators"].as_object().unwrap();
     assert_eq!(est.keys().collect::<Vec<_>>(), ["bbse", "bbse-qp", "mlls", "rlls"]);
@@ -142,6 +146,11 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(r["n_source"], 60);
     assert_eq!(r["n_source_holdout"].as_u64().unwrap() + r["n_source_train"].as_u64().unwrap(), 60);
+    let typed: glshift::records::ShiftEstimateFile = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    match &typed.input {
+        glshift::records::EstimateInput::Trained(t) => assert_eq!(t.classifier.method, "source"),
+        other => panic!("the --data form reads back as trained: {other:?}"),
+    }
     assert_eq!(r["classifier"]["method"], "source");
     assert!(r["true_target_prior"].is_array());
     for key in ["bbse", "bbse-qp", "rlls", "mlls"] {

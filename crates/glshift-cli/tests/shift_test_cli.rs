@@ -36,6 +36,9 @@ fn shift_test_writes_per_class_p_values_and_a_decision_deterministically() {
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let pc = r["per_class"].as_array().unwrap();
     assert_eq!(pc.len(), 3);
+    let typed: glshift::records::ShiftTestFile = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(typed.per_class.len(), 3);
+    assert_eq!(typed.reject_any, r["reject_any"].as_bool().unwrap());
     for c in pc {
         assert!(c["class"].is_string() && c.get("mcmd2").is_some());
         if let Some(p) = c["p_value"].as_f64() {

@@ -11,15 +11,22 @@ pub const COND_WARN: f64 = 1e4;
 pub const SINGULAR_RTOL: f64 = 1e-12;
 
 /// Result of [`confusion_diagnostics`].
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Diagnostics {
     /// Smallest singular value of `C`.
     pub smallest_singular_value: f64,
-    /// `σ_max / σ_min` (`f64::INFINITY` for a singular or empty `C`).
+    /// `σ_max / σ_min` (`f64::INFINITY` for a singular or empty `C`; JSON holds it as `null`).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub condition_number: f64,
     /// Set when `C` is singular (`σ_min ≤ 1e-12·σ_max`) or `κ > COND_WARN`: the inverse
     /// (BBSE linear solve) is then unreliable.
     pub warning: Option<String>,
+}
+
+/// JSON has no infinity (serde_json writes `null`): read `null` back as `f64::INFINITY`.
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    let v: Option<f64> = serde::Deserialize::deserialize(d)?;
+    Ok(v.unwrap_or(f64::INFINITY))
 }
 
 impl Diagnostics {

@@ -3,7 +3,9 @@
 //! `prior`, `prior_ci_low`/`prior_ci_high` (when bootstrapped) and `prior_l1_error` (only when
 //! a true prior is known — evaluation only; it is never an input of an estimator).
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use super::{bootstrap, l1_distance, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator, ShiftInputs};
 use crate::{Error, Result};
@@ -61,7 +63,7 @@ pub fn resolve_names(names: &[String]) -> Result<Vec<String>> {
 }
 
 /// Bootstrap settings (see [`bootstrap`]).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct BootstrapSpec {
     /// Resamples (≥ 2).
     pub resamples: usize,
@@ -74,7 +76,7 @@ pub struct BootstrapSpec {
 }
 
 /// One estimator's entry of the report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SuiteEntry {
     /// The variant that ran (`bbse-hard`, `bbse-qp-soft`, `rlls-hard`, `mlls-bcts`, ...).
     pub variant: String,
@@ -201,19 +203,31 @@ pub fn run_suite(
 }
 
 /// The `estimators` object of a report: key → entry, or key → `{"variant", "error"}`.
+/// One estimator's outcome as the reports hold it: its entry, or the variant and why it failed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EstimatorOutcome {
+    Estimated(Box<SuiteEntry>),
+    Failed { variant: String, error: String },
+}
+
+/// The suite's results by estimator name, as the reports hold them.
+pub fn suite_outcomes(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> BTreeMap<String, EstimatorOutcome> {
+    results
+        .iter()
+        .map(|(name, r)| {
+            let outcome = match r {
+                Ok(e) => EstimatorOutcome::Estimated(Box::new(e.clone())),
+                Err(msg) => EstimatorOutcome::Failed { variant: estimator_for(name).map(|e| e.name()).unwrap_or("?").to_string(), error: msg.clone() },
+            };
+            (name.clone(), outcome)
+        })
+        .collect()
+}
+
+/// [`suite_outcomes`] as a JSON object.
 pub fn suite_json(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> serde_json::Value {
-    let mut map = serde_json::Map::new();
-    for (name, r) in results {
-        let v = match r {
-            Ok(e) => serde_json::to_value(e).expect("entries serialise"),
-            Err(msg) => serde_json::json!({
-                "variant": estimator_for(name).map(|e| e.name()).unwrap_or("?"),
-                "error": msg,
-            }),
-        };
-        map.insert(name.clone(), v);
-    }
-    serde_json::Value::Object(map)
+    serde_json::to_value(suite_outcomes(results)).expect("entries serialise")
 }
 
 #[cfg(test)]

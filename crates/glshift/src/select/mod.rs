@@ -31,6 +31,7 @@
 
 mod candidates;
 mod linear;
+mod record;
 mod scores;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use candidates::{default_candidates, read_candidates_file, Candidate};
+pub use record::SelectionFile;
 pub use scores::{CandidateScores, SelectRule, SAFE_IWCV_MARGIN, SND_MAX_ROWS, SND_TEMPERATURE};
 
 use crate::data::Domain;
