@@ -135,62 +135,21 @@ fn projections<T: Real>(z: ArrayView2<T>, r0: usize, r1: usize, mean: &[T], f: &
 /// Runs a request with random features. Same outputs as [`super::tiled::run`], approximately.
 pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
     let doms = req.domains;
-    let (d, c, r) = (doms[0].z.ncols(), doms[0].y.ncols(), rf.r);
-    let mut blocks: Vec<(usize, usize)> = req.s_blocks.clone();
-    for o in &req.objectives {
-        for (a, b, _) in &o.terms {
-            if !blocks.contains(&(*a, *b)) {
-                blocks.push((*a, *b));
-            }
-        }
-    }
+    let d = doms[0].z.ncols();
+    let blocks = blocks_of(req);
     let used: Vec<bool> = (0..doms.len())
         .map(|a| blocks.iter().any(|&(x, y)| x == a || y == a))
         .collect();
-    let mean = pooled_mean(req, &used, d);
-    let f = features::<T>(rf, d, req.h);
-    let scale = (2.0 / r as f64).sqrt();
-    let pool = Pool::<T>::new();
-
+    let pass = Pass {
+        req,
+        mean: pooled_mean(req, &used, d),
+        f: features::<T>(rf, d, req.h),
+        scale: (2.0 / rf.r as f64).sqrt(),
+        pool: Pool::<T>::new(),
+        r: rf.r,
+    };
     // E_a = Φ_aᵀ Y_a, chunk partials summed in chunk order.
-    let e: Vec<Option<Array2<f64>>> = doms
-        .iter()
-        .enumerate()
-        .map(|(a, dm)| {
-            if !used[a] {
-                return None;
-            }
-            let n = dm.z.nrows();
-            let starts: Vec<usize> = (0..n).step_by(CHUNK).collect();
-            let mut acc = Array2::<f64>::zeros((r, c));
-            for batch in starts.chunks(BATCH) {
-                let parts: Vec<Array2<T>> = batch
-                    .par_iter()
-                    .map(|&r0| {
-                        let r1 = (r0 + CHUNK).min(n);
-                        let mut guard = pool.get();
-                        let sc = &mut *guard;
-                        projections(dm.z, r0, r1, &mean, &f, sc);
-                        let phi = sized(&mut sc.cos, sc.u.len());
-                        cos_sin(&sc.u, scale, phi, &mut []);
-                        let mut part = Array2::<T>::zeros((r, c));
-                        gemm(
-                            part.view_mut(),
-                            ArrayView2::from_shape((r1 - r0, r), &sc.cos[..]).expect("shape").t(),
-                            dm.y.slice(ndarray::s![r0..r1, ..]),
-                            T::one(),
-                            false,
-                        );
-                        part
-                    })
-                    .collect();
-                for p in parts {
-                    acc.zip_mut_with(&p, |x, v| *x += v.to_f64_());
-                }
-            }
-            Some(acc)
-        })
-        .collect();
+    let e: Vec<Option<Array2<f64>>> = (0..doms.len()).map(|a| used[a].then(|| pass.embedding(a))).collect();
     let e_of = |a: usize| e[a].as_ref().expect("domain in a block");
     let s: Vec<((usize, usize), Array2<f64>)> =
         blocks.iter().map(|&(a, b)| ((a, b), e_of(a).t().dot(e_of(b)))).collect();
@@ -214,35 +173,128 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
     let de: Vec<Vec<Option<Array2<T>>>> = req
         .objectives
         .iter()
-        .map(|o| {
-            (0..doms.len())
-                .map(|a| {
-                    let mut acc: Option<Array2<f64>> = None;
-                    for (ta, tb, g) in &o.terms {
-                        let mut add = |x: Array2<f64>| {
-                            acc = Some(match acc.take() {
-                                Some(v) => v + x,
-                                None => x,
-                            })
-                        };
-                        if *ta == a {
-                            add(e_of(*tb).dot(&g.t()));
-                        }
-                        if *tb == a {
-                            add(e_of(*ta).dot(g));
-                        }
-                    }
-                    acc.map(|x| x.mapv(T::from_f64_))
-                })
-                .collect()
-        })
+        .map(|o| (0..doms.len()).map(|a| embedding_derivative(&o.terms, a, &e_of)).collect())
         .collect();
-    for (a, dm) in doms.iter().enumerate() {
-        let objs: Vec<usize> = (0..req.objectives.len()).filter(|&o| de[o][a].is_some()).collect();
-        if objs.is_empty() {
-            continue;
+    for a in 0..doms.len() {
+        pass.add_gradient(a, &de, &mut grads);
+    }
+    centre_gradients(&mut grads, doms.iter().map(|dm| dm.z.nrows()), &used, d);
+    Output { s, values, grads }
+}
+
+/// The blocks the request asks for: its `s_blocks`, then every objective's term not among them.
+fn blocks_of<T: Real>(req: &Request<T>) -> Vec<(usize, usize)> {
+    let mut blocks: Vec<(usize, usize)> = req.s_blocks.clone();
+    for o in &req.objectives {
+        for (a, b, _) in &o.terms {
+            if !blocks.contains(&(*a, *b)) {
+                blocks.push((*a, *b));
+            }
         }
-        let n = dm.z.nrows();
+    }
+    blocks
+}
+
+/// `∂ℓ/∂E_a = Σ_{(a,b,G)} E_b Gᵀ + Σ_{(b,a,G)} E_b G` over an objective's `terms`, in term
+/// order; `None` when no term involves domain `a`.
+fn embedding_derivative<'e, T: Real>(
+    terms: &[(usize, usize, Array2<f64>)],
+    a: usize,
+    e_of: &impl Fn(usize) -> &'e Array2<f64>,
+) -> Option<Array2<T>> {
+    let mut acc: Option<Array2<f64>> = None;
+    for (ta, tb, g) in terms {
+        let mut add = |x: Array2<f64>| {
+            acc = Some(match acc.take() {
+                Some(v) => v + x,
+                None => x,
+            })
+        };
+        if *ta == a {
+            add(e_of(*tb).dot(&g.t()));
+        }
+        if *tb == a {
+            add(e_of(*ta).dot(g));
+        }
+    }
+    acc.map(|x| x.mapv(T::from_f64_))
+}
+
+/// ℓ(Z) = ℓ̃(Z − 1mᵀ) with m the pooled mean of the used rows: ∂ℓ/∂z_i = g̃_i − mean_j g̃_j
+/// (`rows`: each domain's row count; `d`: dims).
+fn centre_gradients<T: Real>(grads: &mut [Vec<Array2<T>>], rows: impl Iterator<Item = usize>, used: &[bool], d: usize) {
+    let n_used: usize = rows.zip(used).filter(|(_, u)| **u).map(|(n, _)| n).sum();
+    for g in grads.iter_mut() {
+        let mut m = Array1::<f64>::zeros(d);
+        for (ga, _) in g.iter().zip(used).filter(|(_, u)| **u) {
+            for row in ga.rows() {
+                m.iter_mut().zip(row).for_each(|(x, v)| *x += v.to_f64_());
+            }
+        }
+        let m: Vec<T> = m.iter().map(|&v| T::from_f64_(v / n_used.max(1) as f64)).collect();
+        for (ga, _) in g.iter_mut().zip(used).filter(|(_, u)| **u) {
+            for mut row in ga.rows_mut() {
+                row.iter_mut().zip(&m).for_each(|(x, &v)| *x = *x - v);
+            }
+        }
+    }
+}
+
+/// What every chunk of a pass reads: the request, the pooled mean, the features and scratch.
+struct Pass<'q, 'r, 'a, T> {
+    req: &'q Request<'r, 'a, T>,
+    mean: Vec<T>,
+    f: Features<T>,
+    /// √(2/r).
+    scale: f64,
+    pool: Pool<T>,
+    r: usize,
+}
+
+impl<T: Real> Pass<'_, '_, '_, T> {
+    /// `E_a = Φ_aᵀ Y_a` (r × c) of domain `a`, chunk partials summed in chunk order.
+    fn embedding(&self, a: usize) -> Array2<f64> {
+        let dm = &self.req.domains[a];
+        let (n, c, r) = (dm.z.nrows(), dm.y.ncols(), self.r);
+        let starts: Vec<usize> = (0..n).step_by(CHUNK).collect();
+        let mut acc = Array2::<f64>::zeros((r, c));
+        for batch in starts.chunks(BATCH) {
+            let parts: Vec<Array2<T>> = batch
+                .par_iter()
+                .map(|&r0| {
+                    let r1 = (r0 + CHUNK).min(n);
+                    let mut guard = self.pool.get();
+                    let sc = &mut *guard;
+                    projections(dm.z, r0, r1, &self.mean, &self.f, sc);
+                    let phi = sized(&mut sc.cos, sc.u.len());
+                    cos_sin(&sc.u, self.scale, phi, &mut []);
+                    let mut part = Array2::<T>::zeros((r, c));
+                    gemm(
+                        part.view_mut(),
+                        ArrayView2::from_shape((r1 - r0, r), &sc.cos[..]).expect("shape").t(),
+                        dm.y.slice(ndarray::s![r0..r1, ..]),
+                        T::one(),
+                        false,
+                    );
+                    part
+                })
+                .collect();
+            for p in parts {
+                acc.zip_mut_with(&p, |x, v| *x += v.to_f64_());
+            }
+        }
+        acc
+    }
+
+    /// Adds `∂ℓ_o/∂Z_a` to `grads[o][a]` for every objective `o` with a derivative on domain
+    /// `a` (`de[o][a]`), chunk by chunk.
+    fn add_gradient(&self, a: usize, de: &[Vec<Option<Array2<T>>>], grads: &mut [Vec<Array2<T>>]) {
+        let objs: Vec<usize> = (0..de.len()).filter(|&o| de[o][a].is_some()).collect();
+        if objs.is_empty() {
+            return;
+        }
+        let dm = &self.req.domains[a];
+        let (n, d, r) = (dm.z.nrows(), dm.z.ncols(), self.r);
         // Per chunk, one output slice per active objective.
         let mut per_chunk: Vec<Vec<&mut [T]>> = (0..n.div_ceil(CHUNK)).map(|_| Vec::new()).collect();
         for (o, g) in grads.iter_mut().enumerate() {
@@ -257,13 +309,13 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
         per_chunk.into_par_iter().enumerate().for_each(|(k, mut outs)| {
             let (r0, r1) = (k * CHUNK, ((k + 1) * CHUNK).min(n));
             let rows = r1 - r0;
-            let mut guard = pool.get();
+            let mut guard = self.pool.get();
             let sc = &mut *guard;
-            projections(dm.z, r0, r1, &mean, &f, sc);
+            projections(dm.z, r0, r1, &self.mean, &self.f, sc);
             let len = sc.u.len();
             sized(&mut sc.cos, len);
             sized(&mut sc.sin, len);
-            cos_sin(&sc.u, -scale, &mut sc.cos, &mut sc.sin);
+            cos_sin(&sc.u, -self.scale, &mut sc.cos, &mut sc.sin);
             let y = dm.y.slice(ndarray::s![r0..r1, ..]);
             for (slot, &o) in objs.iter().enumerate() {
                 let deo = de[o][a].as_ref().expect("active");
@@ -273,27 +325,10 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
                     *g = *g * s;
                 }
                 let out = ArrayViewMut2::from_shape((rows, d), &mut outs[slot][..]).expect("shape");
-                gemm(out, ArrayView2::from_shape((rows, r), &sc.dphi[..]).expect("shape"), f.omega.view(), T::one(), false);
+                gemm(out, ArrayView2::from_shape((rows, r), &sc.dphi[..]).expect("shape"), self.f.omega.view(), T::one(), false);
             }
         });
     }
-    // ℓ(Z) = ℓ̃(Z − 1mᵀ) with m the pooled mean of the used rows: ∂ℓ/∂z_i = g̃_i − mean_j g̃_j.
-    let n_used: usize = doms.iter().zip(&used).filter(|(_, u)| **u).map(|(dm, _)| dm.z.nrows()).sum();
-    for g in grads.iter_mut() {
-        let mut m = Array1::<f64>::zeros(d);
-        for (ga, _) in g.iter().zip(&used).filter(|(_, u)| **u) {
-            for row in ga.rows() {
-                m.iter_mut().zip(row).for_each(|(x, v)| *x += v.to_f64_());
-            }
-        }
-        let m: Vec<T> = m.iter().map(|&v| T::from_f64_(v / n_used.max(1) as f64)).collect();
-        for (ga, _) in g.iter_mut().zip(&used).filter(|(_, u)| **u) {
-            for mut row in ga.rows_mut() {
-                row.iter_mut().zip(&m).for_each(|(x, &v)| *x = *x - v);
-            }
-        }
-    }
-    Output { s, values, grads }
 }
 
 /// Floating-point operations of [`run`] for `n` rows in total (over the domains used), d, c,

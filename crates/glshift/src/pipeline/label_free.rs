@@ -6,11 +6,40 @@ use crate::label_shift;
 use crate::methods::FitConfig;
 use crate::Result;
 
+/// What a fit reports without target labels.
+pub(super) struct LabelFree {
+    pub diagnostics: Option<label_shift::FitDiagnostics>,
+    pub prior_ci: Option<label_shift::FitPriorInterval>,
+    /// The reported prior: `label_shift.prior_estimator` on the final network, or the
+    /// tracker's last estimate where no interval could be built (no hold-out).
+    pub estimated: Option<Vec<f64>>,
+}
+
+/// The diagnostics, the prior estimate and its interval of a fit (`holdout_labels`: the
+/// hold-out rows' source labels); a distrusted prior guard adds its summary to `warnings`.
+pub(super) fn label_free(
+    fitted: &crate::methods::Fitted,
+    holdout_labels: &[usize],
+    cfg: &FitConfig,
+    warnings: &mut Vec<String>,
+) -> Result<LabelFree> {
+    let diagnostics = diagnose(fitted, holdout_labels, cfg, warnings);
+    let prior_ci = prior_estimate(fitted, holdout_labels, cfg)?;
+    let estimated = match &prior_ci {
+        Some(iv) => Some(iv.estimate.target_prior.clone()),
+        None => fitted.shift.as_ref().map(|s| s.target_prior.clone()),
+    };
+    if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
+        warnings.push(g.summary());
+    }
+    Ok(LabelFree { diagnostics, prior_ci, estimated })
+}
+
 /// Bootstrap replicates of the label-shift residual in a fit's diagnostics.
 pub const DIAGNOSTICS_RESAMPLES: usize = 200;
 
 /// [`label_shift::fit_diagnostics`] of a fit's final network, or a warning saying why not.
-pub(super) fn diagnose(
+fn diagnose(
     fitted: &crate::methods::Fitted,
     holdout_labels: &[usize],
     cfg: &FitConfig,
@@ -43,7 +72,7 @@ pub const PRIOR_CI_LEVEL: f64 = 0.9;
 /// estimate, i.e. for methods that estimate no shift, or without a hold-out). The replicates
 /// are unfloored: a class the floor or the fixed support sets to 0 keeps the spread of its
 /// unfloored estimate. Without a hold-out the tracker's estimate is reported without interval.
-pub(super) fn prior_estimate(
+fn prior_estimate(
     fitted: &crate::methods::train::Fitted,
     holdout_labels: &[usize],
     cfg: &FitConfig,

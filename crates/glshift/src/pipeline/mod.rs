@@ -4,26 +4,26 @@
 use std::time::Instant;
 
 use ndarray::Array2;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::data::{Domain, LabelRule};
+use crate::data::Domain;
 use crate::data::{FilePair, Rows};
 use crate::model::dataset::check_domain_rows;
-use crate::eval::EmbeddingMetrics;
-use crate::label_shift;
 use crate::nn::argmax_row;
-use crate::methods::{FitConfig, IterRecord, PretrainCache, Progress};
+use crate::methods::{FitConfig, PretrainCache, Progress};
 use crate::model::{CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
-use crate::records::Protocol;
 use crate::{Error, Result};
 
 mod evaluate;
 mod label_free;
+mod report;
 mod output_files;
 use output_files::{labels_array, npy_bytes};
 pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
-use label_free::{diagnose, prior_estimate};
+use label_free::label_free;
+use report::fit_report;
+pub use report::FitReport;
 
 /// Scores computed from the target labels after training (evaluation only).
 #[derive(Clone, Debug, Serialize)]
@@ -35,93 +35,6 @@ pub struct Evaluation {
     pub prior_l1_error: Option<f64>,
     /// ‖pˢ − pᵗ‖₁: how much label shift the task has.
     pub source_target_prior_l1: f64,
-}
-
-/// Everything `report.json` holds: written by `glshift fit`, read back by `glshift report`.
-/// Reading is lenient where older versions wrote less.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FitReport {
-    pub glshift_version: String,
-    pub method: String,
-    pub seed: u64,
-    pub source: String,
-    pub target: String,
-    /// How the task was built from the two domains (`Uda` = unchanged; set by the caller that
-    /// applied a protocol, e.g. `glshift fit --setting pda`).
-    #[serde(default)]
-    pub protocol: Protocol,
-    pub source_path: String,
-    pub target_path: String,
-    pub n_source: usize,
-    pub n_target: usize,
-    pub n_features: usize,
-    pub classes: Vec<String>,
-    pub label_rule: LabelRule,
-    pub config: FitConfig,
-    /// Source rows trained on and held out for the BBSE confusion matrix.
-    pub n_source_train: usize,
-    pub n_source_holdout: usize,
-    pub source_prior: Vec<f64>,
-    /// The target prior estimated by `label_shift.prior_estimator` (after training, on the
-    /// final network's outputs; `tracker`: the training loop's last estimate).
-    pub estimated_target_prior: Option<Vec<f64>>,
-    /// 90% bootstrap interval of `estimated_target_prior`, per class
-    /// ([`label_shift::fit_prior_interval`]); absent without an estimate.
-    #[serde(default)]
-    pub estimated_target_prior_ci_low: Option<Vec<f64>>,
-    #[serde(default)]
-    pub estimated_target_prior_ci_high: Option<Vec<f64>>,
-    /// The importance weights training used (the tracker's last estimate, whatever
-    /// `label_shift.prior_estimator` reports).
-    pub importance_weights: Option<Vec<f64>>,
-    pub confusion_filled_classes: Vec<usize>,
-    #[serde(default)]
-    pub floored_classes: Vec<usize>,
-    /// Class counts of the target predictions.
-    #[serde(default)]
-    pub predicted_class_counts: Vec<usize>,
-    #[serde(default)]
-    pub history: Vec<IterRecord>,
-    /// The only timing field (kept apart so reports can be compared byte for byte without it).
-    #[serde(default)]
-    pub elapsed_seconds: f64,
-    /// Pre-training came from an earlier run of the same grid (`pipeline::run_cached`), so
-    /// `elapsed_seconds` covers adaptation and scoring only. Absent when false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub pretraining_reused: bool,
-    /// `training` resolved to mini-batch (large data, or forced): the iteration counts of
-    /// `history` are mini-batch steps. Absent when false (full-batch).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub minibatch_training: bool,
-    /// Where the fit's products ran (`device`): `{"kind": "cpu"}` or `{"kind": "cuda",
-    /// "name": ...}`, with `fallback` saying why `auto` used the CPU.
-    #[serde(default)]
-    pub device: crate::device::DeviceUsed,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_accuracy: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_class_accuracy: Option<Vec<Option<f64>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub true_target_prior: Option<Vec<f64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prior_l1_error: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_target_prior_l1: Option<f64>,
-    /// J_b, J_w, prototype distances and per-class MCMD of Z (evaluation only: uses the target
-    /// labels, after training).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub embedding_metrics: Option<EmbeddingMetrics>,
-    /// Problems found without labels that did not stop the run (e.g. badly scaled target
-    /// features after z-score); the CLI prints them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// Label-free diagnostics of the final network ([`label_shift::fit_diagnostics`]): absent
-    /// without a source hold-out, or when they could not be computed (a warning says why).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<label_shift::FitDiagnostics>,
-    /// The prior guard's test and box on the pre-trained network (MUL with the guard on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior_guard: Option<label_shift::PriorGuard>,
 }
 
 /// A finished run: report plus per-row target probabilities and the representations Z.
@@ -320,58 +233,9 @@ fn run_checked(
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
-    let diagnostics = diagnose(&fitted, &holdout_labels, cfg, &mut warnings);
-    let prior_ci = prior_estimate(&fitted, &holdout_labels, cfg)?;
-    // The reported prior: `label_shift.prior_estimator` on the final network, or the tracker's
-    // last estimate where no interval could be built (no hold-out).
-    let estimated = match &prior_ci {
-        Some(iv) => Some(iv.estimate.target_prior.clone()),
-        None => fitted.shift.as_ref().map(|s| s.target_prior.clone()),
-    };
-    if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
-        warnings.push(g.summary());
-    }
-
-    let report = FitReport {
-        glshift_version: env!("CARGO_PKG_VERSION").to_string(),
-        method: cfg.method.to_string(),
-        seed: cfg.seed,
-        source: source.name.clone(),
-        target: target.name.clone(),
-        protocol: Protocol::Uda,
-        source_path: source.path.display().to_string(),
-        target_path: target.path.display().to_string(),
-        n_source,
-        n_target,
-        n_features,
-        classes: source.class_names.clone(),
-        label_rule: source.label_rule,
-        config: cfg.clone(),
-        n_source_train: fitted.n_train,
-        n_source_holdout: fitted.n_holdout,
-        source_prior: fitted.source_prior.clone(),
-        importance_weights: fitted.shift.as_ref().map(|s| s.weights.clone()),
-        estimated_target_prior: estimated,
-        estimated_target_prior_ci_low: prior_ci.as_ref().map(|i| i.low.clone()),
-        estimated_target_prior_ci_high: prior_ci.map(|i| i.high),
-        confusion_filled_classes: fitted.confusion_filled_classes.clone(),
-        floored_classes: fitted.floored_classes.clone(),
-        predicted_class_counts,
-        history: fitted.history.clone(),
-        elapsed_seconds,
-        pretraining_reused: fitted.pretraining_reused,
-        minibatch_training: fitted.bn_stats_rows.is_some(),
-        device: fitted.device.clone(),
-        target_accuracy: None,
-        per_class_accuracy: None,
-        true_target_prior: None,
-        prior_l1_error: None,
-        source_target_prior_l1: None,
-        embedding_metrics: None,
-        warnings,
-        diagnostics,
-        prior_guard: fitted.prior_guard.clone(),
-    };
+    let label_free = label_free(&fitted, &holdout_labels, cfg, &mut warnings)?;
+    let shape = (n_source, n_features, n_target);
+    let report = fit_report(source, target, cfg, &fitted, shape, label_free, predicted_class_counts, elapsed_seconds, warnings);
     let mut out = RunOutput {
         report,
         target_probs: fitted.target_probs,
@@ -391,3 +255,4 @@ fn run_checked(
     }
     Ok(out)
 }
+
