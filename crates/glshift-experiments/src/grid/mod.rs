@@ -148,233 +148,154 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
     let started = Instant::now();
     let tasks = parse_tasks(spec)?;
     obs.start((tasks.len() * variants.len() * spec.seeds.len()) as u64);
-    let mut records = Vec::new();
-    let mut failed = Vec::new();
-    let mut resumed = 0usize;
-    // Each data warning once per task, not once per method and seed.
-    let mut warned = HashSet::new();
+    let mut acc = Collected::default();
     for (s, t) in &tasks {
         let (src0, tgt0) = data::load_pair(&spec.data, s, t)?;
         let proto = Protocol::parse(&spec.setting, src0.n_classes(), spec.pda_classes)?;
         let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
         // Every method of this task and seed pre-trains the same network on the same rows.
-        let mut pretrained = PretrainCache::new();
+        let mut task = Task { spec, s, t, proto, src: &src, tgt: &tgt, pretrained: PretrainCache::new() };
         for variant in variants {
-            let method = &variant.id;
             for &seed in &spec.seeds {
-                let path = record_path(&spec.out, proto.name(), method, s, t, seed);
-                let run = format!("{method} {s}→{t} seed {seed}");
+                let run = format!("{} {s}→{t} seed {seed}", variant.id);
                 obs.run(&run);
-                let cfg = FitConfig { seed, ..variant.cfg.clone() };
-                let cfg_value = serde_json::to_value(&cfg).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
-                let model_path = path.with_extension("glshift");
-                let model_missing = spec.keep_models && !model_path.exists();
-                match resumable(&path, &cfg_value, obs) {
-                    Some(Stored::Done(r)) if !model_missing => {
-                        records.push(r);
-                        resumed += 1;
-                        obs.done();
-                        continue;
-                    }
-                    Some(Stored::Failed(f)) => {
-                        failed.push(f);
-                        resumed += 1;
-                        obs.done();
-                        continue;
-                    }
-                    _ => {}
-                }
-                let out = match pipeline::run_cached(&src, &tgt, &cfg, &mut pretrained, &mut |_| {}) {
-                    Ok(out) => out,
-                    // Divergence is a result of the method on this task, not a broken grid: it
-                    // is kept and shown, and the other runs go on. Anything else stops the grid.
-                    Err(e @ glshift::Error::Numerical { .. }) => {
-                        let fpath = failed_path(&path);
-                        obs.note(&format!("{run}: {e}; kept as a failed run ({}), the grid goes on", fpath.display()));
-                        let f = FailedRun {
-                            method: method.clone(),
-                            setting: proto.name().to_string(),
-                            source: s.clone(),
-                            target: t.clone(),
-                            seed,
-                            error: e.to_string(),
-                            config: cfg_value,
-                        };
-                        write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
-                        failed.push(f);
-                        obs.done();
-                        continue;
-                    }
-                    Err(e) => return Err(Error::run(&run, e)),
-                };
-                let r = &out.report;
-                for w in &r.warnings {
-                    if warned.insert(format!("{s}→{t}: {w}")) {
-                        obs.note(&format!("warning: {s}→{t}: {w}"));
-                    }
-                }
-                let target_accuracy = r
-                    .target_accuracy
-                    .ok_or_else(|| Error::bad_data(format!("{run}: {}", tgt.path.display()), "the target has no labels to score"))?;
-                let rec = BenchRecord {
-                    method: method.clone(),
-                    setting: proto.name().to_string(),
-                    source: s.clone(),
-                    target: t.clone(),
-                    seed,
-                    target_accuracy,
-                    prior_l1_error: r.prior_l1_error,
-                    source_target_prior_l1: r.source_target_prior_l1,
-                    source_class_counts: protocol::class_counts(&src).unwrap_or_default(),
-                    target_class_counts: protocol::class_counts(&tgt).unwrap_or_default(),
-                    elapsed_seconds: r.elapsed_seconds,
-                    pretraining_reused: r.pretraining_reused,
-                    config: cfg_value,
-                };
-                let mut files = vec![(path.clone(), json(&path, &rec)?)];
-                if spec.keep_models {
-                    files.push((model_path, out.model.to_bytes().map_err(|e| Error::run(&run, e))?));
-                }
-                write_files_atomically(&files)?;
-                records.push(rec);
+                task.run_one(variant, seed, &run, &mut acc, obs)?;
                 obs.done();
             }
         }
     }
+    let table = write_results(spec, &acc, &tasks, variants, started)?;
+    Ok(GridOutcome { records: acc.records, failed: acc.failed, resumed: acc.resumed, table })
+}
+
+/// What the grid has gathered so far.
+#[derive(Default)]
+struct Collected {
+    records: Vec<BenchRecord>,
+    failed: Vec<FailedRun>,
+    /// Runs read back from `OUT/runs/`.
+    resumed: usize,
+    /// Each data warning once per task, not once per method and seed.
+    warned: HashSet<String>,
+}
+
+/// One task of the grid: its domains under the protocol and the pre-training its runs share.
+struct Task<'g> {
+    spec: &'g GridSpec,
+    s: &'g str,
+    t: &'g str,
+    proto: Protocol,
+    src: &'g data::Domain,
+    tgt: &'g data::Domain,
+    pretrained: PretrainCache,
+}
+
+impl Task<'_> {
+    /// One (variant, seed): read back from `OUT/runs/` when made with the same settings, else
+    /// fitted and stored. A run that diverges is kept as a failed run and the grid goes on.
+    fn run_one(&mut self, variant: &Variant, seed: u64, run: &str, acc: &mut Collected, obs: &mut dyn GridObserver) -> Result<()> {
+        let (s, t) = (self.s, self.t);
+        let path = record_path(&self.spec.out, self.proto.name(), &variant.id, s, t, seed);
+        let cfg = FitConfig { seed, ..variant.cfg.clone() };
+        let cfg_value = serde_json::to_value(&cfg).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+        let model_path = path.with_extension("glshift");
+        let model_missing = self.spec.keep_models && !model_path.exists();
+        match resumable(&path, &cfg_value, obs) {
+            Some(Stored::Done(r)) if !model_missing => {
+                acc.records.push(r);
+                acc.resumed += 1;
+                return Ok(());
+            }
+            Some(Stored::Failed(f)) => {
+                acc.failed.push(f);
+                acc.resumed += 1;
+                return Ok(());
+            }
+            _ => {}
+        }
+        let out = match pipeline::run_cached(self.src, self.tgt, &cfg, &mut self.pretrained, &mut |_| {}) {
+            Ok(out) => out,
+            // Divergence is a result of the method on this task, not a broken grid: it is kept
+            // and shown, and the other runs go on. Anything else stops the grid.
+            Err(e @ glshift::Error::Numerical { .. }) => {
+                let fpath = failed_path(&path);
+                obs.note(&format!("{run}: {e}; kept as a failed run ({}), the grid goes on", fpath.display()));
+                let f = FailedRun {
+                    method: variant.id.clone(),
+                    setting: self.proto.name().to_string(),
+                    source: s.to_string(),
+                    target: t.to_string(),
+                    seed,
+                    error: e.to_string(),
+                    config: cfg_value,
+                };
+                write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
+                acc.failed.push(f);
+                return Ok(());
+            }
+            Err(e) => return Err(Error::run(run, e)),
+        };
+        let r = &out.report;
+        for w in &r.warnings {
+            if acc.warned.insert(format!("{s}→{t}: {w}")) {
+                obs.note(&format!("warning: {s}→{t}: {w}"));
+            }
+        }
+        let target_accuracy = r
+            .target_accuracy
+            .ok_or_else(|| Error::bad_data(format!("{run}: {}", self.tgt.path.display()), "the target has no labels to score"))?;
+        let rec = BenchRecord {
+            method: variant.id.clone(),
+            setting: self.proto.name().to_string(),
+            source: s.to_string(),
+            target: t.to_string(),
+            seed,
+            target_accuracy,
+            prior_l1_error: r.prior_l1_error,
+            source_target_prior_l1: r.source_target_prior_l1,
+            source_class_counts: protocol::class_counts(self.src).unwrap_or_default(),
+            target_class_counts: protocol::class_counts(self.tgt).unwrap_or_default(),
+            elapsed_seconds: r.elapsed_seconds,
+            pretraining_reused: r.pretraining_reused,
+            config: cfg_value,
+        };
+        let mut files = vec![(path.clone(), json(&path, &rec)?)];
+        if self.spec.keep_models {
+            files.push((model_path, out.model.to_bytes().map_err(|e| Error::run(run, e))?));
+        }
+        write_files_atomically(&files)?;
+        acc.records.push(rec);
+        Ok(())
+    }
+}
+
+/// Writes `results.json`, `failed_runs.json` and `table.md` (with this call's wall time and
+/// the runs' own times); returns the table.
+fn write_results(spec: &GridSpec, acc: &Collected, tasks: &[(String, String)], variants: &[Variant], started: Instant) -> Result<String> {
+    let (records, failed) = (&acc.records, &acc.failed);
     let rows: Vec<(&str, &str)> = variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
-    let mut table = render_table(&records, &failed, &tasks, &rows, &spec.seeds);
+    let mut table = render_table(records, failed, tasks, &rows, &spec.seeds);
     // A resumed grid's wall time covers only this call, so the runs' own times are summed too.
     let run_seconds: f64 = records.iter().map(|r| r.elapsed_seconds).sum();
     let reused = records.iter().filter(|r| r.pretraining_reused).count();
     table.push_str(&format!(
-        "\n{} runs ({resumed} read back from runs/), wall time {:.0} s for this call; the runs' own times sum to {:.0} s \
+        "\n{} runs ({} read back from runs/), wall time {:.0} s for this call; the runs' own times sum to {:.0} s \
          ({reused} runs reused the pre-training of an earlier method on the same task and seed, and their times exclude it).\n",
         records.len() + failed.len(),
+        acc.resumed,
         started.elapsed().as_secs_f64(),
         run_seconds
     ));
-    table.push_str(&table::failed_note(&failed));
+    table.push_str(&table::failed_note(failed));
     let results = spec.out.join("results.json");
     let failed_file = spec.out.join("failed_runs.json");
     write_files_atomically(&[
-        (results.clone(), json(&results, &records)?),
-        (failed_file.clone(), json(&failed_file, &failed)?),
+        (results.clone(), json(&results, records)?),
+        (failed_file.clone(), json(&failed_file, failed)?),
         (spec.out.join("table.md"), table.clone().into_bytes()),
     ])?;
-    Ok(GridOutcome { records, failed, resumed, table })
+    Ok(table)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(tasks: Option<Vec<&str>>) -> GridSpec {
-        GridSpec {
-            data: PathBuf::from("/nonexistent"),
-            setting: "uda".into(),
-            pda_classes: None,
-            tasks: tasks.map(|t| t.into_iter().map(String::from).collect()),
-            seeds: vec![0],
-            out: PathBuf::from("/nonexistent/out"),
-            keep_models: false,
-        }
-    }
-
-    #[test]
-    fn task_entries_parse_or_name_the_bad_entry() {
-        let t = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr:caltech"]))).unwrap();
-        assert_eq!(t, [("amazon".to_string(), "webcam".to_string()), ("dslr".into(), "caltech".into())]);
-        let e = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr"]))).unwrap_err().to_string();
-        assert_eq!(e, "--tasks entry \"dslr\" is not SOURCE:TARGET");
-    }
-
-    #[test]
-    fn a_record_is_resumed_only_with_the_same_settings_and_old_null_shifts_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.json");
-        let cfg = serde_json::json!({"method": "source", "seed": 0});
-        let old = serde_json::json!({"method": "source", "setting": "uda", "source": "a", "target": "w", "seed": 0,
-            "target_accuracy": 0.5, "prior_l1_error": null, "source_target_prior_l1": null, "config": cfg});
-        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
-        struct Notes(Vec<String>);
-        impl GridObserver for Notes {
-            fn note(&mut self, msg: &str) {
-                self.0.push(msg.to_string());
-            }
-        }
-        let mut notes = Notes(Vec::new());
-        let Some(Stored::Done(r)) = resumable(&path, &cfg, &mut notes) else { panic!("same settings: resumed") };
-        assert_eq!(r.source_target_prior_l1, None);
-        assert!(notes.0.is_empty());
-        assert!(resumable(&path, &serde_json::json!({"method": "mul"}), &mut notes).is_none());
-        assert!(notes.0[0].contains("made with other settings"), "{:?}", notes.0);
-    }
-
-    #[test]
-    fn a_failed_run_is_read_back_only_with_the_same_settings() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("uda__dann__a__w__seed0.json");
-        assert_eq!(failed_path(&path), dir.path().join("uda__dann__a__w__seed0.failed.json"));
-        let cfg = serde_json::json!({"method": "dann", "seed": 0});
-        let f = FailedRun {
-            method: "dann".into(),
-            setting: "uda".into(),
-            source: "a".into(),
-            target: "w".into(),
-            seed: 0,
-            error: "numerical failure in Adapt iteration 3: the transfer term is NaN".into(),
-            config: cfg.clone(),
-        };
-        std::fs::write(failed_path(&path), serde_json::to_vec(&f).unwrap()).unwrap();
-        let Some(Stored::Failed(back)) = resumable(&path, &cfg, &mut ()) else { panic!("same settings: the failure is read back") };
-        assert_eq!(back, f);
-        assert!(resumable(&path, &serde_json::json!({"method": "dann", "seed": 1}), &mut ()).is_none());
-    }
-
-    #[test]
-    fn a_diverged_run_shows_in_the_table_as_such_never_as_a_number() {
-        let rec = |m: &str, t: &str, seed: u64, acc: f64| BenchRecord {
-            method: m.into(),
-            setting: "uda".into(),
-            source: "a".into(),
-            target: t.into(),
-            seed,
-            target_accuracy: acc,
-            prior_l1_error: None,
-            source_target_prior_l1: Some(0.1),
-            source_class_counts: vec![],
-            target_class_counts: vec![],
-            elapsed_seconds: 1.0,
-            pretraining_reused: false,
-            config: serde_json::Value::Null,
-        };
-        let fail = |t: &str, seed: u64| FailedRun {
-            method: "dann".into(),
-            setting: "uda".into(),
-            source: "a".into(),
-            target: t.into(),
-            seed,
-            error: "numerical failure: the transfer term is NaN".into(),
-            config: serde_json::Value::Null,
-        };
-        let tasks = [("a".to_string(), "w".to_string()), ("a".to_string(), "d".to_string())];
-        let records = [
-            rec("source", "w", 0, 0.5),
-            rec("source", "w", 1, 0.7),
-            rec("source", "d", 0, 0.9),
-            rec("source", "d", 1, 0.9),
-            rec("dann", "w", 1, 0.8),
-        ];
-        // dann: a→w diverged on seed 0 only, a→d on both seeds.
-        let failed = [fail("w", 0), fail("d", 0), fail("d", 1)];
-        let t = render_table(&records, &failed, &tasks, &[("source", "source"), ("dann", "dann")], &[0, 1]);
-        let dann = t.lines().find(|l| l.starts_with("| dann |")).unwrap();
-        assert_eq!(dann, "| dann | **80.0 ± 0.0** (1 diverged) | 2 seeds diverged | — |", "{t}");
-        let source = t.lines().find(|l| l.starts_with("| source |")).unwrap();
-        assert_eq!(source, "| source | 60.0 ± 14.1 | **90.0 ± 0.0** | **75.0 ± 7.1** |", "{t}");
-        let note = table::failed_note(&failed);
-        assert!(note.starts_with("\n3 runs diverged"), "{note}");
-        assert!(note.contains("- dann a→d seed 1: numerical failure"), "{note}");
-        assert_eq!(table::failed_note(&[]), "");
-    }
-}
+mod tests;

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use glshift::data::{self, Domain};
 use glshift::eval::mean_std;
-use glshift::label_shift::suite::{run_estimator, BootstrapSpec, SUITE};
+use glshift::label_shift::suite::{run_estimator, BootstrapSpec, SuiteEntry, SUITE};
 use glshift::label_shift::{class_prior, l1_distance, IntervalMethod, ShiftInputs};
 use glshift::methods::{FitConfig, MethodKind};
 use crate::crossfit::cross_fit;
@@ -151,100 +151,28 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
     let t0 = Instant::now();
     let pool_labels = pool.labels.as_deref().unwrap_or_default();
     let source_prior = class_prior(source.labels.as_deref().unwrap_or_default(), c)?;
-    // The probabilities the estimators see: (source rows, their labels, target pool).
-    let (sp, sl, pool_probs, n_source_train) = if cfg.cross_fit >= 2 {
-        let cf = cross_fit(&source, &pool, fit_cfg, cfg.cross_fit)?;
-        (cf.source_probs, cf.source_labels, cf.target_probs, cf.n_train)
-    } else {
-        let run = pipeline::run(&source, &pool, fit_cfg, &mut |_| {})?;
-        if run.holdout_labels.is_empty() {
-            return Err(Error::param(
-                "label_shift.confusion",
-                "all-source",
-                "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
-            ));
-        }
-        (run.holdout_probs, run.holdout_labels, run.target_probs, vec![run.report.n_source_train])
-    };
+    let probs = source_probabilities(&source, &pool, cfg, fit_cfg)?;
     let train_seconds = t0.elapsed().as_secs_f64();
     let accuracy = |p: &ndarray::Array2<f32>, y: &[usize]| {
         let ok = p.rows().into_iter().zip(y).filter(|(r, &t)| glshift::nn::argmax_row(*r).0 == t).count();
         ok as f64 / y.len() as f64
     };
-    let holdout_accuracy = accuracy(&sp, &sl);
+    let holdout_accuracy = accuracy(&probs.source, &probs.source_labels);
     // Evaluation only: the pool's labels score the classifier after training.
-    let pool_accuracy = accuracy(&pool_probs, pool_labels);
+    let pool_accuracy = accuracy(&probs.pool, pool_labels);
     progress(&format!(
         "{}: {} source classifier(s) trained on {:?} rows, {} rows seen by the estimators (accuracy {:.1}%) in {:.1} s",
         d.name,
-        n_source_train.len(),
-        n_source_train,
-        sl.len(),
+        probs.n_train.len(),
+        probs.n_train,
+        probs.source_labels.len(),
         100.0 * holdout_accuracy,
         train_seconds
     ));
     let mut draws = Vec::new();
     for fam in &cfg.families {
-        let label = fam.label();
         for k in 0..cfg.draws {
-            let seed = draw_seed(cfg.seed, &d.name, &label, k);
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let requested = fam.draw(c, &mut rng)?;
-            // Pool-relative indices: `resample_to_prior` works on the pool's own labels.
-            let all: Vec<usize> = (0..pool.n()).collect();
-            let t = resample_to_prior(pool_labels, &all, c, &requested, cfg.n_target, &mut rng)?;
-            let tp = pool_probs.select(ndarray::Axis(0), &t.rows);
-            let inp = ShiftInputs {
-                source_probs: sp.view(),
-                source_labels: &sl,
-                target_probs: tp.view(),
-                source_prior: Some(&source_prior),
-            };
-            let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: cfg.interval };
-            let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
-            for name in SUITE {
-                let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));
-                let r = match r {
-                    Ok(e) => match (e.covers(&t.true_prior), e.prior_ci_low.clone(), e.prior_ci_high.clone()) {
-                        (Some(covered), Some(lo), Some(hi)) => Ok(DrawEstimate {
-                            intervals: IntervalMethod::ALL
-                                .iter()
-                                .filter_map(|&m| {
-                                    let (low, high, covered) = e.interval_by(m, &t.true_prior)?;
-                                    Some((m.name().to_string(), MethodInterval { low, high, covered }))
-                                })
-                                .collect(),
-                            prior_l1_error: e.prior_l1_error.unwrap_or(f64::NAN),
-                            prior: e.prior,
-                            prior_ci_low: lo,
-                            prior_ci_high: hi,
-                            covered,
-                            warnings: e.warnings,
-                        }),
-                        _ => Err(e.bootstrap_error.unwrap_or_else(|| "no interval".into())),
-                    },
-                    Err(e) => Err(e.to_string()),
-                };
-                match r {
-                    Ok(e) => {
-                        estimates.insert(name.to_string(), e);
-                    }
-                    Err(msg) => {
-                        errors.insert(name.to_string(), msg);
-                    }
-                }
-            }
-            let rec = DrawRecord {
-                family: label.clone(),
-                draw: k,
-                seed,
-                source_target_l1: l1_distance(&source_prior, &t.true_prior),
-                requested_prior: t.requested_prior,
-                true_prior: t.true_prior,
-                distinct_rows: t.distinct_rows,
-                estimates,
-                errors,
-            };
+            let rec = study_draw(&d.name, fam, k, pool_labels, &probs, &source_prior, cfg)?;
             let l1s: Vec<String> = SUITE
                 .iter()
                 .map(|n| match rec.estimates.get(*n) {
@@ -252,7 +180,7 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
                     None => format!("{n} failed"),
                 })
                 .collect();
-            progress(&format!("{} {} draw {}: ℓ1 {}", d.name, label, k, l1s.join(", ")));
+            progress(&format!("{} {} draw {}: ℓ1 {}", d.name, rec.family, k, l1s.join(", ")));
             draws.push(rec);
         }
     }
@@ -262,8 +190,8 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
         n_rows: d.n(),
         n_classes: c,
         n_source: split.source_rows.len(),
-        n_source_train,
-        n_source_holdout: sl.len(),
+        n_source_train: probs.n_train,
+        n_source_holdout: probs.source_labels.len(),
         n_pool: split.pool_rows.len(),
         source_prior,
         holdout_accuracy,
@@ -271,6 +199,108 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
         train_seconds,
         draws,
     })
+}
+
+/// The probabilities the estimators see: labelled source rows and the whole target pool.
+struct StudyProbs {
+    source: ndarray::Array2<f32>,
+    source_labels: Vec<usize>,
+    pool: ndarray::Array2<f32>,
+    /// Rows each source classifier trained on (one per fold when cross-fitted).
+    n_train: Vec<usize>,
+}
+
+/// The source classifier's probabilities: cross-fitted (`cfg.cross_fit` ≥ 2: every source
+/// row out of fold) or one classifier whose stratified hold-out reaches the estimators.
+fn source_probabilities(source: &Domain, pool: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig) -> Result<StudyProbs> {
+    if cfg.cross_fit >= 2 {
+        let cf = cross_fit(source, pool, fit_cfg, cfg.cross_fit)?;
+        return Ok(StudyProbs { source: cf.source_probs, source_labels: cf.source_labels, pool: cf.target_probs, n_train: cf.n_train });
+    }
+    let run = pipeline::run(source, pool, fit_cfg, &mut |_| {})?;
+    if run.holdout_labels.is_empty() {
+        return Err(Error::param(
+            "label_shift.confusion",
+            "all-source",
+            "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
+        ));
+    }
+    Ok(StudyProbs { source: run.holdout_probs, source_labels: run.holdout_labels, pool: run.target_probs, n_train: vec![run.report.n_source_train] })
+}
+
+/// Draw `k` of family `fam` on the domain `domain`: a target resampled from the pool to a
+/// drawn prior, and every estimator of the suite on it with its bootstrap interval.
+fn study_draw(
+    domain: &str,
+    fam: &PriorSpec,
+    k: usize,
+    pool_labels: &[usize],
+    probs: &StudyProbs,
+    source_prior: &[f64],
+    cfg: &StudyConfig,
+) -> Result<DrawRecord> {
+    let c = source_prior.len();
+    let label = fam.label();
+    let seed = draw_seed(cfg.seed, domain, &label, k);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let requested = fam.draw(c, &mut rng)?;
+    // Pool-relative indices: `resample_to_prior` works on the pool's own labels.
+    let all: Vec<usize> = (0..pool_labels.len()).collect();
+    let t = resample_to_prior(pool_labels, &all, c, &requested, cfg.n_target, &mut rng)?;
+    let tp = probs.pool.select(ndarray::Axis(0), &t.rows);
+    let inp = ShiftInputs {
+        source_probs: probs.source.view(),
+        source_labels: &probs.source_labels,
+        target_probs: tp.view(),
+        source_prior: Some(source_prior),
+    };
+    let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: cfg.interval };
+    let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
+    for name in SUITE {
+        let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));
+        match r.map_err(|e| e.to_string()).and_then(|e| draw_estimate(e, &t.true_prior)) {
+            Ok(e) => {
+                estimates.insert(name.to_string(), e);
+            }
+            Err(msg) => {
+                errors.insert(name.to_string(), msg);
+            }
+        }
+    }
+    Ok(DrawRecord {
+        family: label,
+        draw: k,
+        seed,
+        source_target_l1: l1_distance(source_prior, &t.true_prior),
+        requested_prior: t.requested_prior,
+        true_prior: t.true_prior,
+        distinct_rows: t.distinct_rows,
+        estimates,
+        errors,
+    })
+}
+
+/// One estimator's entry scored against the draw's true prior: its intervals of every method
+/// and their coverage; an error when the bootstrap gave no interval.
+fn draw_estimate(e: SuiteEntry, truth: &[f64]) -> std::result::Result<DrawEstimate, String> {
+    match (e.covers(truth), e.prior_ci_low.clone(), e.prior_ci_high.clone()) {
+        (Some(covered), Some(lo), Some(hi)) => Ok(DrawEstimate {
+            intervals: IntervalMethod::ALL
+                .iter()
+                .filter_map(|&m| {
+                    let (low, high, covered) = e.interval_by(m, truth)?;
+                    Some((m.name().to_string(), MethodInterval { low, high, covered }))
+                })
+                .collect(),
+            prior_l1_error: e.prior_l1_error.unwrap_or(f64::NAN),
+            prior: e.prior,
+            prior_ci_low: lo,
+            prior_ci_high: hi,
+            covered,
+            warnings: e.warnings,
+        }),
+        _ => Err(e.bootstrap_error.unwrap_or_else(|| "no interval".into())),
+    }
 }
 
 fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {

@@ -33,6 +33,33 @@ pub(super) fn parse_csv(reader: impl Read, path: &Path) -> Result<ParsedFile> {
         .headers()
         .map_err(|e| Error::bad_file(path, format!("cannot read the header row: {e}")))?
         .clone();
+    let label_col = check_header(&header, path)?;
+    let d = header.len() - usize::from(label_col.is_some());
+    let mut values: Vec<f32> = Vec::new();
+    let mut labels: Vec<i64> = Vec::new();
+    let mut n = 0usize;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| Error::bad_file(path, format!("cannot read CSV: {e}")))?;
+        read_record(&rec, &header, label_col, path, &mut values, &mut labels)?;
+        n += 1;
+    }
+    let features = Array2::from_shape_vec((n, d), values)
+        .map_err(|e| Error::bad_file(path, format!("internal shape error: {e}")))?;
+    Ok(ParsedFile {
+        features,
+        labels: label_col.map(|_| labels),
+        feature_names: Some(
+            (0..header.len())
+                .filter(|&j| Some(j) != label_col)
+                .map(|j| header[j].to_string())
+                .collect(),
+        ),
+    })
+}
+
+/// The header is one of column names, none empty, at most one named `label`; returns that
+/// column's index.
+fn check_header(header: &::csv::StringRecord, path: &Path) -> Result<Option<usize>> {
     if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
         return Err(Error::bad_file(
             path,
@@ -67,61 +94,53 @@ pub(super) fn parse_csv(reader: impl Read, path: &Path) -> Result<ParsedFile> {
             "more than one column is named `label`",
         ));
     }
-    let label_col = label_cols.first().copied();
-    let d = header.len() - label_cols.len();
+    Ok(label_cols.first().copied())
+}
 
-    let mut values: Vec<f32> = Vec::new();
-    let mut labels: Vec<i64> = Vec::new();
-    let mut n = 0usize;
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| Error::bad_file(path, format!("cannot read CSV: {e}")))?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.len() != header.len() {
-            return Err(Error::bad_file(
-                path,
-                format!(
-                    "line {line}: {} fields, but the header has {} columns",
-                    rec.len(),
-                    header.len()
-                ),
-            ));
-        }
-        for (j, cell) in rec.iter().enumerate() {
-            let where_ = || format!("line {line}, column {} (`{}`)", j + 1, &header[j]);
-            if Some(j) == label_col {
-                let v = match cell.parse::<i64>() {
-                    Ok(v) => v,
-                    Err(_) => cell
-                        .parse::<f64>()
-                        .map_err(|_| ())
-                        .and_then(|f| float_label(path, f).map_err(|_| ()))
-                        .map_err(|_| {
-                            Error::bad_file(
-                                path,
-                                format!("{}: label {cell:?} is not an integer", where_()),
-                            )
-                        })?,
-                };
-                labels.push(v);
-            } else {
-                let v: f32 = cell.parse().map_err(|_| {
-                    Error::bad_file(path, format!("{}: {cell:?} is not a number", where_()))
-                })?;
-                values.push(v);
-            }
-        }
-        n += 1;
+/// Appends one data row's features to `values` and its label (column `label_col`) to
+/// `labels`; errors name the line and the column.
+fn read_record(
+    rec: &::csv::StringRecord,
+    header: &::csv::StringRecord,
+    label_col: Option<usize>,
+    path: &Path,
+    values: &mut Vec<f32>,
+    labels: &mut Vec<i64>,
+) -> Result<()> {
+    let line = rec.position().map_or(0, |p| p.line());
+    if rec.len() != header.len() {
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "line {line}: {} fields, but the header has {} columns",
+                rec.len(),
+                header.len()
+            ),
+        ));
     }
-    let features = Array2::from_shape_vec((n, d), values)
-        .map_err(|e| Error::bad_file(path, format!("internal shape error: {e}")))?;
-    Ok(ParsedFile {
-        features,
-        labels: label_col.map(|_| labels),
-        feature_names: Some(
-            (0..header.len())
-                .filter(|&j| Some(j) != label_col)
-                .map(|j| header[j].to_string())
-                .collect(),
-        ),
-    })
+    for (j, cell) in rec.iter().enumerate() {
+        let where_ = || format!("line {line}, column {} (`{}`)", j + 1, &header[j]);
+        if Some(j) == label_col {
+            let v = match cell.parse::<i64>() {
+                Ok(v) => v,
+                Err(_) => cell
+                    .parse::<f64>()
+                    .map_err(|_| ())
+                    .and_then(|f| float_label(path, f).map_err(|_| ()))
+                    .map_err(|_| {
+                        Error::bad_file(
+                            path,
+                            format!("{}: label {cell:?} is not an integer", where_()),
+                        )
+                    })?,
+            };
+            labels.push(v);
+        } else {
+            let v: f32 = cell.parse().map_err(|_| {
+                Error::bad_file(path, format!("{}: {cell:?} is not a number", where_()))
+            })?;
+            values.push(v);
+        }
+    }
+    Ok(())
 }

@@ -56,6 +56,16 @@ pub(super) struct Ctx<'x, 'r, 'a, 'g, T> {
     pub(super) accs: &'x [Mutex<TileAcc<'g, T>>],
 }
 
+/// A tile pair (i ≤ j) in progress: its block, centred rows and Gaussian kernel (p × q).
+struct TilePair<'v, T> {
+    i: usize,
+    j: usize,
+    blk: usize,
+    za: ArrayView2<'v, T>,
+    zb: ArrayView2<'v, T>,
+    kv: ArrayView2<'v, T>,
+}
+
 impl<T: Real> Ctx<'_, '_, '_, '_, T> {
     /// Centred rows (len×d) and norms of tile `t`.
     fn tile(&self, t: usize) -> (ArrayView2<'_, T>, &[T]) {
@@ -81,13 +91,10 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
     /// returns this pair's part of S for its block.
     pub(super) fn pair(&self, sc: &mut Scratch<T>, i: usize, j: usize) -> SPart {
         let plan = self.plan;
-        let (d, c) = (plan.d, plan.c);
         let (ti, tj) = (&plan.tiles[i], &plan.tiles[j]);
         let (p, q) = (ti.len, tj.len);
         let off = i != j;
-        let same_dom = ti.dom == tj.dom;
         let blk = plan.block_index(i, j).expect("needed pair has a block");
-        let objs = plan.active_objectives(blk, i, j);
 
         let Scratch { k, hm, rs, cs, p: pm, q: qm, yg, ky } = sc;
         let (za, na) = self.tile(i);
@@ -105,37 +112,56 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
         let csb = sized(cs, if want_sums && off { q } else { 0 });
         gauss_tile(kbuf, na, nb, self.req.h, rsb, csb);
         let kv = ArrayView2::from_shape((p, q), &kbuf[..]).expect("tile shape");
-
+        let tp = TilePair { i, j, blk, za, zb, kv };
         if plan.one_hot {
-            let total: f64 = rsb.iter().map(|v| v.to_f64_()).sum();
-            let (m, l) = (ti.class.expect("one-hot tile"), tj.class.expect("one-hot tile"));
-            let s_part = SPart::Entries([Some((m, l, total)), (same_dom && off).then_some((l, m, total))]);
-            let gammas: Vec<(usize, f64)> = objs.iter().map(|&o| (o, plan.gamma(o, blk, i, j))).collect();
-            match gammas.len() {
-                0 => {}
-                1 => {
-                    // One objective: the products go straight into its accumulators.
-                    let (o, g) = gammas[0];
-                    self.add_product(i, o, g, kv, zb, rsb);
-                    if off {
-                        self.add_product(j, o, g, kv.t(), za, csb);
-                    }
-                }
-                _ => {
-                    let pbuf = sized(pm, p * d);
-                    gemm(ArrayViewMut2::from_shape((p, d), &mut pbuf[..]).expect("shape"), kv, zb, T::one(), false);
-                    self.accumulate(i, &gammas, pbuf, rsb);
-                    if off {
-                        let qbuf = sized(qm, q * d);
-                        gemm(ArrayViewMut2::from_shape((q, d), &mut qbuf[..]).expect("shape"), kv.t(), za, T::one(), false);
-                        self.accumulate(j, &gammas, qbuf, csb);
-                    }
+            return self.one_hot_pair(&tp, rsb, csb, pm, qm);
+        }
+        self.soft_pair(&tp, hm, rs, cs, yg, ky)
+    }
+
+    /// One-hot tiles: S part = the kernel total at (class_i, class_j) (and its transpose on a
+    /// diagonal block); each objective adds γ·K·Z with γ its Γ entry for the two classes.
+    fn one_hot_pair(&self, tp: &TilePair<'_, T>, rsb: &[T], csb: &[T], pm: &mut Vec<T>, qm: &mut Vec<T>) -> SPart {
+        let plan = self.plan;
+        let (i, j, blk, kv) = (tp.i, tp.j, tp.blk, tp.kv);
+        let (ti, tj) = (&plan.tiles[i], &plan.tiles[j]);
+        let (p, q, d) = (ti.len, tj.len, plan.d);
+        let off = i != j;
+        let total: f64 = rsb.iter().map(|v| v.to_f64_()).sum();
+        let (m, l) = (ti.class.expect("one-hot tile"), tj.class.expect("one-hot tile"));
+        let s_part = SPart::Entries([Some((m, l, total)), (ti.dom == tj.dom && off).then_some((l, m, total))]);
+        let gammas: Vec<(usize, f64)> = plan.active_objectives(blk, i, j).iter().map(|&o| (o, plan.gamma(o, blk, i, j))).collect();
+        match gammas.len() {
+            0 => {}
+            1 => {
+                // One objective: the products go straight into its accumulators.
+                let (o, g) = gammas[0];
+                self.add_product(i, o, g, kv, tp.zb, rsb);
+                if off {
+                    self.add_product(j, o, g, kv.t(), tp.za, csb);
                 }
             }
-            return s_part;
+            _ => {
+                let pbuf = sized(pm, p * d);
+                gemm(ArrayViewMut2::from_shape((p, d), &mut pbuf[..]).expect("shape"), kv, tp.zb, T::one(), false);
+                self.accumulate(i, &gammas, pbuf, rsb);
+                if off {
+                    let qbuf = sized(qm, q * d);
+                    gemm(ArrayViewMut2::from_shape((q, d), &mut qbuf[..]).expect("shape"), kv.t(), tp.za, T::one(), false);
+                    self.accumulate(j, &gammas, qbuf, csb);
+                }
+            }
         }
+        s_part
+    }
 
-        // Soft labels: S part = Y_Iᵀ (K Y_J); per objective H = (Y_I Γ_eff Y_Jᵀ) ∘ K.
+    /// Soft labels: S part = Y_Iᵀ (K Y_J); per objective H = (Y_I Γ_eff Y_Jᵀ) ∘ K.
+    fn soft_pair(&self, tp: &TilePair<'_, T>, hm: &mut Vec<T>, rs: &mut Vec<T>, cs: &mut Vec<T>, yg: &mut Vec<T>, ky: &mut Vec<T>) -> SPart {
+        let plan = self.plan;
+        let (i, j, blk, kv) = (tp.i, tp.j, tp.blk, tp.kv);
+        let (ti, tj) = (&plan.tiles[i], &plan.tiles[j]);
+        let (p, q, c) = (ti.len, tj.len, plan.c);
+        let off = i != j;
         let mut s_part = Array2::<f64>::zeros((c, c));
         let (ya, yb) = (self.labels(i), self.labels(j));
         let kyb = sized(ky, p * c);
@@ -149,10 +175,10 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
             false,
         );
         s_part.zip_mut_with(&part_t, |s, v| *s += v.to_f64_());
-        if same_dom && off {
+        if ti.dom == tj.dom && off {
             s_part.zip_mut_with(&part_t.t(), |s, v| *s += v.to_f64_());
         }
-        for &o in &objs {
+        for &o in &plan.active_objectives(blk, i, j) {
             let g = plan.gamma_eff[o][blk].as_ref().expect("active objective");
             let gt = g.mapv(T::from_f64_);
             let ygb = sized(yg, p * c);
@@ -167,7 +193,7 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
             );
             let rsb = sized(rs, p);
             let csb = sized(cs, if off { q } else { 0 });
-            for (r, (hrow, krow)) in hb.chunks_exact_mut(q).zip(kbuf.chunks_exact(q)).enumerate() {
+            for (r, (hrow, krow)) in hb.chunks_exact_mut(q).zip(kv.rows()).enumerate() {
                 let mut sum = T::zero();
                 for (jj, (hv, &kv_)) in hrow.iter_mut().zip(krow).enumerate() {
                     *hv = *hv * kv_;
@@ -179,9 +205,9 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
                 rsb[r] = sum;
             }
             let hv = ArrayView2::from_shape((p, q), &hb[..]).expect("shape");
-            self.add_product(i, o, 1.0, hv, zb, rsb);
+            self.add_product(i, o, 1.0, hv, tp.zb, rsb);
             if off {
-                self.add_product(j, o, 1.0, hv.t(), za, csb);
+                self.add_product(j, o, 1.0, hv.t(), tp.za, csb);
             }
         }
         SPart::Dense(s_part)

@@ -85,108 +85,132 @@ pub(super) fn circle_rounds(b: usize) -> Vec<Vec<(usize, usize)>> {
     rounds
 }
 
+/// The blocks (a ≤ b) a request needs, with whether S is returned in full: its `s_blocks`
+/// (full), then every objective's term not among them.
+fn request_blocks<T: Real>(req: &Request<T>) -> Vec<((usize, usize), bool)> {
+    let n_dom = req.domains.len();
+    let mut blocks: Vec<((usize, usize), bool)> = Vec::new();
+    let mut add_block = |blk: (usize, usize), full: bool| {
+        assert!(blk.0 <= blk.1 && blk.1 < n_dom, "block {blk:?}");
+        if let Some(e) = blocks.iter_mut().find(|(k, _)| *k == blk) {
+            e.1 |= full;
+        } else {
+            blocks.push((blk, full));
+        }
+    };
+    for &blk in &req.s_blocks {
+        add_block(blk, true);
+    }
+    for o in &req.objectives {
+        for (a, b, _) in &o.terms {
+            add_block((*a, *b), false);
+        }
+    }
+    blocks
+}
+
+/// Effective Γ per objective and block: the sum of the objective's terms on the block, a
+/// term on a diagonal block (a, a) symmetrised as Γ + Γᵀ; `None` without a term there.
+fn effective_gammas<T: Real>(req: &Request<T>, blocks: &[((usize, usize), bool)], c: usize) -> Vec<Vec<Option<Array2<f64>>>> {
+    req.objectives
+        .iter()
+        .map(|o| {
+            blocks
+                .iter()
+                .map(|((a, b), _)| {
+                    let mut acc: Option<Array2<f64>> = None;
+                    for (ta, tb, g) in o.terms.iter().filter(|t| (t.0, t.1) == (*a, *b)) {
+                        assert_eq!(g.dim(), (c, c), "Γ must be c×c");
+                        let e = if ta == tb { g + &g.t() } else { g.clone() };
+                        acc = Some(match acc {
+                            Some(x) => x + e,
+                            None => e,
+                        });
+                    }
+                    acc
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The tiles of every domain a block uses (by class when every Y is one-hot; a row with no
+/// class is in no tile), and each domain's row order: its tiles' rows first,
+/// then the rows in no tile.
+fn tiles_and_order<T: Real>(req: &Request<T>, used: &[bool], classes: Option<&[Vec<usize>]>, c: usize) -> (Vec<Tile>, Vec<Vec<usize>>) {
+    let doms = req.domains;
+    let mut tiles = Vec::new();
+    let mut order = Vec::with_capacity(doms.len());
+    for (a, dm) in doms.iter().enumerate() {
+        let n = dm.z.nrows();
+        let mut ord: Vec<usize> = Vec::with_capacity(n);
+        if used[a] {
+            let groups: Vec<(Option<usize>, Vec<usize>)> = match classes {
+                Some(cl) => {
+                    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); c];
+                    for (i, &k) in cl[a].iter().enumerate() {
+                        if k != usize::MAX {
+                            by_class[k].push(i);
+                        }
+                    }
+                    by_class.into_iter().enumerate().map(|(k, r)| (Some(k), r)).collect()
+                }
+                None => vec![(None, (0..n).collect())],
+            };
+            for (class, rows) in groups {
+                for r in split_even(rows.len(), TILE) {
+                    tiles.push(Tile { dom: a, class, offset: ord.len(), len: r.len() });
+                    ord.extend_from_slice(&rows[r]);
+                }
+            }
+        }
+        let mut in_tile = vec![false; n];
+        ord.iter().for_each(|&i| in_tile[i] = true);
+        ord.extend((0..n).filter(|&i| !in_tile[i]));
+        order.push(ord);
+    }
+    (tiles, order)
+}
+
 impl Plan {
     pub(in crate::kernel) fn new<T: Real>(req: &Request<T>) -> Plan {
         let doms = req.domains;
         let d = doms[0].z.ncols();
         let c = doms[0].y.ncols();
-        // Blocks and effective Γ.
-        let mut blocks: Vec<((usize, usize), bool)> = Vec::new();
-        let mut add_block = |blk: (usize, usize), full: bool| {
-            assert!(blk.0 <= blk.1 && blk.1 < doms.len(), "block {blk:?}");
-            if let Some(e) = blocks.iter_mut().find(|(k, _)| *k == blk) {
-                e.1 |= full;
-            } else {
-                blocks.push((blk, full));
-            }
-        };
-        for &blk in &req.s_blocks {
-            add_block(blk, true);
-        }
-        for o in &req.objectives {
-            for (a, b, _) in &o.terms {
-                add_block((*a, *b), false);
-            }
-        }
-        let gamma_eff: Vec<Vec<Option<Array2<f64>>>> = req
-            .objectives
-            .iter()
-            .map(|o| {
-                blocks
-                    .iter()
-                    .map(|((a, b), _)| {
-                        let mut acc: Option<Array2<f64>> = None;
-                        for (ta, tb, g) in o.terms.iter().filter(|t| (t.0, t.1) == (*a, *b)) {
-                            assert_eq!(g.dim(), (c, c), "Γ must be c×c");
-                            let e = if ta == tb { g + &g.t() } else { g.clone() };
-                            acc = Some(match acc {
-                                Some(x) => x + e,
-                                None => e,
-                            });
-                        }
-                        acc
-                    })
-                    .collect()
-            })
-            .collect();
-        // Tiles.
+        let blocks = request_blocks(req);
+        let gamma_eff = effective_gammas(req, &blocks, c);
         let classes: Option<Vec<Vec<usize>>> =
             doms.iter().map(|dm| one_hot_classes(dm.y)).collect();
-        let one_hot = classes.is_some();
         let used: Vec<bool> = (0..doms.len())
             .map(|a| blocks.iter().any(|((x, y), _)| *x == a || *y == a))
             .collect();
-        let mut tiles = Vec::new();
-        let mut order = Vec::with_capacity(doms.len());
-        for (a, dm) in doms.iter().enumerate() {
-            let n = dm.z.nrows();
-            let mut ord: Vec<usize> = Vec::with_capacity(n);
-            if used[a] {
-                let groups: Vec<(Option<usize>, Vec<usize>)> = match &classes {
-                    Some(cl) => {
-                        let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); c];
-                        for (i, &k) in cl[a].iter().enumerate() {
-                            if k != usize::MAX {
-                                by_class[k].push(i);
-                            }
-                        }
-                        by_class.into_iter().enumerate().map(|(k, r)| (Some(k), r)).collect()
-                    }
-                    None => vec![(None, (0..n).collect())],
-                };
-                for (class, rows) in groups {
-                    for r in split_even(rows.len(), TILE) {
-                        tiles.push(Tile { dom: a, class, offset: ord.len(), len: r.len() });
-                        ord.extend_from_slice(&rows[r]);
-                    }
-                }
-            }
-            let mut in_tile = vec![false; n];
-            ord.iter().for_each(|&i| in_tile[i] = true);
-            ord.extend((0..n).filter(|&i| !in_tile[i]));
-            order.push(ord);
-        }
+        let (tiles, order) = tiles_and_order(req, &used, classes.as_deref(), c);
         let mut plan = Plan {
             tiles,
             order,
-            one_hot,
+            one_hot: classes.is_some(),
             rounds: Vec::new(),
             d,
             c,
             gamma_eff,
             blocks,
         };
-        // Groups of GROUP consecutive tiles play the round-robin: a task is a pair of groups,
-        // its tile pairs run in order on one thread (the accumulators of a group stay in
-        // cache across them). The grouping depends on the tile count only, never on threads.
-        let b = plan.tiles.len();
+        plan.rounds = plan.schedule();
+        plan
+    }
+
+    /// Groups of GROUP consecutive tiles play the round-robin: a task is a pair of groups,
+    /// its tile pairs run in order on one thread (the accumulators of a group stay in
+    /// cache across them). The grouping depends on the tile count only, never on threads.
+    fn schedule(&self) -> Vec<Vec<Vec<(usize, usize)>>> {
+        let b = self.tiles.len();
         let g = (b / 32).clamp(1, GROUP);
         let groups: Vec<std::ops::Range<usize>> = (0..b).step_by(g).map(|s| s..(s + g).min(b)).collect();
         let task = |ga: usize, gb: usize| -> Vec<(usize, usize)> {
             let mut pairs = Vec::new();
             for i in groups[ga].clone() {
                 for j in groups[gb].clone().filter(|&j| j >= i) {
-                    if plan.needed(i, j) {
+                    if self.needed(i, j) {
                         pairs.push((i, j));
                     }
                 }
@@ -199,8 +223,7 @@ impl Plan {
             .filter(|r| !r.is_empty())
             .collect();
         rounds.push((0..groups.len()).map(|x| task(x, x)).filter(|t| !t.is_empty()).collect());
-        plan.rounds = rounds;
-        plan
+        rounds
     }
 
     pub(super) fn block_index(&self, i: usize, j: usize) -> Option<usize> {

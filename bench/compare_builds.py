@@ -1,0 +1,95 @@
+"""Compares the output trees of two glshift builds written by bench/compare_builds.sh."""
+import filecmp
+import json
+import os
+import struct
+import sys
+
+BYTES = {"predictions.csv", "z_source.npy", "z_target.npy"}
+MODELS = {"model.glshift"}
+JSONS = {"report.json", "selection.json", "results.json"}
+# Fields that measure time or say where a file lay: not results.
+TIMING = {"elapsed_seconds", "seconds", "wall_seconds", "time_per_iteration_ms", "source_path", "target_path", "model"}
+
+
+def strip(v):
+    """v without the timing fields, at any depth."""
+    if isinstance(v, dict):
+        return {k: strip(x) for k, x in v.items() if k not in TIMING}
+    if isinstance(v, list):
+        return [strip(x) for x in v]
+    return v
+
+
+def diff(a, b, path, out):
+    """Paths where a and b differ; keys in one only are listed apart."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in b:
+                out["only_old"].add(f"{path}.{k}")
+            elif k not in a:
+                out["only_new"].add(f"{path}.{k}")
+            else:
+                diff(a[k], b[k], f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff(x, y, f"{path}[{i}]", out)
+    elif a != b:
+        out["differ"].append(path)
+
+
+def read_model(path):
+    """A model file (safetensors) as (tensor bytes, tensor table, info JSON): the checksum is
+    left out, since it covers the info text, which gains fields in newer builds."""
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    meta = json.loads(header.pop("__metadata__")["glshift"])
+    info = json.loads(meta.pop("info"))
+    meta.pop("checksum", None)
+    return raw[8 + n :], header, {"meta": meta, "info": info}
+
+
+def main(old_root, new_root):
+    same = differ = 0
+    fields = {"only_old": set(), "only_new": set(), "differ": []}
+    for root, _, files in sorted(os.walk(old_root)):
+        rel = os.path.relpath(root, old_root)
+        for f in sorted(files):
+            a, b = os.path.join(root, f), os.path.join(new_root, rel, f)
+            if f not in BYTES | JSONS | MODELS or "/runs" in a:
+                continue
+            if not os.path.exists(b):
+                print(f"MISSING in new: {rel}/{f}")
+                differ += 1
+                continue
+            if f in BYTES:
+                ok = filecmp.cmp(a, b, shallow=False)
+            else:
+                d = {"only_old": set(), "only_new": set(), "differ": []}
+                if f in MODELS:
+                    (ta, ha, ia), (tb, hb, ib) = read_model(a), read_model(b)
+                    if ta != tb:
+                        d["differ"].append(f"{f}: tensor bytes")
+                    diff(ha, hb, f + ".tensors", d)
+                    diff(strip(ia), strip(ib), f, d)
+                else:
+                    diff(strip(json.load(open(a))), strip(json.load(open(b))), f, d)
+                ok = not d["differ"]
+                fields["only_old"] |= d["only_old"]
+                fields["only_new"] |= d["only_new"]
+                fields["differ"] += [f"{rel}/{p}" for p in d["differ"]]
+            same += ok
+            differ += not ok
+            print(f"{'same' if ok else 'DIFFERENT'}: {rel}/{f}")
+    for k in ("only_old", "only_new"):
+        if fields[k]:
+            print(f"fields in the {k[5:]} build only (not compared): {', '.join(sorted(fields[k]))}")
+    for p in fields["differ"][:40]:
+        print(f"differs: {p}")
+    print(f"{same} files the same, {differ} different")
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
