@@ -245,7 +245,6 @@ pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig,
         None => None,
     };
     let h = bandwidth(&[x.view()], 1.0)?;
-    let params = |seed: u64| CondTestParams { permutations: cfg.permutations, seed, eps: cfg.eps, h, alpha: 0.05 };
     let mut names = vec!["null".to_string(), "null-true-labels-source".into(), "null-label-shift".into()];
     names.extend(cfg.deltas.iter().map(|d| format!("shift:{d}")));
     if let Some((_, _, n)) = &real {
@@ -253,37 +252,11 @@ pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig,
     }
     let mut tallies: Vec<Tally> = names.into_iter().map(|n| Tally::new(n, c)).collect();
     let n = x.nrows();
+    let data = DrawData { x, assign, y_pool, real, c, h };
     for r in 0..cfg.draws {
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(1_000_003).wrapping_add(r as u64));
-        let mut idx: Vec<usize> = (0..n).collect();
-        idx.shuffle(&mut rng);
-        let (a, b) = idx.split_at(n / 2);
-        let (xa, xb) = (x.select(Axis(0), a), x.select(Axis(0), b));
-        let pick = |v: &[usize], rows: &[usize]| rows.iter().map(|&i| v[i]).collect::<Vec<_>>();
-        let (ya, yb) = (pick(&assign, a), pick(&assign, b));
-        let s = r as u64;
-        let run = |xa: &Array2<f32>, ya: &[usize], xb: &Array2<f32>, yb: &[usize]| conditional_shift_test(xa.view(), ya, xb.view(), yb, c, &params(s));
-        tallies[0].add(&run(&xa, &ya, &xb, &yb)?, None);
-        tallies[1].add(&run(&xa, &pick(&y_pool, a), &xb, &yb)?, None);
-        let ls = label_shifted(b, &y_pool, c, &mut rng);
-        tallies[2].add(&run(&xa, &ya, &x.select(Axis(0), &ls), &pick(&assign, &ls))?, None);
-        let k = r % c;
-        for (j, &delta) in cfg.deltas.iter().enumerate() {
-            let mut xs = xb.clone();
-            for (row, &i) in xs.rows_mut().into_iter().zip(b) {
-                if y_pool[i] == k {
-                    row.into_iter().for_each(|v| *v += delta as f32);
-                }
-            }
-            tallies[3 + j].add(&run(&xa, &ya, &xs, &yb)?, Some(k));
-        }
-        if let Some((xr, yr, _)) = &real {
-            let mut rows: Vec<usize> = (0..xr.nrows()).collect();
-            rows.shuffle(&mut rng);
-            rows.truncate(b.len().min(xr.nrows()));
-            tallies[3 + cfg.deltas.len()].add(&run(&xa, &ya, &xr.select(Axis(0), &rows), &pick(yr, &rows))?, None);
-        }
+        calibration_draw(r, &data, cfg, &mut tallies)?;
     }
+    let real = data.real;
     let scenarios = tallies.iter().map(|t| t.summary(t.name.starts_with("shift:"))).collect();
     Ok(CalibrationReport {
         domain: domain.name.clone(),
@@ -296,6 +269,56 @@ pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig,
         scenarios,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What every draw of the calibration reads: the pool's preprocessed rows, their model
+/// assignments and labels, the real target's (rows, assignments, name), c and the bandwidth.
+struct DrawData {
+    x: Array2<f32>,
+    assign: Vec<usize>,
+    y_pool: Vec<usize>,
+    real: Option<(Array2<f32>, Vec<usize>, String)>,
+    c: usize,
+    h: f64,
+}
+
+/// Draw `r`: the pool split in two halves, and the test on each scenario (the nulls, a
+/// label shift, a shift of one class by each δ, the real target) added to its tally.
+fn calibration_draw(r: usize, data: &DrawData, cfg: &CalibrationConfig, tallies: &mut [Tally]) -> Result<()> {
+    let DrawData { x, assign, y_pool, real, c, h } = data;
+    let (c, h) = (*c, *h);
+    let params = |seed: u64| CondTestParams { permutations: cfg.permutations, seed, eps: cfg.eps, h, alpha: 0.05 };
+    let n = x.nrows();
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(1_000_003).wrapping_add(r as u64));
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.shuffle(&mut rng);
+    let (a, b) = idx.split_at(n / 2);
+    let (xa, xb) = (x.select(Axis(0), a), x.select(Axis(0), b));
+    let pick = |v: &[usize], rows: &[usize]| rows.iter().map(|&i| v[i]).collect::<Vec<_>>();
+    let (ya, yb) = (pick(assign, a), pick(assign, b));
+    let s = r as u64;
+    let run = |xa: &Array2<f32>, ya: &[usize], xb: &Array2<f32>, yb: &[usize]| conditional_shift_test(xa.view(), ya, xb.view(), yb, c, &params(s));
+    tallies[0].add(&run(&xa, &ya, &xb, &yb)?, None);
+    tallies[1].add(&run(&xa, &pick(y_pool, a), &xb, &yb)?, None);
+    let ls = label_shifted(b, y_pool, c, &mut rng);
+    tallies[2].add(&run(&xa, &ya, &x.select(Axis(0), &ls), &pick(assign, &ls))?, None);
+    let k = r % c;
+    for (j, &delta) in cfg.deltas.iter().enumerate() {
+        let mut xs = xb.clone();
+        for (row, &i) in xs.rows_mut().into_iter().zip(b) {
+            if y_pool[i] == k {
+                row.into_iter().for_each(|v| *v += delta as f32);
+            }
+        }
+        tallies[3 + j].add(&run(&xa, &ya, &xs, &yb)?, Some(k));
+    }
+    if let Some((xr, yr, _)) = real {
+        let mut rows: Vec<usize> = (0..xr.nrows()).collect();
+        rows.shuffle(&mut rng);
+        rows.truncate(b.len().min(xr.nrows()));
+        tallies[3 + cfg.deltas.len()].add(&run(&xa, &ya, &xr.select(Axis(0), &rows), &pick(yr, &rows))?, None);
+    }
+    Ok(())
 }
 
 /// Markdown table of a report: one row per scenario, per-class shares of p < 0.05.

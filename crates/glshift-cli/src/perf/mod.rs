@@ -243,60 +243,70 @@ fn grid(args: &PerfArgs) -> Result<()> {
                     continue;
                 }
             };
-            let secs = f(&m, "seconds").unwrap_or(f64::NAN);
-            let (np_cell, np) = peer_cell(&m, "numpy");
-            let (jax_cell, jax) = peer_cell(&m, "jax");
-            let (di_cell, di) = peer_cell(&m, "dense_inverse");
-            let best = match (np, jax) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            let agree = ["numpy", "jax", "dense_inverse"]
-                .iter()
-                .map(|peer| {
-                    m.get("peers")
-                        .and_then(|p| p.get(*peer))
-                        .and_then(|p| f(p, "max_rel_err"))
-                        .map_or("–".into(), |e| format!("{e:.0e}"))
-                })
-                .collect::<Vec<_>>()
-                .join(" / ");
-            println!(
-                "| {n} | {c} | {secs:.3} | {:.0} | {:.2} | {} | {np_cell} | {jax_cell} | {di_cell} | {} | {} | {agree} | {:.1} |",
-                f(&m, "achieved_gflops").unwrap_or(f64::NAN),
-                f(&m, "flop_bound_ratio").unwrap_or(f64::NAN),
-                m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
-                best.map_or("–".into(), |b| format!("{:.1}×", b / secs)),
-                di.map_or("–".into(), |b| format!("{:.0}×", b / secs)),
-                f(&m, "load_avg_1m_before").unwrap_or(f64::NAN),
-            );
+            println!("{}", exact_row(&m, n, c));
         }
     }
     if args.large_n > 0 {
-        let c = 65;
-        match child(args, args.large_n, c, "exact", 1, false) {
-            Ok(m) => {
-                let n = args.large_n as f64;
-                println!(
-                    "| {} | {c} | {:.1} | {:.0} | {:.2} | {} | would need {:.0} GB | would need {:.0} GB | – | – | – | – | {:.1} |",
-                    args.large_n,
-                    f(&m, "seconds").unwrap_or(f64::NAN),
-                    f(&m, "achieved_gflops").unwrap_or(f64::NAN),
-                    f(&m, "flop_bound_ratio").unwrap_or(f64::NAN),
-                    m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
-                    // numpy: K, A and H (n×n f32); JAX: K, its cotangent and two temporaries.
-                    3.0 * 4.0 * n * n / 1e9,
-                    4.0 * 4.0 * n * n / 1e9,
-                    f(&m, "load_avg_1m_before").unwrap_or(f64::NAN),
-                );
-            }
-            Err(e) => println!("| {} | {c} | failed: {e} |", args.large_n),
-        }
+        large_n_row(args);
     }
     rff_tables(args)?;
     mul_iteration(args)?;
     println!("\n1-minute load average at the end: {}", load_avg().map_or("n/a".into(), |l| format!("{l:.2}")));
     Ok(())
+}
+
+/// One row of the exact-loss table from a child's measurement `m`.
+fn exact_row(m: &Value, n: usize, c: usize) -> String {
+    let secs = f(m, "seconds").unwrap_or(f64::NAN);
+    let (np_cell, np) = peer_cell(m, "numpy");
+    let (jax_cell, jax) = peer_cell(m, "jax");
+    let (di_cell, di) = peer_cell(m, "dense_inverse");
+    let best = match (np, jax) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let agree = ["numpy", "jax", "dense_inverse"]
+        .iter()
+        .map(|peer| {
+            m.get("peers")
+                .and_then(|p| p.get(*peer))
+                .and_then(|p| f(p, "max_rel_err"))
+                .map_or("–".into(), |e| format!("{e:.0e}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" / ");
+    format!(
+        "| {n} | {c} | {secs:.3} | {:.0} | {:.2} | {} | {np_cell} | {jax_cell} | {di_cell} | {} | {} | {agree} | {:.1} |",
+        f(m, "achieved_gflops").unwrap_or(f64::NAN),
+        f(m, "flop_bound_ratio").unwrap_or(f64::NAN),
+        m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
+        best.map_or("–".into(), |b| format!("{:.1}×", b / secs)),
+        di.map_or("–".into(), |b| format!("{:.0}×", b / secs)),
+        f(m, "load_avg_1m_before").unwrap_or(f64::NAN),
+    )
+}
+
+/// The row at `--large-n` rows (65 classes, one run, no peers: what they would need).
+fn large_n_row(args: &PerfArgs) {
+    let c = 65;
+    match child(args, args.large_n, c, "exact", 1, false) {
+        Ok(m) => {
+            let n = args.large_n as f64;
+            println!(
+                "| {} | {c} | {:.1} | {:.0} | {:.2} | {} | would need {:.0} GB | would need {:.0} GB | – | – | – | – | {:.1} |",
+                args.large_n,
+                f(&m, "seconds").unwrap_or(f64::NAN),
+                f(&m, "achieved_gflops").unwrap_or(f64::NAN),
+                f(&m, "flop_bound_ratio").unwrap_or(f64::NAN),
+                m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
+                // numpy: K, A and H (n×n f32); JAX: K, its cotangent and two temporaries.
+                3.0 * 4.0 * n * n / 1e9,
+                4.0 * 4.0 * n * n / 1e9,
+                f(&m, "load_avg_1m_before").unwrap_or(f64::NAN),
+            );
+        }
+        Err(e) => println!("| {} | {c} | failed: {e} |", args.large_n),
+    }
 }
 
 fn rff_tables(args: &PerfArgs) -> Result<()> {

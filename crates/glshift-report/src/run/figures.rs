@@ -55,10 +55,20 @@ fn labelled(e: &Option<Embedding>) -> Option<(&Array2<f32>, &Vec<usize>)> {
 /// The run's figures, in page order, and notes on figures that could not be drawn (why).
 pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, Vec<String>)> {
     let s = &run.summary;
-    let names = &s.classes;
     let task = format!("{} {}→{} ({})", s.method, s.source, s.target, setting(s));
     let mut figs = Vec::new();
     let mut notes = Vec::new();
+    distance_heatmaps(run, &task, &mut figs, &mut notes)?;
+    tsne_figures(run, opts, &task, &mut figs, &mut notes)?;
+    prior_figure(run, &task, &mut figs, &mut notes)?;
+    training_curves(run, &task, &mut figs, &mut notes)?;
+    Ok((figs, notes))
+}
+
+/// Dˢᵗ and Dᵗᵗ heatmaps from the embedding metrics.
+fn distance_heatmaps(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+    let s = &run.summary;
+    let names = &s.classes;
     match &s.embedding_metrics {
         Some(m) => {
             let sub = format!("diagonal mean {:.4}, off-diagonal mean {:.4}", m.d_st_diagonal_mean, m.d_st_off_diagonal_mean);
@@ -70,6 +80,13 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
         }
         None => notes.push("No embedding metrics in report.json (target without labels, or a run made before they were computed): no distance heatmaps.".into()),
     }
+    Ok(())
+}
+
+/// t-SNE of the target, and of source and target together.
+fn tsne_figures(run: &RunData, opts: &FigureOptions, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+    let s = &run.summary;
+    let names = &s.classes;
     let seed = s.seed;
     let tsne = TsneParams { seed, ..opts.tsne.clone() };
     match (labelled(&run.source), labelled(&run.target)) {
@@ -101,6 +118,13 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
         }
         _ => notes.push("No z_source.npy/z_target.npy with labels in the run folder: no t-SNE figures (they need a run made by this version of glshift fit, on a labelled target).".into()),
     }
+    Ok(())
+}
+
+/// Estimated vs true target prior, with the fit's interval where it has one.
+fn prior_figure(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+    let s = &run.summary;
+    let names = &s.classes;
     let prior = PriorFigure {
         title: format!("Target prior, {task}"),
         class_names: names.clone(),
@@ -124,6 +148,13 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
     if s.estimated_target_prior.is_some() && prior.interval.is_none() {
         notes.push("report.json has no bootstrap interval for the target prior (a fit without a source hold-out, or one made before fits reported it), so the prior figure has none.".into());
     }
+    Ok(())
+}
+
+/// Cross-entropy, J_TU, J_DU and the prior over the iterations.
+fn training_curves(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+    let s = &run.summary;
+    let names = &s.classes;
     if s.history.is_empty() {
         notes.push("report.json has no per-iteration history: no training curves.".into());
     } else {
@@ -138,5 +169,5 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
         };
         figs.push(curves.render("training_curves", "Cross-entropy, J_TU, J_DU and the target-prior estimate over the iterations (pre-training, then adaptation)")?);
     }
-    Ok((figs, notes))
+    Ok(())
 }

@@ -30,6 +30,24 @@ pub enum ConfusionRows {
     Train,
 }
 
+/// The estimator of the target prior inside the adaptation loop (MUL's w and p̂ᵗ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoopEstimator {
+    /// BBSE-QP on the hold-out confusion matrix (the paper, eq. BBSE_QP_estimation).
+    #[default]
+    BbseQp,
+    /// MLLS (EM on the target likelihood, BCTS-calibrated); an option measured in
+    /// docs/safety.md ("Partial DA on weaker features"), not the default.
+    Mlls,
+}
+
+impl LoopEstimator {
+    fn is_default(&self) -> bool {
+        *self == LoopEstimator::default()
+    }
+}
+
 /// BBSE-QP settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -54,6 +72,10 @@ pub struct LabelShiftConfig {
     /// The default (`final-mlls-ts`) was chosen on development draws 100–102 of the
     /// cross-domain protocol, whose target labels were read (docs/label-shift-study.md).
     pub prior_estimator: crate::label_shift::PriorEstimator,
+    /// The estimator inside the adaptation loop (absent from written configs when it is the
+    /// default, so that records of earlier builds still match).
+    #[serde(skip_serializing_if = "LoopEstimator::is_default")]
+    pub loop_estimator: LoopEstimator,
 }
 
 impl Default for LabelShiftConfig {
@@ -67,6 +89,7 @@ impl Default for LabelShiftConfig {
             fixed_support: true,
             guard: PriorGuardConfig::default(),
             prior_estimator: Default::default(),
+            loop_estimator: LoopEstimator::BbseQp,
         }
     }
 }

@@ -14,13 +14,15 @@
 use ndarray::ArrayView2;
 
 use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
-use crate::methods::config::FitConfig;
+use crate::label_shift::{Mlls, ShiftEstimator, ShiftInputs};
+use crate::methods::config::{FitConfig, LoopEstimator};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
     floor: f64,
     soft: bool,
     fixed_support: bool,
+    estimator: LoopEstimator,
     support: Option<Vec<bool>>,
     /// The guard's settings when it runs for this fit, and whether it caps the drift.
     guard_params: Option<(GuardParams, bool)>,
@@ -46,6 +48,7 @@ impl ShiftTracker {
             floor: cfg.prior_floor_for(c),
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support,
+            estimator: cfg.label_shift.loop_estimator,
             support: None,
             guard_params: guarded.then_some((params, g.cap_drift)),
             fallback: g.fallback,
@@ -79,7 +82,13 @@ impl ShiftTracker {
         let conf = label_shift::confusion_matrix(conf_probs, conf_labels, source_prior, self.soft)?;
         self.filled = conf.filled_classes.clone();
         let q = label_shift::predicted_distribution(target_probs, self.soft)?;
-        let mut raw = label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?;
+        let mut raw = match self.estimator {
+            LoopEstimator::BbseQp => label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?,
+            LoopEstimator::Mlls => {
+                let inputs = ShiftInputs { source_probs: conf_probs, source_labels: conf_labels, target_probs, source_prior: Some(source_prior) };
+                Mlls::default().estimate(&inputs)?
+            }
+        };
         if let (Some((params, _)), None) = (&self.guard_params, &self.guard) {
             self.guard = Some(label_shift::prior_guard(conf_probs, conf_labels, target_probs, source_prior, params)?);
         }
