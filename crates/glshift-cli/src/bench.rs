@@ -29,9 +29,10 @@ pub struct GridArgs {
     /// Folder holding the domains.
     #[arg(long)]
     pub data: PathBuf,
-    /// uda, pda or gls.
-    #[arg(long, default_value = "uda")]
-    pub setting: String,
+    /// Task protocol: uda (domains unchanged), pda (the target keeps the first --pda-classes
+    /// classes) or gls (source subsampled as in Combes et al.).
+    #[arg(long, value_enum, default_value_t = crate::pair::SettingArg::Uda)]
+    pub setting: crate::pair::SettingArg,
     /// Number of target classes kept in pda (default: half of the classes).
     #[arg(long)]
     pub pda_classes: Option<usize>,
@@ -51,7 +52,7 @@ impl GridArgs {
     fn spec(&self) -> GridSpec {
         GridSpec {
             data: self.data.clone(),
-            setting: self.setting.clone(),
+            setting: self.setting.as_str().to_string(),
             pda_classes: self.pda_classes,
             tasks: self.tasks.clone(),
             seeds: self.seeds.clone(),

@@ -12,7 +12,7 @@ use glshift::pipeline;
 use glshift::records::Protocol;
 use glshift_experiments::protocol;
 
-use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
+use crate::pair::{PairArgs, ProtocolArgs, RunArgs, SeedArg};
 use crate::progress::TrainBar;
 
 /// The model file `fit` writes into its output folder (`glshift predict --model`).
@@ -29,9 +29,8 @@ pub struct FitArgs {
     pub method: Option<String>,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
-    /// Random seed (network initialisation, hold-out split, dropout). Overrides the config file.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub seed: SeedArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -78,7 +77,7 @@ pub fn device_line(d: &glshift::device::DeviceUsed) -> String {
 }
 
 pub fn run(args: FitArgs) -> Result<()> {
-    let cfg = resolve_config_on(args.run.config.as_ref(), args.method.as_deref(), args.seed, args.run.device)?;
+    let cfg = resolve_config_on(args.run.config.as_ref(), args.method.as_deref(), args.seed.get(), args.run.device)?;
     let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &cfg);
     if result.is_err() && created {

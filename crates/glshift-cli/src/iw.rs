@@ -20,9 +20,9 @@ pub struct IwArgs {
     pub source: Option<String>,
     #[arg(long)]
     pub target: Option<String>,
-    /// Seed of training (and of the synthetic task).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed of training and of the synthetic task.
+    #[command(flatten)]
+    pub seed: crate::pair::SeedArg,
     /// TOML settings over the defaults (the network's widths are replaced by --hidden).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -35,11 +35,11 @@ pub struct IwArgs {
 }
 
 pub fn run(args: IwArgs) -> Result<()> {
-    let cfg = resolve_config(args.config.as_ref(), Some("mul"), Some(args.seed))?;
+    let cfg = resolve_config(args.config.as_ref(), Some("mul"), args.seed.get())?;
     let (source, target) = match (&args.data, &args.source, &args.target) {
         (Some(dir), Some(s), Some(t)) => data::load_pair(dir, s, t)?,
         _ => {
-            let task = generate(&SyntheticConfig { n_classes: 4, seed: args.seed, ..Default::default() })?;
+            let task = generate(&SyntheticConfig { n_classes: 4, seed: cfg.seed, ..Default::default() })?;
             (task.source, task.target)
         }
     };

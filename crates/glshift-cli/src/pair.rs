@@ -30,13 +30,54 @@ impl PairArgs {
     }
 }
 
+/// `--seed` of a command that reads a config file (`fit`, `select`, `iw`, `shift estimate`,
+/// `shift study`, `shift test`): it overrides the file's `seed`; absent, the file's seed holds
+/// (0 without a file). Commands without a config file (`generate`, `shift simulate`,
+/// `shift test-calibration`, `perf`) take a plain `--seed`, 0 by default: the same value.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct SeedArg {
+    /// Random seed (network initialisation, hold-out split, dropout, resampling). Overrides the
+    /// config file's `seed` (default: the file's, 0 without one).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl SeedArg {
+    /// The seed given on the command line, if any.
+    pub fn get(self) -> Option<u64> {
+        self.seed
+    }
+}
+
+/// The task protocols (`--setting`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingArg {
+    /// Domains unchanged.
+    Uda,
+    /// Partial DA: the target keeps the first --pda-classes classes.
+    Pda,
+    /// Generalized label shift: the source subsampled as in Combes et al.
+    Gls,
+}
+
+impl SettingArg {
+    /// The protocol's name as records and `glshift::records::Protocol::parse` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettingArg::Uda => "uda",
+            SettingArg::Pda => "pda",
+            SettingArg::Gls => "gls",
+        }
+    }
+}
+
 /// `--setting uda|pda|gls [--pda-classes K]`, shared by `fit` and `select`.
 #[derive(Args, Debug, Clone)]
 pub struct ProtocolArgs {
     /// Task protocol: uda (domains unchanged), pda (target keeps the first --pda-classes classes)
     /// or gls (source subsampled as in Combes et al.); see `glshift bench`.
-    #[arg(long, default_value = "uda")]
-    pub setting: String,
+    #[arg(long, value_enum, default_value_t = SettingArg::Uda)]
+    pub setting: SettingArg,
     /// Number of target classes kept in pda (default: half of the classes).
     #[arg(long)]
     pub pda_classes: Option<usize>,
@@ -45,7 +86,7 @@ pub struct ProtocolArgs {
 impl ProtocolArgs {
     /// The protocol for a source of `n_classes` classes (errors name the bad setting).
     pub fn parse(&self, n_classes: usize) -> glshift::Result<Protocol> {
-        Protocol::parse(&self.setting, n_classes, self.pda_classes)
+        Protocol::parse(self.setting.as_str(), n_classes, self.pda_classes)
     }
 }
 
@@ -53,7 +94,7 @@ impl ProtocolArgs {
 /// command whose flags mean more than these generic texts say (what `--out` holds, what the
 /// config is the base of) rewrites the help with `#[command(mut_arg(...))]` on its own
 /// arguments, so each command's `--help` reads as before. (`--seed` is not here: `fit` and
-/// `select` take one seed, the grid commands a list, `--seeds`.)
+/// `select` take one seed, [`SeedArg`], the grid commands a list, `--seeds`.)
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// TOML file with settings over the defaults (see README "Configuration").

@@ -12,7 +12,7 @@ use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, S
 use glshift_experiments::protocol;
 
 use crate::fit::{check_out_dir, resolve_config_on, run_files};
-use crate::pair::{PairArgs, ProtocolArgs, RunArgs};
+use crate::pair::{PairArgs, ProtocolArgs, RunArgs, SeedArg};
 use crate::progress::TrainBar;
 
 /// The selection rule (docs/select.md; the default was decided by the scorer study).
@@ -67,15 +67,14 @@ pub struct SelectArgs {
     pub scorer: ScorerArg,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
-    /// Random seed of every candidate. Overrides the config file.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub seed: SeedArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
 
 pub fn run(args: SelectArgs) -> Result<()> {
-    let base = resolve_config_on(args.run.config.as_ref(), None, args.seed, args.run.device)?;
+    let base = resolve_config_on(args.run.config.as_ref(), None, args.seed.get(), args.run.device)?;
     let candidates = match &args.candidates {
         Some(path) => read_candidates_file(path, &base)?,
         None => default_candidates(),

@@ -29,8 +29,8 @@ pub struct TestArgs {
     #[arg(long, default_value_t = DEFAULT_PERMUTATIONS)]
     pub permutations: usize,
     /// Seed of the fit and of the permutations.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub seed: crate::pair::SeedArg,
     /// Method of the assignment model (default: the configuration's, `mul`).
     #[arg(long)]
     pub method: Option<String>,
@@ -74,7 +74,7 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     if a.out.is_dir() {
         bail!("{}: --out must be a JSON file path, and a folder of that name exists", a.out.display());
     }
-    let cfg = resolve_config(a.config.as_ref(), a.method.as_deref(), Some(a.seed))?;
+    let cfg = resolve_config(a.config.as_ref(), a.method.as_deref(), a.seed.get())?;
     let (source, target) = a.pair.load()?;
     // Both refusals are checked before the fit: they need only the data, and cost nothing.
     refuse_shared_rows(&source, &target)?;
@@ -102,7 +102,7 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     let (ys, yt) = (argmax_assign(run.holdout_probs.view()), argmax_assign(run.target_probs.view()));
     refuse_untestable(&ys, &yt, &source, &target)?;
     let eps = cfg.mul.mcmd_params(c).eps;
-    let (res, h) = test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, a.seed, eps, a.alpha)?;
+    let (res, h) = test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, cfg.seed, eps, a.alpha)?;
     let test_s = t_test.elapsed().as_secs_f64();
     let decision = decision_text(&res, &source.class_names, a.alpha);
     let per_class = res.per_class.iter().map(|t| ClassTestRecord::new(t, &source.class_names, untestable_reason(t))).collect();
@@ -111,7 +111,7 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
         source: source.name.clone(),
         target: target.name.clone(),
         method: cfg.method.to_string(),
-        seed: a.seed,
+        seed: cfg.seed,
         statistic: "MCMD² per class (linear label kernel, one-hot assignments, eps of the fit), Gaussian feature kernel on the input features preprocessed with source statistics".into(),
         assignment: "argmax of the fitted model on the source hold-out rows (not trained on) and on the target rows".into(),
         p_value: "permutation of the pooled rows of the class; Holm across the testable classes".into(),

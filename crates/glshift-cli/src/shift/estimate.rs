@@ -75,8 +75,8 @@ pub struct EstimateArgs {
     #[arg(long, value_enum, default_value_t = IntervalArg::Basic)]
     pub interval: IntervalArg,
     /// Seed of the bootstrap (and, with --data, of the network and the hold-out split).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub seed: crate::pair::SeedArg,
     /// Output JSON report.
     #[arg(long)]
     pub out: PathBuf,
@@ -107,7 +107,7 @@ fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
             if !(a.level > 0.0 && a.level < 1.0) {
                 bail!("--level {}: must lie in (0, 1)", a.level);
             }
-            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed, method }))
+            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed.get().unwrap_or(0), method }))
         }
     }
 }
@@ -224,7 +224,10 @@ fn npy<T: WriteNpyExt>(x: &T) -> Result<Vec<u8>> {
 fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec>) -> Result<()> {
     let dir = a.data.as_ref().expect("checked");
     let (src, tgt) = (a.source.as_deref().expect("checked"), a.target.as_deref().expect("checked"));
-    let cfg = resolve_config(a.config.as_ref(), Some("source"), Some(a.seed))?;
+    let cfg = resolve_config(a.config.as_ref(), Some("source"), a.seed.get())?;
+    // The bootstrap's seed is the classifier's: the config file's unless --seed overrides it.
+    let boot = boot.map(|b| BootstrapSpec { seed: cfg.seed, ..*b });
+    let boot = boot.as_ref();
     let (source, target) = data::load_pair(dir, src, tgt)?;
     let c = source.n_classes();
     let source_y = source.labels.clone().unwrap_or_default();

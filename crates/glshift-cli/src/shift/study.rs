@@ -83,8 +83,8 @@ pub struct StudyArgs {
     #[arg(long, value_enum, default_value_t = IntervalArg::Basic)]
     pub interval: IntervalArg,
     /// Seed of the splits, the classifiers and the draws.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub seed: crate::pair::SeedArg,
     /// TOML settings of the source classifier (`method` is forced to `source`).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -125,7 +125,7 @@ pub(super) fn study_cmd(a: StudyArgs) -> Result<()> {
     } else {
         a.prior.iter().map(|p| PriorSpec::parse(p)).collect::<glshift_experiments::Result<Vec<_>>>()?
     };
-    let fit = resolve_config(a.config.as_ref(), Some("source"), Some(a.seed))?;
+    let fit = resolve_config(a.config.as_ref(), Some("source"), a.seed.get())?;
     let cfg = StudyConfig {
         families,
         draws: a.draws,
@@ -135,7 +135,7 @@ pub(super) fn study_cmd(a: StudyArgs) -> Result<()> {
         level: a.level,
         interval: a.interval.into(),
         cross_fit: a.cross_fit,
-        seed: a.seed,
+        seed: fit.seed,
         fit,
     };
     let mut domains = Vec::new();
