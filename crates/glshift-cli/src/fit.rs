@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::{ConfigOverrides, ConfigSource, FitConfig};
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift::records::Protocol;
@@ -47,21 +47,9 @@ pub fn resolve_config_on(
     seed: Option<u64>,
     device: Option<crate::pair::DeviceArg>,
 ) -> Result<FitConfig> {
-    let mut cfg = match config {
-        Some(path) => FitConfig::from_toml_file(path)?,
-        None => FitConfig::default(),
-    };
-    if let Some(m) = method {
-        cfg.method = m.parse::<MethodKind>()?;
-    }
-    if let Some(s) = seed {
-        cfg.seed = s;
-    }
-    if let Some(d) = device {
-        cfg.device = d.into();
-    }
-    cfg.validate()?;
-    Ok(cfg)
+    let source = config.map_or(ConfigSource::Defaults, |p| ConfigSource::TomlFile(p));
+    let overrides = ConfigOverrides { method, seed, device: device.map(Into::into), ..Default::default() };
+    Ok(FitConfig::resolve(source, overrides)?)
 }
 
 /// "cuda (NVIDIA H100 …)", or "cpu" with the reason `auto` fell back.

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use glshift::methods::{FitConfig, MethodKind, Progress};
+use glshift::methods::{ConfigOverrides, ConfigSource, FitConfig, MethodKind, Progress};
 use glshift::model::{CheckedParams, Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
 use ndarray::{Array2, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
@@ -73,35 +73,23 @@ fn resolve_config(
     adapt_iters: Option<usize>,
     device: Option<&str>,
 ) -> glshift::Result<CheckedParams> {
-    let mut cfg = match (config_path, config_json) {
+    let source = match (config_path, config_json) {
         (Some(_), Some(_)) => {
             return Err(glshift::Error::param("config", "file and dict", "give a TOML file or a dict of settings, not both"))
         }
-        (Some(p), None) => FitConfig::from_toml_file(p)?,
-        (None, Some(j)) => serde_json::from_str::<FitConfig>(j)
-            .map_err(|e| glshift::Error::param("config", j, format!("invalid settings: {e}")))?,
-        (None, None) => FitConfig::default(),
+        (Some(p), None) => ConfigSource::TomlFile(p),
+        (None, Some(j)) => ConfigSource::Json(j),
+        (None, None) => ConfigSource::Defaults,
     };
-    if let Some(m) = method {
-        cfg.method = m.parse::<MethodKind>()?;
-    }
-    if let Some(s) = seed {
-        cfg.seed = s;
-    }
-    if let Some(n) = pretrain_iters {
-        cfg.pretrain_iters = n;
-    }
-    if let Some(n) = adapt_iters {
-        cfg.adapt_iters = n;
-    }
-    if let Some(d) = device {
-        cfg.device = match d {
-            "cpu" => glshift::device::Device::Cpu,
-            "cuda" => glshift::device::Device::Cuda,
-            "auto" => glshift::device::Device::Auto,
-            other => return Err(glshift::Error::param("device", other, "expected 'cpu', 'cuda' or 'auto'")),
-        };
-    }
+    let device = match device {
+        None => None,
+        Some("cpu") => Some(glshift::device::Device::Cpu),
+        Some("cuda") => Some(glshift::device::Device::Cuda),
+        Some("auto") => Some(glshift::device::Device::Auto),
+        Some(other) => return Err(glshift::Error::param("device", other, "expected 'cpu', 'cuda' or 'auto'")),
+    };
+    let overrides = ConfigOverrides { method, seed, pretrain_iters, adapt_iters, device };
+    let cfg = FitConfig::resolve(source, overrides)?;
     FitParams::from_config(cfg).check()
 }
 
