@@ -2,6 +2,7 @@
 import filecmp
 import json
 import os
+import re
 import struct
 import sys
 
@@ -84,7 +85,8 @@ def main(old_root, new_root):
             print(f"{'same' if ok else 'DIFFERENT'}: {rel}/{f}")
     for k in ("only_old", "only_new"):
         if fields[k]:
-            print(f"fields in the {k[5:]} build only (not compared): {', '.join(sorted(fields[k]))}")
+            names = sorted({re.sub(r"\[\d+\]", "[]", f) for f in fields[k]})
+            print(f"fields in the {k[5:]} build only (not compared): {', '.join(names)}")
     for p in fields["differ"][:40]:
         print(f"differs: {p}")
     print(f"{same} files the same, {differ} different")

@@ -16,6 +16,7 @@
 //! whose confusion and calibration no source row measures (averaged probabilities are less
 //! confident than any single model's), so it is not done.
 
+use glshift::seeds::{stream_seed, Stream};
 use ndarray::{Array2, Axis};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -66,7 +67,7 @@ pub fn cross_fit(source: &Domain, target: &Domain, cfg: &FitConfig, k: usize) ->
     unlabelled.labels = None;
     let nt = target.n();
     let mut target_model: Vec<usize> = (0..nt).map(|i| i % k).collect();
-    target_model.shuffle(&mut ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a39_c5f1_0b2d_e864));
+    target_model.shuffle(&mut ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::CrossFitTargets)));
     let mut source_probs = Array2::<f32>::zeros((source.n(), c));
     let mut target_probs = Array2::<f32>::zeros((nt, c));
     let mut n_train = Vec::with_capacity(k);

@@ -32,6 +32,7 @@ pub mod pipeline;
 pub mod real;
 pub mod records;
 pub mod scorers;
+pub mod seeds;
 pub mod select;
 
 pub use error::{Error, Result};

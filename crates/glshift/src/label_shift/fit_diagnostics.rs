@@ -20,6 +20,7 @@
 //!   that class (a target that satisfies label shift exactly), and recomputes r* with its own
 //!   QP. `p = (1 + #{r* ≥ r}) / (1 + B)`; a small p is evidence against the assumption.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -166,7 +167,7 @@ fn null_residuals(
 ) -> Vec<f64> {
     let by_class = rows_by_class(labels, source_prior.len());
     let drawable = Drawable::new(&by_class, target_prior);
-    let mut master = ChaCha8Rng::seed_from_u64(p.seed ^ 0x5f37_59df_0a1b_c2d3);
+    let mut master = ChaCha8Rng::seed_from_u64(stream_seed(p.seed, Stream::Diagnostics));
     let seeds: Vec<u64> = (0..p.resamples).map(|_| master.random()).collect();
     let soft = p.soft;
     seeds

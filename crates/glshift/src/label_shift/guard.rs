@@ -43,6 +43,7 @@
 //! [`project_to_box`]), so that adaptation and estimation cannot feed each other beyond what the
 //! pre-trained network supports.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{ArrayView2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -197,7 +198,7 @@ pub fn prior_guard(
     let c = source_prior.len();
     let by_class = rows_by_class(labels, c);
     let drawable = Drawable::new(&by_class, &qp);
-    let mut master = ChaCha8Rng::seed_from_u64(b.seed ^ 0x9a1d_07e5_3c4b_11f2);
+    let mut master = ChaCha8Rng::seed_from_u64(stream_seed(b.seed, Stream::Guard));
     let seeds: Vec<u64> = (0..b.resamples).map(|_| master.random()).collect();
     let reps: Vec<(f64, Vec<f64>)> = seeds
         .par_iter()

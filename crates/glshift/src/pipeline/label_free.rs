@@ -2,6 +2,7 @@
 //! [`label_shift::fit_diagnostics`], the estimated target prior (`label_shift.prior_estimator`)
 //! and its bootstrap interval.
 
+use crate::seeds::{stream_seed, Stream};
 use crate::label_shift;
 use crate::methods::FitConfig;
 use crate::Result;
@@ -92,7 +93,7 @@ fn prior_estimate(
         cfg.label_shift.calibrate,
         PRIOR_CI_RESAMPLES,
         PRIOR_CI_LEVEL,
-        cfg.seed ^ 0x5eed_c1,
+        stream_seed(cfg.seed, Stream::PriorInterval),
     )?;
     Ok(Some(iv))
 }

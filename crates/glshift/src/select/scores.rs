@@ -3,6 +3,7 @@
 //! inputs are a candidate's fitted outputs: source hold-out probabilities and labels, its Z of
 //! the source and target rows, its target probabilities. No target label.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{Array2, Axis};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -144,7 +145,7 @@ pub(super) fn score_candidate(out: &RunOutput, w: &[f64], snd_rows: &[usize], wa
 pub(super) fn snd_rows(n_target: usize, seed: u64) -> Vec<usize> {
     let mut rows: Vec<usize> = (0..n_target).collect();
     if n_target > SND_MAX_ROWS {
-        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x5_4d));
+        rows.shuffle(&mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::SndRows)));
         rows.truncate(SND_MAX_ROWS);
         rows.sort_unstable();
     }

@@ -14,6 +14,7 @@
 //! adversarial steps are full-size whatever λ_p: L_D spikes (≈ 35–55 at p ≈ 0.05 on partial DA
 //! D→A, seed 0) and the target representation is wrecked; λ = 0.1 spikes alike.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{Array2, ArrayView2};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -50,7 +51,7 @@ pub const HEAD_INIT_STD: f64 = 0.3;
 /// points on the reference check (docs/baselines.md, "Why DANN lagged skada's": that diagnosis
 /// read three tasks' target labels; the values here are the reference code's, not tuned).
 fn reference_init<T: Real>(net: &mut Network<T>, seed: u64) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1a17_d15c);
+    let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::DiscriminatorInit));
     let mut draw = |lin: &mut crate::nn::Linear<T>, std: f64| {
         let normal = Normal::new(0.0, std).expect("a positive, finite std");
         lin.w.mapv_inplace(|_| T::from_f64_(normal.sample(&mut rng)));
@@ -95,7 +96,7 @@ impl<T: Real> Discriminator<T> {
         let mut net = Network::new_generic(input_dim, 2, &arch, seed)?;
         reference_init(&mut net, seed);
         let opt = Optimizer::Adam(Adam::new(optimizer, &net));
-        Ok(Discriminator { net, opt, schedule: None, rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_d15c) })
+        Ok(Discriminator { net, opt, schedule: None, rng: ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::DiscriminatorDropout)) })
     }
 
     /// The network D (read-only).

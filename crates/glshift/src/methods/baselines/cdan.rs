@@ -27,6 +27,7 @@
 //! `iw-cdan` (Combes et al. 2020, IWCDAN): CDAN with the source terms of the discriminator loss
 //! and the source CE weighted by BBSE-QP's w_{yᵢ} (the loop's per-iteration estimate).
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis, Zip};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -38,8 +39,6 @@ use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
 use crate::nn::softmax;
 use crate::{Real, Result};
-
-const DISCRIMINATOR_SEED: u64 = 0xcda0_0000;
 
 /// The conditioning map T(f, g) and its backward.
 #[derive(Clone, Debug)]
@@ -149,7 +148,7 @@ impl<T: Real> Cdan<T> {
     /// conditioning map of Z (`ctx.z_dim`) and the c class probabilities.
     pub fn new(ctx: &BuildContext, entropy: bool) -> Result<Self> {
         let (b, z_dim, c) = (ctx.baselines, ctx.z_dim, ctx.c);
-        let seed = ctx.seed ^ DISCRIMINATOR_SEED;
+        let seed = stream_seed(ctx.seed, Stream::CdanDiscriminator);
         let map = ConditioningMap::for_dims(z_dim, c, b.cdan_max_multilinear_dim, b.cdan_random_dim, seed.wrapping_add(1));
         let input_dim = match &map {
             ConditioningMap::Multilinear => z_dim * c,

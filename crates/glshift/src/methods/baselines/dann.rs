@@ -2,6 +2,7 @@
 //! All three train a domain discriminator on Z through a gradient reversal layer
 //! ([`super::Discriminator`]) and differ only in the weights of the source terms.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
@@ -9,9 +10,6 @@ use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
 use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
 use crate::{Real, Result};
-
-/// Seeds the discriminator apart from the network G + F (same fit seed, different stream).
-const DISCRIMINATOR_SEED: u64 = 0xd15c_0000;
 
 /// PADA's class weights (Cao, Ma, Long & Wang, "Partial Adversarial Domain Adaptation", ECCV
 /// 2018, eq. 3): γ = (1/n_t) Σⱼ ŷⱼ, the average target prediction, normalised by its maximum.
@@ -60,7 +58,7 @@ pub struct Dann<T: Real = f32> {
 impl<T: Real> Dann<T> {
     /// DANN, IW-DANN or PADA, as the row's class weights say; a discriminator on Z (`b.z_dim`).
     pub fn new(b: &BuildContext) -> Result<Self> {
-        let mut disc = Discriminator::new(b.z_dim, b.baselines, b.optimizer, b.seed ^ DISCRIMINATOR_SEED)?;
+        let mut disc = Discriminator::new(b.z_dim, b.baselines, b.optimizer, stream_seed(b.seed, Stream::DannDiscriminator))?;
         if b.minibatch() {
             disc = disc.with_sgd(b.baselines);
         }

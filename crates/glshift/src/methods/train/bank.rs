@@ -20,6 +20,7 @@
 //! Memory is the model, the batch, one chunk and O((n_t + sample) × z_dim); per-step cost
 //! does not grow with n. Deterministic per seed.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{concatenate, s, Array2, Axis};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -35,9 +36,6 @@ use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, StepOutput};
 use crate::Result;
-
-/// Seeds the adaptation's batches apart from pre-training's and the network's streams.
-const BANK_SEED: u64 = 0xba4c_0000;
 
 /// The memory bank and samplers of a mini-batch adaptation.
 pub(super) struct Bank {
@@ -95,7 +93,7 @@ impl Bank {
             source: StratifiedSampler::new(&train_rows, &layout.y_train, layout.c, mb.batch_size),
             target: Sampler::new(n_target, mb.batch_size),
             context_t: StratifiedSampler::new(&[], &[], layout.c, 0),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ BANK_SEED),
+            rng: ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Bank)),
             j_tu_sum: 0.0,
             j_tu_steps: 0,
             du_pooled: false,

@@ -6,6 +6,7 @@
 //! training uses all training rows, which a mini-batch fit never holds at once. The fitted
 //! model freezes the same statistics (`Fitted::bn_stats_rows`).
 
+use crate::seeds::{stream_seed, Stream};
 use std::ops::Range;
 
 use ndarray::{s, Array2, ArrayView2};
@@ -19,9 +20,6 @@ use crate::methods::config::FitConfig;
 use crate::nn::{BnStats, Network};
 use crate::Result;
 
-/// Seeds the BatchNorm sample apart from the other streams of the fit.
-const STATS_SEED: u64 = 0x5747_0000;
-
 /// The seeded sample of source training rows (indices into the stacked order, ascending) whose
 /// statistics evaluation-mode BatchNorm uses: all training rows when there are at most
 /// `minibatch.bn_stats_rows`.
@@ -30,7 +28,7 @@ pub(super) fn bn_stats_rows(layout: &Layout, cfg: &FitConfig) -> Vec<usize> {
     let k = cfg.minibatch.bn_stats_rows.min(n);
     let mut rows: Vec<usize> = (0..n).collect();
     if k < n {
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ STATS_SEED);
+        let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::BnStats));
         rows.shuffle(&mut rng);
         rows.truncate(k);
         rows.sort_unstable();

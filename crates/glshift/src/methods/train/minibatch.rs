@@ -15,6 +15,7 @@
 //!
 //! Deterministic per seed: the sampler draws from its own stream seeded by the fit's seed.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::{s, Array2};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -29,9 +30,6 @@ use crate::methods::config::FitConfig;
 use crate::methods::method::AdaptInputs;
 use crate::nn::{Forward, Optimizer};
 use crate::Result;
-
-/// Seeds the sampler apart from the network's dropout stream (same fit seed).
-const SAMPLER_SEED: u64 = 0xba7c_0000;
 
 /// Adaptation iterations of `cfg.method`: `baselines.iterations` by mini-batch, else `adapt_iters`.
 pub(super) fn adapt_iterations(cfg: &FitConfig) -> usize {
@@ -92,7 +90,7 @@ impl Batches {
         Batches {
             source: Sampler::new(layout.n_train(), b),
             target: Sampler::new(n_target, b),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed ^ SAMPLER_SEED),
+            rng: ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::BaselineSampler)),
             target_probs: Array2::zeros((0, layout.c)),
             estimate: None,
             temperature: 1.0,

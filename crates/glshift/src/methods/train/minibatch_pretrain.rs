@@ -6,6 +6,7 @@
 //! window W = `pretrain_patience` steps counted in evaluations (⌈W / eval_every⌉); the network
 //! with the lowest hold-out NLL is kept. Per-step cost is set by the batch, not by n.
 
+use crate::seeds::{stream_seed, Stream};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -20,17 +21,14 @@ use crate::methods::config::FitConfig;
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
 use crate::Result;
 
-/// Seeds the source batches apart from the network's dropout stream.
-pub(super) const BATCH_SEED: u64 = 0xb47c_4000;
-
 /// Mini-batch pre-training; the state has the same meaning as full-batch pre-training's.
 pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
     let mb = &cfg.minibatch;
     let n_train = layout.n_train();
     let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let mut adam = Adam::new(&cfg.optimizer, &net);
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
-    let mut batch_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ BATCH_SEED);
+    let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
+    let mut batch_rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::PretrainBatches));
     let train_rows: Vec<usize> = (0..n_train).collect();
     let mut sampler = StratifiedSampler::new(&train_rows, &layout.y_train, layout.c, mb.batch_size);
     let stats_rows = bn_stats_rows(layout, cfg);

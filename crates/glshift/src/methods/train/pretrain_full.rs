@@ -1,6 +1,7 @@
 //! Full-batch pre-training (Algorithm 1, first stage, every row in every iteration); the
 //! mini-batch twin is `minibatch_pretrain`, the shared state and records are in `pretrain`.
 
+use crate::seeds::{stream_seed, Stream};
 use ndarray::s;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -29,7 +30,7 @@ pub(super) fn run_pretraining_full(
     let (x_source, y_train, y_hold) = (layout.x_source(), &layout.y_train, &layout.y_hold);
     let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let mut adam = Adam::new(&cfg.optimizer, &net);
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
     let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
     let uniform = vec![1.0f32; n_train];
     let train_fw = Forward { train: true, stats_rows: n_train };
