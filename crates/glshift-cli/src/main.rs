@@ -92,7 +92,7 @@ fn main() -> ExitCode {
 /// `RAYON_NUM_THREADS=N` caps ndarray's GEMM (matrixmultiply, `MATMUL_NUM_THREADS`) at N threads
 /// too, unless `MATMUL_NUM_THREADS` is set: otherwise a "one thread" process still split every
 /// product over both cores, which under load nearly doubled a baseline fit's wall time (52 s vs
-/// 93 s side by side, docs/baselines.md). The thread count never changes a result. Runs first
+/// 93 s side by side, docs/results-baselines.md). The thread count never changes a result. Runs first
 /// in `main`, before any thread exists and before matrixmultiply reads the variable.
 fn follow_rayon_thread_count() {
     if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
