@@ -6,8 +6,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use glshift::output::npy_bytes;
 use ndarray::Array1;
-use ndarray_npy::WriteNpyExt;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -101,13 +101,6 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         h.update(&buf[..n]);
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn npy_bytes<T: WriteNpyExt>(a: &T, path: &Path) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    a.write_npy(&mut buf)
-        .map_err(|e| Error::Output(glshift::Error::Write { path: path.to_path_buf(), reason: e.to_string() }))?;
-    Ok(buf)
 }
 
 /// Writes every output file into `out` atomically (see the module docs).

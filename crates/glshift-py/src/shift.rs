@@ -3,7 +3,7 @@
 //! (`glshift::kernel::cond_test`).
 
 use glshift::kernel::cond_test::{conditional_shift_test as conditional_shift_test_core, CondTestParams};
-use glshift::label_shift::suite::{resolve_names, run_suite, suite_json, BootstrapSpec};
+use glshift::label_shift::suite::{resolve_names, run_suite, BootstrapSpec, EstimatorOutcome};
 use glshift::label_shift::{IntervalMethod, ShiftInputs};
 use glshift::methods::FitConfig;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
@@ -46,10 +46,13 @@ pub fn estimate_shift(
         })
         .map_err(py_err)?;
     // One JSON object per estimator, in the order asked (a JSON map would sort the names).
-    Ok(results
+    results
         .iter()
-        .map(|item| (item.0.clone(), suite_json(std::slice::from_ref(item))[&item.0].to_string()))
-        .collect())
+        .map(|(name, r)| {
+            let json = serde_json::to_value(EstimatorOutcome::new(name, r)).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            Ok((name.clone(), json.to_string()))
+        })
+        .collect()
 }
 
 /// Per-class MCMD² permutation test (`glshift shift test` on arrays, `kernel::cond_test`):

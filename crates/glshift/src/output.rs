@@ -9,6 +9,14 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Write { path: path.to_path_buf(), reason: e.to_string() }
 }
 
+/// `a` as the bytes of a `.npy` file, to be written (with the other files of a run) by
+/// [`write_files_atomically`]; `path` names the file in the error.
+pub fn npy_bytes<T: ndarray_npy::WriteNpyExt + ?Sized>(a: &T, path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    a.write_npy(&mut bytes).map_err(|e| write_err(path, e))?;
+    Ok(bytes)
+}
+
 /// Writes all `(path, contents)` pairs so that each file appears complete or not at all: every
 /// file goes to a temporary sibling first (fsynced), and only when all are written are they
 /// renamed into place. Parent directories are created.

@@ -10,12 +10,11 @@ use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::label_shift::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_outcomes, BootstrapSpec, EstimatorOutcome};
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
-use glshift::output::write_files_atomically;
+use glshift::output::{npy_bytes, write_files_atomically};
 use glshift::pipeline;
 use glshift::records::{ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile, TrainRows, TrainedInput};
 use glshift_experiments::crossfit::cross_fit;
 use ndarray::{Array1, Array2};
-use ndarray_npy::WriteNpyExt;
 
 use super::IntervalArg;
 use crate::fit::{fmt_vec, resolve_config};
@@ -215,12 +214,6 @@ fn estimate_probs(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpe
     Ok(())
 }
 
-fn npy<T: WriteNpyExt>(x: &T) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    x.write_npy(&mut buf)?;
-    Ok(buf)
-}
-
 fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec>) -> Result<()> {
     let dir = a.data.as_ref().expect("checked");
     let (src, tgt) = (a.source.as_deref().expect("checked"), a.target.as_deref().expect("checked"));
@@ -293,9 +286,10 @@ fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec
     let mut files = vec![(a.out.clone(), serde_json::to_vec_pretty(&report)?)];
     if let Some(dir) = &a.save_probs {
         let hl: Array1<i64> = hl.iter().map(|&y| y as i64).collect();
-        files.push((dir.join("holdout_probs.npy"), npy(&hp)?));
-        files.push((dir.join("holdout_labels.npy"), npy(&hl)?));
-        files.push((dir.join("target_probs.npy"), npy(&tp)?));
+        let (hp_path, hl_path, tp_path) = (dir.join("holdout_probs.npy"), dir.join("holdout_labels.npy"), dir.join("target_probs.npy"));
+        files.push((hp_path.clone(), npy_bytes(&hp, &hp_path)?));
+        files.push((hl_path.clone(), npy_bytes(&hl, &hl_path)?));
+        files.push((tp_path.clone(), npy_bytes(&tp, &tp_path)?));
     }
     write_files_atomically(&files)?;
     println!("wrote {}", a.out.display());

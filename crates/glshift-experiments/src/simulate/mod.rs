@@ -14,8 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
+use glshift::output::npy_bytes;
 use ndarray::{Array1, Axis};
-use ndarray_npy::WriteNpyExt;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -366,12 +366,6 @@ pub fn simulate_cross(source_domain: &Domain, target_domain: &Domain, cfg: &Simu
         target,
     };
     Ok((source, tgt, report))
-}
-
-fn npy_bytes<T: WriteNpyExt>(a: &T, path: &Path) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    a.write_npy(&mut buf).map_err(|e| Error::Write { path: path.to_path_buf(), reason: e.to_string() })?;
-    Ok(buf)
 }
 
 /// The files of a simulation in the npy folder layout: `source_features.npy`,

@@ -202,8 +202,8 @@ pub fn run_suite(
     Ok(out)
 }
 
-/// The `estimators` object of a report: key → entry, or key → `{"variant", "error"}`.
-/// One estimator's outcome as the reports hold it: its entry, or the variant and why it failed.
+/// One estimator's outcome as the reports hold it: its entry, or the variant and why it failed
+/// (`{"variant", "error"}`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum EstimatorOutcome {
@@ -211,23 +211,19 @@ pub enum EstimatorOutcome {
     Failed { variant: String, error: String },
 }
 
-/// The suite's results by estimator name, as the reports hold them.
-pub fn suite_outcomes(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> BTreeMap<String, EstimatorOutcome> {
-    results
-        .iter()
-        .map(|(name, r)| {
-            let outcome = match r {
-                Ok(e) => EstimatorOutcome::Estimated(Box::new(e.clone())),
-                Err(msg) => EstimatorOutcome::Failed { variant: estimator_for(name).map(|e| e.name()).unwrap_or("?").to_string(), error: msg.clone() },
-            };
-            (name.clone(), outcome)
-        })
-        .collect()
+impl EstimatorOutcome {
+    /// The outcome of estimator `name` ([`run_suite`]'s result for it).
+    pub fn new(name: &str, result: &std::result::Result<SuiteEntry, String>) -> EstimatorOutcome {
+        match result {
+            Ok(e) => EstimatorOutcome::Estimated(Box::new(e.clone())),
+            Err(msg) => EstimatorOutcome::Failed { variant: estimator_for(name).map(|e| e.name()).unwrap_or("?").to_string(), error: msg.clone() },
+        }
+    }
 }
 
-/// [`suite_outcomes`] as a JSON object.
-pub fn suite_json(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> serde_json::Value {
-    serde_json::to_value(suite_outcomes(results)).expect("entries serialise")
+/// The `estimators` object of a report: estimator name → its outcome.
+pub fn suite_outcomes(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> BTreeMap<String, EstimatorOutcome> {
+    results.iter().map(|(name, r)| (name.clone(), EstimatorOutcome::new(name, r))).collect()
 }
 
 #[cfg(test)]
@@ -258,7 +254,7 @@ mod tests {
         let boot = BootstrapSpec { resamples: 20, level: 0.9, seed: 1, method: IntervalMethod::Basic };
         let truth = [0.5, 0.5, 0.0];
         let r = run_suite(&names, &inp, Some(&boot), Some(&truth)).unwrap();
-        let json = suite_json(&r);
+        let json = serde_json::to_value(suite_outcomes(&r)).unwrap();
         for key in SUITE {
             let e = &json[key];
             assert_eq!(e["prior"].as_array().unwrap().len(), 3, "{key}: {e}");
@@ -270,7 +266,7 @@ mod tests {
         assert!(json["mlls"].get("bootstrap").is_none(), "replicate details stay out of reports");
         assert_eq!(json["bbse-qp"]["variant"], "bbse-qp-soft");
         let r = run_suite(&names, &inp, None, None).unwrap();
-        let json = suite_json(&r);
+        let json = serde_json::to_value(suite_outcomes(&r)).unwrap();
         for key in SUITE {
             assert!(json[key].get("prior_l1_error").is_none() && json[key].get("prior_ci_low").is_none());
         }

@@ -1,6 +1,7 @@
 //! From two loaded domains to a report: preprocessing, the fit, predictions and (when the
 //! target has labels) the final score. The CLI, the demo and the tests all go through here.
 
+use std::path::Path;
 use std::time::Instant;
 
 use ndarray::Array2;
@@ -10,6 +11,7 @@ use crate::data::Domain;
 use crate::data::{FilePair, Rows};
 use crate::model::dataset::check_domain_rows;
 use crate::nn::argmax_row;
+use crate::output::npy_bytes;
 use crate::methods::{FitConfig, PretrainCache, Progress};
 use crate::model::{CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::{Error, Result};
@@ -18,7 +20,7 @@ mod evaluate;
 mod label_free;
 mod report;
 mod output_files;
-use output_files::{labels_array, npy_bytes};
+use output_files::labels_array;
 pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 use label_free::label_free;
@@ -81,10 +83,13 @@ impl RunOutput {
     /// what `glshift report` needs for the t-SNE figures. The target labels are included only
     /// when the target has them.
     pub fn embedding_files(&self) -> Result<Vec<(&'static str, Vec<u8>)>> {
-        let mut files = vec![(Z_SOURCE_FILE, npy_bytes(&self.source_z)?), (Z_TARGET_FILE, npy_bytes(&self.target_z)?)];
-        files.push((LABELS_SOURCE_FILE, npy_bytes(&labels_array(&self.source_labels))?));
+        let mut files = vec![
+            (Z_SOURCE_FILE, npy_bytes(&self.source_z, Path::new(Z_SOURCE_FILE))?),
+            (Z_TARGET_FILE, npy_bytes(&self.target_z, Path::new(Z_TARGET_FILE))?),
+            (LABELS_SOURCE_FILE, npy_bytes(&labels_array(&self.source_labels), Path::new(LABELS_SOURCE_FILE))?),
+        ];
         if let Some(t) = &self.target_labels {
-            files.push((LABELS_TARGET_FILE, npy_bytes(&labels_array(t))?));
+            files.push((LABELS_TARGET_FILE, npy_bytes(&labels_array(t), Path::new(LABELS_TARGET_FILE))?));
         }
         Ok(files)
     }

@@ -5,7 +5,6 @@
 use ndarray::{Array2, ArrayView2};
 
 use crate::nn::argmax_row;
-use crate::{Error, Result};
 
 /// `predictions.csv`: one line per row of `probs` (`n × c`): row, predicted class (index and
 /// name), confidence, and the probability of each of the `c` `classes` (6 decimals).
@@ -49,11 +48,4 @@ fn csv_field(s: &str) -> String {
 
 pub(super) fn labels_array(y: &[usize]) -> ndarray::Array1<i64> {
     y.iter().map(|&k| k as i64).collect()
-}
-
-pub(super) fn npy_bytes<A: ndarray_npy::WritableElement, D: ndarray::Dimension>(a: &ndarray::Array<A, D>) -> Result<Vec<u8>> {
-    use ndarray_npy::WriteNpyExt;
-    let mut bytes = Vec::new();
-    a.write_npy(&mut bytes).map_err(|e| Error::Write { path: "(.npy in memory)".into(), reason: e.to_string() })?;
-    Ok(bytes)
 }

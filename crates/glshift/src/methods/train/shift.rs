@@ -81,9 +81,11 @@ impl ShiftTracker {
     ) -> Result<ShiftEstimate> {
         let conf = label_shift::confusion_matrix(conf_probs, conf_labels, source_prior, self.soft)?;
         self.filled = conf.filled_classes.clone();
-        let q = label_shift::predicted_distribution(target_probs, self.soft)?;
         let mut raw = match self.estimator {
-            LoopEstimator::BbseQp => label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?,
+            LoopEstimator::BbseQp => {
+                let q = label_shift::predicted_distribution(target_probs, self.soft)?;
+                label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?
+            }
             LoopEstimator::Mlls => {
                 let inputs = ShiftInputs { source_probs: conf_probs, source_labels: conf_labels, target_probs, source_prior: Some(source_prior) };
                 Mlls::default().estimate(&inputs)?
