@@ -108,7 +108,7 @@ fn train_one(source: &Domain, target: &Domain, cfg: &FitConfig, shared: usize, r
         let (i, j) = ((idx % res) as f64 + 0.5, (idx / res) as f64 + 0.5);
         (if d == 0 { xr.0 + i * (xr.1 - xr.0) / res as f64 } else { yr.0 + j * (yr.1 - yr.0) / res as f64 }) as f32
     });
-    let grid: Vec<usize> = out.network.f.forward(grid_z.view()).rows().into_iter().map(argmax).collect();
+    let grid: Vec<usize> = out.model.network().f.forward(grid_z.view()).rows().into_iter().map(argmax).collect();
     let predicted = out.predictions();
     let targets: Vec<(f64, f64, usize)> = match &out.target_labels {
         Some(y) => zt.rows().into_iter().zip(y).map(|(r, &k)| (f64::from(r[0]), f64::from(r[1]), k)).collect(),

@@ -91,43 +91,44 @@ pub struct FitPriorInterval {
 
 /// The final network's hold-out and target outputs, re-tempered once with the temperature
 /// fitted on the hold-out (softmax is shift-invariant, so `ln p` serves as logits; unchanged
-/// without `calibrate`): the inputs of the reported estimate and of its interval, so a caller
-/// that wants both calibrates once.
-pub struct FinalOutputs<'a> {
+/// without `calibrate`): the inputs of the reported estimate and of its interval, built once
+/// per fit (`CheckedParams` keeps it for the report's interval).
+#[derive(Clone, Debug)]
+pub struct FinalOutputs {
     /// Calibrated hold-out (n_h × c) and target (n_t × c) probabilities.
     hold: Array2<f32>,
     target: Array2<f32>,
-    holdout_labels: &'a [usize],
-    source_prior: &'a [f64],
+    holdout_labels: Vec<usize>,
+    source_prior: Vec<f64>,
 }
 
-impl<'a> FinalOutputs<'a> {
+impl FinalOutputs {
     /// `holdout_probs` n_h × c and `target_probs` n_t × c are the final network's plain softmax
     /// outputs; `holdout_labels` length n_h; `source_prior` the full-source prior.
     pub fn new(
         holdout_probs: ArrayView2<f32>,
-        holdout_labels: &'a [usize],
+        holdout_labels: &[usize],
         target_probs: ArrayView2<f32>,
-        source_prior: &'a [f64],
+        source_prior: &[f64],
         calibrate: bool,
-    ) -> Result<FinalOutputs<'a>> {
+    ) -> Result<FinalOutputs> {
         let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
         let (hl, tl) = (logits(holdout_probs), logits(target_probs));
         let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
         Ok(FinalOutputs {
             hold: softmax_with_temperature(hl.view(), temperature),
             target: softmax_with_temperature(tl.view(), temperature),
-            holdout_labels,
-            source_prior,
+            holdout_labels: holdout_labels.to_vec(),
+            source_prior: source_prior.to_vec(),
         })
     }
 
     fn inputs(&self) -> ShiftInputs<'_> {
         ShiftInputs {
             source_probs: self.hold.view(),
-            source_labels: self.holdout_labels,
+            source_labels: &self.holdout_labels,
             target_probs: self.target.view(),
-            source_prior: Some(self.source_prior),
+            source_prior: Some(&self.source_prior),
         }
     }
 
@@ -151,9 +152,23 @@ impl<'a> FinalOutputs<'a> {
         level: f64,
         seed: u64,
     ) -> Result<FitPriorInterval> {
+        let estimate = self.estimate(estimator, soft, tracker)?;
+        self.interval_around(estimate, estimator, soft, b, level, seed)
+    }
+
+    /// [`FinalOutputs::interval`] around an `estimate` already made by
+    /// [`FinalOutputs::estimate`] with the same `estimator` and `soft`.
+    pub fn interval_around(
+        &self,
+        estimate: ShiftEstimate,
+        estimator: PriorEstimator,
+        soft: bool,
+        b: usize,
+        level: f64,
+        seed: u64,
+    ) -> Result<FitPriorInterval> {
         let unfloored = estimator.estimator(soft);
         let iv = bootstrap(&unfloored, &self.inputs(), b, seed, level, IntervalMethod::Percentile)?;
-        let estimate = self.estimate(estimator, soft, tracker)?;
         let (low, high) = hull_with_report(&iv.q_low, &iv.q_high, &estimate.target_prior);
         Ok(FitPriorInterval { estimate, low, high, final_point: iv.point, failed: iv.failed })
     }

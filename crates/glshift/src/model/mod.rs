@@ -45,7 +45,7 @@ mod params;
 pub use dataset::Dataset;
 pub use file::{FORMAT_NAME, FORMAT_VERSION};
 pub use fitted::{FittedModel, ModelInfo};
-pub use params::{CheckedParams, FitOptions, FitOutcome, FitParams};
+pub use params::{CheckedParams, FitOptions, FitOutcome, FitParams, ReportedPrior};
 pub(crate) use params::{FitFeatures, FitInput};
 
 #[cfg(test)]

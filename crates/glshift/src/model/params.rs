@@ -8,8 +8,9 @@ use super::dataset::Dataset;
 use super::fitted::FittedModel;
 use crate::data::{self, FeatureFile, PreprocessStats, Rows};
 use crate::data::Preprocess;
-use crate::methods::train::{fit_with_cache, FitData, Fitted};
+use crate::methods::train::{fit_checked, FitData, Fitted};
 use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress};
+use crate::label_shift::{FinalOutputs, ShiftEstimate};
 use crate::Result;
 
 /// Unchecked settings of a fit: every [`FitConfig`] field, with the defaults of `glshift fit`.
@@ -92,8 +93,20 @@ pub struct CheckedParams {
 pub struct FitOutcome {
     pub model: FittedModel,
     pub fitted: Fitted,
+    /// The reported target prior (the model's), estimated once per fit; `None` for methods
+    /// that estimate no shift.
+    pub prior: Option<ReportedPrior>,
     /// Problems found without labels that did not stop the fit (e.g. badly scaled features).
     pub warnings: Vec<String>,
+}
+
+/// A fit's reported target prior and the calibrated final outputs it was estimated on, which
+/// the report's bootstrap interval resamples (`None` without a hold-out: the training loop's
+/// last estimate, as it is).
+#[derive(Clone, Debug)]
+pub struct ReportedPrior {
+    pub estimate: ShiftEstimate,
+    pub outputs: Option<FinalOutputs>,
 }
 
 /// Optional parts of a fit beyond the data.
@@ -220,10 +233,11 @@ impl CheckedParams {
             Some(p) => p,
             None => &mut no_progress,
         };
-        let fitted = fit_with_cache(data, cfg, cache, progress)?;
-        let reported = reported_prior(&fitted, data.source_y, cfg)?;
+        let fitted = fit_checked(data, cfg, cache, progress)?;
+        let prior = reported_prior(&fitted, data.source_y, cfg)?;
+        let reported = prior.as_ref().map(|p| p.estimate.target_prior.clone());
         let model = FittedModel::from_fit(cfg, class_names, stats, data.source_x, data.target_x.nrows(), &fitted, reported)?;
-        Ok(FitOutcome { model, fitted, warnings })
+        Ok(FitOutcome { model, fitted, prior, warnings })
     }
 }
 
@@ -262,21 +276,14 @@ pub(crate) struct FitInput<'f, 'a> {
 /// The target prior a fitted model keeps: `label_shift.prior_estimator` on the final network
 /// (the same estimate as `report.json`'s `estimated_target_prior`); the training loop's last
 /// estimate without a hold-out; `None` for methods that estimate no shift.
-fn reported_prior(fitted: &Fitted, source_y: &[usize], cfg: &FitConfig) -> Result<Option<Vec<f64>>> {
+fn reported_prior(fitted: &Fitted, source_y: &[usize], cfg: &FitConfig) -> Result<Option<ReportedPrior>> {
     let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
     if fitted.holdout_rows.is_empty() {
-        return Ok(Some(tracker.target_prior.clone()));
+        return Ok(Some(ReportedPrior { estimate: tracker.clone(), outputs: None }));
     }
     let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
-    let est = crate::label_shift::fit_prior_estimate(
-        cfg.label_shift.prior_estimator,
-        cfg.label_shift.soft,
-        fitted.holdout_probs.view(),
-        &labels,
-        fitted.target_probs.view(),
-        &fitted.source_prior,
-        tracker,
-        cfg.label_shift.calibrate,
-    )?;
-    Ok(Some(est.target_prior))
+    let ls = &cfg.label_shift;
+    let outputs = FinalOutputs::new(fitted.holdout_probs.view(), &labels, fitted.target_probs.view(), &fitted.source_prior, ls.calibrate)?;
+    let estimate = outputs.estimate(ls.prior_estimator, ls.soft, tracker)?;
+    Ok(Some(ReportedPrior { estimate, outputs: Some(outputs) }))
 }

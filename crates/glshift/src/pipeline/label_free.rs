@@ -5,6 +5,7 @@
 use crate::seeds::{stream_seed, Stream};
 use crate::label_shift;
 use crate::methods::FitConfig;
+use crate::model::ReportedPrior;
 use crate::Result;
 
 /// What a fit reports without target labels.
@@ -20,16 +21,14 @@ pub(super) struct LabelFree {
 /// hold-out rows' source labels); a distrusted prior guard adds its summary to `warnings`.
 pub(super) fn label_free(
     fitted: &crate::methods::Fitted,
+    prior: Option<&ReportedPrior>,
     holdout_labels: &[usize],
     cfg: &FitConfig,
     warnings: &mut Vec<String>,
 ) -> Result<LabelFree> {
     let diagnostics = diagnose(fitted, holdout_labels, cfg, warnings);
-    let prior_ci = prior_estimate(fitted, holdout_labels, cfg)?;
-    let estimated = match &prior_ci {
-        Some(iv) => Some(iv.estimate.target_prior.clone()),
-        None => fitted.shift.as_ref().map(|s| s.target_prior.clone()),
-    };
+    let prior_ci = prior.map(|p| prior_interval(p, cfg)).transpose()?.flatten();
+    let estimated = prior.map(|p| p.estimate.target_prior.clone());
     if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
         warnings.push(g.summary());
     }
@@ -69,31 +68,13 @@ fn diagnose(
 pub const PRIOR_CI_RESAMPLES: usize = 200;
 pub const PRIOR_CI_LEVEL: f64 = 0.9;
 
-/// The fit's reported prior estimate and its bootstrap interval (None without a tracker
-/// estimate, i.e. for methods that estimate no shift, or without a hold-out). The replicates
-/// are unfloored: a class the floor or the fixed support sets to 0 keeps the spread of its
-/// unfloored estimate. Without a hold-out the tracker's estimate is reported without interval.
-fn prior_estimate(
-    fitted: &crate::methods::train::Fitted,
-    holdout_labels: &[usize],
-    cfg: &FitConfig,
-) -> Result<Option<label_shift::FitPriorInterval>> {
-    let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
-    if holdout_labels.is_empty() {
-        return Ok(None);
-    }
-    let iv = label_shift::fit_prior_interval(
-        cfg.label_shift.prior_estimator,
-        cfg.label_shift.soft,
-        fitted.holdout_probs.view(),
-        holdout_labels,
-        fitted.target_probs.view(),
-        &fitted.source_prior,
-        tracker,
-        cfg.label_shift.calibrate,
-        PRIOR_CI_RESAMPLES,
-        PRIOR_CI_LEVEL,
-        stream_seed(cfg.seed, Stream::PriorInterval),
-    )?;
+/// The bootstrap interval around the fit's reported prior (None without a hold-out, where the
+/// tracker's estimate is reported without interval). The replicates are unfloored: a class the
+/// floor or the fixed support sets to 0 keeps the spread of its unfloored estimate.
+fn prior_interval(prior: &ReportedPrior, cfg: &FitConfig) -> Result<Option<label_shift::FitPriorInterval>> {
+    let Some(outputs) = &prior.outputs else { return Ok(None) };
+    let ls = &cfg.label_shift;
+    let seed = stream_seed(cfg.seed, Stream::PriorInterval);
+    let iv = outputs.interval_around(prior.estimate.clone(), ls.prior_estimator, ls.soft, PRIOR_CI_RESAMPLES, PRIOR_CI_LEVEL, seed)?;
     Ok(Some(iv))
 }

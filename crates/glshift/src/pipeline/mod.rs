@@ -54,11 +54,10 @@ pub struct RunOutput {
     pub source_z: Array2<f32>,
     pub target_z: Array2<f32>,
     pub source_labels: Vec<usize>,
-    /// The trained network (G and F), e.g. to draw F's decision regions on a 2-D Z.
-    pub network: crate::nn::Network,
     /// True target labels when the target file has them (for evaluation and figures only).
     pub target_labels: Option<Vec<usize>>,
-    /// The model to keep: predicts new rows, saved by `glshift fit` as `model.glshift`.
+    /// The model to keep: predicts new rows, saved by `glshift fit` as `model.glshift`; its
+    /// network (G and F, [`FittedModel::network`]) is the run's only copy.
     pub model: FittedModel,
 }
 
@@ -201,18 +200,15 @@ pub fn run_files(pair: &FilePair, cfg: &FitConfig, progress: &mut dyn FnMut(Prog
     let params = FitParams::from_config(cfg.clone()).check()?;
     let (source, target) = (&pair.source, &pair.target);
     check_pair_rows((source, Rows::File(&pair.source_rows, None)), (target, Rows::File(&pair.target_rows, None)))?;
-    let (n, d) = (pair.source_rows.nrows() + pair.target_rows.nrows(), pair.source_rows.ncols());
-    crate::methods::train::check_memory_of(n, d, source.n_classes(), cfg, false)?;
     let features = FitFeatures::Files(&pair.source_rows, &pair.target_rows);
     run_checked(&params, source, target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
 }
 
-/// The checks every run makes before it allocates anything: the settings, the pair, memory.
+/// The checks every run makes before it allocates anything: the settings and the pair (the
+/// memory estimate follows in [`CheckedParams`]'s fit, before preprocessing).
 fn check_run(source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<CheckedParams> {
     let params = FitParams::from_config(cfg.clone()).check()?;
     check_pair(source, target)?;
-    // Before the fit's allocations: refuse early what would not fit in memory.
-    crate::methods::train::check_memory(source.n() + target.n(), source.dim(), source.n_classes(), cfg)?;
     Ok(params)
 }
 
@@ -232,13 +228,13 @@ fn run_checked(
     let started = Instant::now();
     let c = source.n_classes();
     let input = FitInput { features, source_y, class_names: &source.class_names };
-    let FitOutcome { model, fitted, mut warnings } = params.fit_input(input, opts)?;
+    let FitOutcome { model, fitted, prior, mut warnings } = params.fit_input(input, opts)?;
     let elapsed_seconds = started.elapsed().as_secs_f64();
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
-    let label_free = label_free(&fitted, &holdout_labels, cfg, &mut warnings)?;
+    let label_free = label_free(&fitted, prior.as_ref(), &holdout_labels, cfg, &mut warnings)?;
     let shape = (n_source, n_features, n_target);
     let report = fit_report(source, target, cfg, &fitted, shape, label_free, predicted_class_counts, elapsed_seconds, warnings);
     let mut out = RunOutput {
@@ -250,7 +246,6 @@ fn run_checked(
         source_z: fitted.source_z,
         target_z: fitted.target_z,
         source_labels: source_y.to_vec(),
-        network: fitted.network,
         target_labels: None,
         model,
     };

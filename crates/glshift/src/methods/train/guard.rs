@@ -113,13 +113,9 @@ fn network_size(d: usize, c: usize, cfg: &FitConfig) -> (f64, f64) {
 }
 
 /// Refuses a fit whose estimate ([`memory_estimate_bytes`], or
-/// [`minibatch_memory_estimate_bytes`] when it trains by mini-batch) exceeds `cfg.max_memory_gib`.
-pub fn check_memory(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> Result<()> {
-    check_memory_of(n_rows, d, c, cfg, true)
-}
-
-/// [`check_memory`] of a fit whose feature rows are in memory or, when not
-/// `rows_in_memory`, read from files (mini-batch fits only).
+/// [`minibatch_memory_estimate_bytes_of`] when it trains by mini-batch) exceeds
+/// `cfg.max_memory_gib`; its feature rows are in memory or, when not `rows_in_memory`, read
+/// from files (mini-batch fits only).
 pub fn check_memory_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> Result<()> {
     let minibatch = cfg.uses_minibatch(n_rows, d);
     let bytes = if minibatch {

@@ -7,7 +7,6 @@ use std::ops::Range;
 
 use ndarray::{s, Array2, ArrayView2, Axis};
 
-use super::guard::check_memory_of;
 use super::records::FitData;
 use crate::data::Rows;
 use crate::label_shift;
@@ -43,9 +42,10 @@ pub(super) struct Borrowed<'a> {
 }
 
 impl<'a> Layout<'a> {
-    /// Checks the configuration and the data (shapes, memory, labels), then splits the source.
+    /// Checks the data (shapes, labels), then splits the source. The settings and the memory
+    /// estimate are checked once per fit before this, by [`super::check_fit`] or by
+    /// `CheckedParams`.
     pub fn new(data: &FitData<'a>, cfg: &FitConfig) -> Result<Layout<'a>> {
-        cfg.validate()?;
         let c = data.n_classes;
         let (ns_all, d) = (data.source_x.nrows(), data.source_x.ncols());
         if data.source_y.len() != ns_all {
@@ -65,7 +65,6 @@ impl<'a> Layout<'a> {
         let n_rows = ns_all + data.target_x.nrows();
         let minibatch = cfg.uses_minibatch(n_rows, d);
         let in_memory = data.source_x.memory().is_some() && data.target_x.memory().is_some();
-        check_memory_of(n_rows, d, c, cfg, in_memory)?;
         let source_prior = label_shift::class_prior(data.source_y, c)?;
         let (train_idx, hold_idx) = split(data, cfg)?;
         let y_train: Vec<usize> = train_idx.iter().map(|&i| data.source_y[i]).collect();

@@ -34,7 +34,7 @@ mod shift;
 use super::config::FitConfig;
 pub use records::{FitData, Fitted, HoldoutRecord, IterRecord, Progress, Stage, TransferRecord};
 use crate::{Error, Result};
-pub use guard::{check_memory, check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
+pub use guard::{check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
 pub use minibatch::Sampler;
 use layout::Layout;
 use pretrain::{PretrainKey, PretrainState};
@@ -50,10 +50,22 @@ fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mu
     }
 }
 
+/// The checks of a fit before anything is allocated: the settings ([`FitConfig::validate`]) and
+/// the memory estimate for `data`'s shape ([`check_memory_of`]). The public entry points below
+/// run it; `CheckedParams` runs the same two checks (at `check()` and before preprocessing) and
+/// enters through [`fit_checked`], so each runs once per fit.
+fn check_fit(data: &FitData, cfg: &FitConfig) -> Result<()> {
+    cfg.validate()?;
+    let (n_rows, d) = (data.source_x.nrows() + data.target_x.nrows(), data.source_x.ncols());
+    let in_memory = data.source_x.memory().is_some() && data.target_x.memory().is_some();
+    check_memory_of(n_rows, d, data.n_classes, cfg, in_memory)
+}
+
 /// Pre-training alone (Algorithm 1, first stage): the checks of [`fit`], the hold-out split,
 /// and cross-entropy on the source training rows with early stopping on the hold-out. Reads
 /// neither the method nor the target rows' values beyond their shape.
 pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Pretrained> {
+    check_fit(data, cfg)?;
     let (pre, _) = crate::device::scoped(cfg.device, || {
         let layout = Layout::new(data, cfg)?;
         let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
@@ -66,6 +78,7 @@ pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progre
 /// come from [`pretrain`] on the same source rows and pre-training settings (an error names
 /// the mismatch otherwise). `pretrain` then `adapt` gives [`fit`]'s result bit for bit.
 pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+    check_fit(data, cfg)?;
     on_device(cfg, || adapt_here(pre, data, cfg, progress))
 }
 
@@ -97,6 +110,17 @@ pub fn fit(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) 
 /// pre-training settings stored it there (and storing it otherwise). The result is identical,
 /// bit for bit, to [`fit`]'s; only the work is shared.
 pub fn fit_with_cache(
+    data: &FitData,
+    cfg: &FitConfig,
+    cache: Option<&mut PretrainCache>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    check_fit(data, cfg)?;
+    fit_checked(data, cfg, cache, progress)
+}
+
+/// [`fit_with_cache`] for a caller that has run [`check_fit`]'s checks itself (`CheckedParams`).
+pub(crate) fn fit_checked(
     data: &FitData,
     cfg: &FitConfig,
     cache: Option<&mut PretrainCache>,
