@@ -11,6 +11,8 @@ use glshift::label_shift::l1_distance;
 use glshift::label_shift::suite::{resolve_names, run_suite, suite_outcomes, BootstrapSpec, EstimatorOutcome};
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
 use glshift::output::{npy_bytes, write_files_atomically};
+use glshift::data::Domain;
+use glshift::methods::FitConfig;
 use glshift::pipeline;
 use glshift::records::{ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile, TrainRows, TrainedInput};
 use glshift_experiments::crossfit::cross_fit;
@@ -97,7 +99,9 @@ fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
         .collect()
 }
 
-fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
+/// The bootstrap of `--bootstrap`/`--level`/`--interval`, seeded by `seed`: `--seed` (else 0)
+/// for saved probabilities, the classifier's seed for `--data`.
+fn boot_spec(a: &EstimateArgs, seed: u64) -> Result<Option<BootstrapSpec>> {
     let method = a.interval.into();
     match a.bootstrap {
         0 => Ok(None),
@@ -106,7 +110,7 @@ fn boot_spec(a: &EstimateArgs) -> Result<Option<BootstrapSpec>> {
             if !(a.level > 0.0 && a.level < 1.0) {
                 bail!("--level {}: must lie in (0, 1)", a.level);
             }
-            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed: a.seed.get().unwrap_or(0), method }))
+            Ok(Some(BootstrapSpec { resamples: b, level: a.level, seed, method }))
         }
     }
 }
@@ -127,7 +131,6 @@ fn print_estimates(results: &BTreeMap<String, EstimatorOutcome>) {
 
 pub(super) fn estimate(a: EstimateArgs) -> Result<()> {
     let names = resolve_names(&a.estimator)?;
-    let boot = boot_spec(&a)?;
     let probs_form = [&a.source_probs, &a.source_labels, &a.target_probs];
     if a.data.is_some() {
         let given: Vec<&str> = [
@@ -147,7 +150,7 @@ pub(super) fn estimate(a: EstimateArgs) -> Result<()> {
         if a.source.is_none() || a.target.is_none() {
             bail!("--data needs --source and --target (domain names in the folder)");
         }
-        return estimate_data(&a, &names, boot.as_ref());
+        return estimate_data(&a, &names);
     }
     if probs_form.iter().any(|p| p.is_none()) {
         bail!(
@@ -160,10 +163,12 @@ pub(super) fn estimate(a: EstimateArgs) -> Result<()> {
             bail!("{flag} belongs to the --data form; with saved probabilities it is not used");
         }
     }
-    estimate_probs(&a, &names, boot.as_ref())
+    estimate_probs(&a, &names)
 }
 
-fn estimate_probs(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec>) -> Result<()> {
+fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
+    let boot = boot_spec(a, a.seed.get().unwrap_or(0))?;
+    let boot = boot.as_ref();
     let (sp_path, sl_path, tp_path) = (
         a.source_probs.as_ref().expect("checked"),
         a.source_labels.as_ref().expect("checked"),
@@ -214,21 +219,15 @@ fn estimate_probs(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpe
     Ok(())
 }
 
-fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec>) -> Result<()> {
-    let dir = a.data.as_ref().expect("checked");
-    let (src, tgt) = (a.source.as_deref().expect("checked"), a.target.as_deref().expect("checked"));
-    let cfg = resolve_config(a.config.as_ref(), Some("source"), a.seed.get())?;
-    // The bootstrap's seed is the classifier's: the config file's unless --seed overrides it.
-    let boot = boot.map(|b| BootstrapSpec { seed: cfg.seed, ..*b });
-    let boot = boot.as_ref();
-    let (source, target) = data::load_pair(dir, src, tgt)?;
-    let c = source.n_classes();
-    let source_y = source.labels.clone().unwrap_or_default();
-    // (probabilities + labels the estimators see, target probabilities, rows each model trained on)
-    let (hp, hl, tp, n_train) = match a.cross_fit {
+/// The source classifier of `--data`, one with a hold-out or `--cross-fit k` fold models:
+/// (probabilities and labels the estimators see, target probabilities, rows each model
+/// trained on).
+fn source_classifier(a: &EstimateArgs, source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<(Array2<f32>, Vec<usize>, Array2<f32>, Vec<usize>)> {
+    let src = a.source.as_deref().unwrap_or_default();
+    Ok(match a.cross_fit {
         0 => bail!("--cross-fit 0: must be ≥ 1 (1 = one classifier with a hold-out)"),
         1 => {
-            let run = pipeline::run(&source, &target, &cfg, &mut |_| {})
+            let run = pipeline::run(source, target, cfg, &mut |_| {})
                 .with_context(|| format!("training the source classifier on '{src}' failed"))?;
             if run.holdout_labels.is_empty() {
                 bail!("the config trains on every source row (label_shift.confusion = \"all-source\"); the estimators need the stratified hold-out");
@@ -236,11 +235,24 @@ fn estimate_data(a: &EstimateArgs, names: &[String], boot: Option<&BootstrapSpec
             (run.holdout_probs, run.holdout_labels, run.target_probs, vec![run.report.n_source_train])
         }
         k => {
-            let cf = cross_fit(&source, &target, &cfg, k)
+            let cf = cross_fit(source, target, cfg, k)
                 .with_context(|| format!("cross-fitting the source classifier on '{src}' failed"))?;
             (cf.source_probs, cf.source_labels, cf.target_probs, cf.n_train)
         }
-    };
+    })
+}
+
+fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
+    let dir = a.data.as_ref().expect("checked");
+    let (src, tgt) = (a.source.as_deref().expect("checked"), a.target.as_deref().expect("checked"));
+    let cfg = resolve_config(a.config.as_ref(), Some("source"), a.seed.get())?;
+    // The bootstrap's seed is the classifier's: the config file's unless --seed overrides it.
+    let boot = boot_spec(a, cfg.seed)?;
+    let boot = boot.as_ref();
+    let (source, target) = data::load_pair(dir, src, tgt)?;
+    let c = source.n_classes();
+    let source_y = source.labels.clone().unwrap_or_default();
+    let (hp, hl, tp, n_train) = source_classifier(a, &source, &target, &cfg)?;
     let ps = class_prior(&source_y, c)?;
     // Evaluation only: the target labels give the true prior after the estimates are fixed.
     let truth = match &target.labels {
