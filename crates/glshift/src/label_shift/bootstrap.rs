@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
+use super::ShiftEstimate;
 use crate::{Error, Result};
 
 /// How the bootstrap replicates become an interval.
@@ -106,11 +107,9 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Bootstrap interval of the target prior (`method`, see [`IntervalMethod`]): `b` replicates, each resampling the source
 /// hold-out rows (probabilities with their labels) and the target rows independently with
-/// replacement, re-running `est`. Replicate `r` draws from a ChaCha8 stream seeded from
-/// `seed`, so the result does not depend on the number of threads. A given
-/// `inp.source_prior` (full-source prior) is kept fixed; `None` is re-estimated per replicate.
-/// Replicates whose estimate errs (e.g. a class vanishes from a small resample) are dropped
-/// and counted in [`Interval::failed`] with a warning; more than half failing is an `Err`.
+/// replacement, re-running `est` ([`bootstrap_replicates`]). Replicates whose estimate errs
+/// (e.g. a class vanishes from a small resample) are dropped and counted in
+/// [`Interval::failed`] with a warning; more than half failing is an `Err`.
 ///
 /// Errors: `b < 2`, `level ∉ (0, 1)`, or the point estimate itself failing.
 pub fn bootstrap(
@@ -121,11 +120,57 @@ pub fn bootstrap(
     level: f64,
     method: IntervalMethod,
 ) -> Result<Interval> {
-    if b < 2 {
-        return Err(Error::param("b", b, "need at least 2 bootstrap resamples"));
-    }
     if !(level > 0.0 && level < 1.0) {
         return Err(Error::param("level", level, "must lie in (0, 1)"));
+    }
+    let reps = bootstrap_replicates(est, inp, b, seed)?;
+    let c = reps.point.target_prior.len();
+    let (mut q_low, mut q_high) = (vec![0.0; c], vec![0.0; c]);
+    for k in 0..c {
+        let mut v: Vec<f64> = reps.replicates.iter().map(|p| p[k]).collect();
+        v.sort_by(f64::total_cmp);
+        q_low[k] = quantile(&v, (1.0 - level) / 2.0);
+        q_high[k] = quantile(&v, (1.0 + level) / 2.0);
+    }
+    let (low, high) = method.bounds(&reps.point.target_prior, &q_low, &q_high);
+    let mut warnings = reps.point.warnings;
+    if reps.failed > 0 {
+        warnings.push(format!("{} of {b} bootstrap resamples failed and were dropped", reps.failed));
+    }
+    Ok(Interval {
+        estimator: est.name().to_string(),
+        level,
+        resamples: b,
+        failed: reps.failed,
+        point: reps.point.target_prior,
+        q_low,
+        q_high,
+        method,
+        low,
+        high,
+        warnings,
+    })
+}
+
+/// The point estimate and the bootstrap replicates behind [`bootstrap`].
+pub struct Replicates {
+    pub point: ShiftEstimate,
+    /// The target prior of every replicate whose estimate succeeded, in replicate order.
+    pub replicates: Vec<Vec<f64>>,
+    /// Replicates whose estimate failed.
+    pub failed: usize,
+}
+
+/// `est` on `inp` and on `b` resamples of it (hold-out rows with their labels, and target rows,
+/// each with replacement). Replicate `r` draws from a ChaCha8 stream seeded from `seed`, so the
+/// result does not depend on the number of threads. A given `inp.source_prior` (full-source
+/// prior) is kept fixed; `None` is re-estimated per replicate.
+///
+/// Errors: `b < 2`, the point estimate failing, fewer than 2 or under half the replicates
+/// succeeding.
+pub fn bootstrap_replicates(est: &dyn ShiftEstimator, inp: &ShiftInputs, b: usize, seed: u64) -> Result<Replicates> {
+    if b < 2 {
+        return Err(Error::param("b", b, "need at least 2 bootstrap resamples"));
     }
     let point = est.estimate(inp)?;
     let (ns, nt) = (inp.source_probs.nrows(), inp.target_probs.nrows());
@@ -149,40 +194,12 @@ pub fn bootstrap(
             est.estimate(&r).ok().map(|o| o.target_prior)
         })
         .collect();
-    let ok: Vec<Vec<f64>> = reps.into_iter().flatten().collect();
-    let failed = b - ok.len();
-    if ok.len() < 2 || failed * 2 > b {
-        return Err(Error::numerical(
-            format!("bootstrap of {}", est.name()),
-            format!("{failed} of {b} resamples failed"),
-        ));
+    let replicates: Vec<Vec<f64>> = reps.into_iter().flatten().collect();
+    let failed = b - replicates.len();
+    if replicates.len() < 2 || failed * 2 > b {
+        return Err(Error::numerical(format!("bootstrap of {}", est.name()), format!("{failed} of {b} resamples failed")));
     }
-    let c = point.target_prior.len();
-    let (mut q_low, mut q_high) = (vec![0.0; c], vec![0.0; c]);
-    for k in 0..c {
-        let mut v: Vec<f64> = ok.iter().map(|p| p[k]).collect();
-        v.sort_by(f64::total_cmp);
-        q_low[k] = quantile(&v, (1.0 - level) / 2.0);
-        q_high[k] = quantile(&v, (1.0 + level) / 2.0);
-    }
-    let (low, high) = method.bounds(&point.target_prior, &q_low, &q_high);
-    let mut warnings = point.warnings;
-    if failed > 0 {
-        warnings.push(format!("{failed} of {b} bootstrap resamples failed and were dropped"));
-    }
-    Ok(Interval {
-        estimator: est.name().to_string(),
-        level,
-        resamples: b,
-        failed,
-        point: point.target_prior,
-        q_low,
-        q_high,
-        method,
-        low,
-        high,
-        warnings,
-    })
+    Ok(Replicates { point, replicates, failed })
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ mod test_support;
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
 pub use bcts::{fit_bcts, Bcts};
-pub use bootstrap::{bootstrap, Interval, IntervalMethod};
+pub use bootstrap::{bootstrap, bootstrap_replicates, Interval, IntervalMethod, Replicates};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{ShiftEstimator, ShiftInputs};
 pub use fit_diagnostics::{fit_diagnostics, DiagnosticsParams, FitDiagnostics};
