@@ -44,6 +44,20 @@ pub struct PredictArgs {
     /// Where the network runs: `cpu`, `cuda` or `auto` (CUDA where found, else the CPU).
     #[arg(long, value_enum, default_value = "auto")]
     pub device: crate::pair::DeviceArg,
+    /// Estimate these rows' class proportions (with an interval, the move from the model's
+    /// target prior and the label-shift residual test) and re-weight the posteriors to them
+    /// (docs/model.md, "A new batch"). Needs a model file of format version 2.
+    #[arg(long)]
+    pub adapt_prior: bool,
+    /// Bootstrap resamples of --adapt-prior's interval and tests.
+    #[arg(long, default_value_t = 200, requires = "adapt_prior")]
+    pub bootstrap: usize,
+    /// Coverage of --adapt-prior's per-class interval.
+    #[arg(long, default_value_t = 0.9, requires = "adapt_prior")]
+    pub level: f64,
+    /// Seed of --adapt-prior's resampling.
+    #[arg(long, default_value_t = 0, requires = "adapt_prior")]
+    pub seed: u64,
 }
 
 /// `report.json` of a prediction: what the model is and estimated, and — only when the rows
@@ -67,6 +81,15 @@ struct PredictReport {
     per_class_accuracy: Option<Vec<Option<f64>>>,
     /// Where the network ran.
     device: glshift::device::DeviceUsed,
+    /// `--adapt-prior`: the batch's estimated proportions, interval, move and residual test.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    batch: Option<glshift::model::BatchPrior>,
+    /// `--adapt-prior` with labels (evaluation only): the accuracy of the model's plain
+    /// posteriors, and the ℓ1 error of the batch prior against the labels' proportions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unadapted_accuracy: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_prior_l1_error: Option<f64>,
 }
 
 pub fn run(args: PredictArgs) -> Result<()> {
@@ -157,30 +180,37 @@ fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// Predicts block by block, appending each block's lines to predictions.csv as they are made,
-/// then writes report.json; both files appear together at the end, or neither.
+/// What a prediction produced: each row's predicted class, where the network ran, and with
+/// `--adapt-prior` the batch estimate and the plain (unadapted) predictions.
+struct Predicted {
+    classes: Vec<usize>,
+    device: glshift::device::DeviceUsed,
+    batch: Option<(glshift::model::BatchPrior, Vec<usize>)>,
+}
+
+/// Predicts block by block, appending each block's lines to predictions.csv as they are made
+/// (with `--adapt-prior`: every row's probabilities first, then the re-weighted ones), then
+/// writes report.json; both files appear together at the end, or neither.
 fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, labels: Option<&[usize]>) -> Result<()> {
     let n_rows = rows.nrows();
     let classes = model.class_names();
     let mut csv = StagedFile::new(args.out.join("predictions.csv"))?;
     csv.write(predictions_csv_header(classes).as_bytes())?;
-    let mut predicted: Vec<usize> = Vec::with_capacity(n_rows);
-    let mut lines = String::new();
-    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
-        Ok(rows.for_each_block(|x, first| {
-            let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
-            predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
-            lines.clear();
-            push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
-            csv.write(lines.as_bytes())?;
-            Ok(())
-        }))
-    })?;
-    blocks?;
+    let predicted = if args.adapt_prior { predict_adapted(args, model, input, rows, &mut csv)? } else { predict_blocks(args, model, input, rows, &mut csv)? };
     let mut counts = vec![0usize; model.n_classes()];
-    predicted.iter().for_each(|&k| counts[k] += 1);
+    predicted.classes.iter().for_each(|&k| counts[k] += 1);
     // Evaluation only: labels are read after the predictions are final.
-    let scores = labels.map(|t| eval::score(&predicted, t, model.n_classes())).transpose()?;
+    let c = model.n_classes();
+    let scores = labels.map(|t| eval::score(&predicted.classes, t, c)).transpose()?;
+    let (batch, plain) = predicted.batch.unzip();
+    let unadapted_accuracy = match (labels, &plain) {
+        (Some(t), Some(p)) => Some(eval::score(p, t, c)?.accuracy),
+        _ => None,
+    };
+    let batch_prior_l1_error = match (labels, &batch) {
+        (Some(t), Some(b)) => Some(glshift::label_shift::l1_distance(&b.batch_prior, &glshift::label_shift::class_prior(t, c)?)),
+        _ => None,
+    };
     let report = PredictReport {
         glshift_version: env!("CARGO_PKG_VERSION"),
         model: args.model.display().to_string(),
@@ -194,18 +224,85 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
         predicted_class_counts: counts,
         accuracy: scores.as_ref().map(|s| s.accuracy),
         per_class_accuracy: scores.as_ref().map(|s| s.per_class_accuracy.clone()),
-        device,
+        device: predicted.device,
+        batch,
+        unadapted_accuracy,
+        batch_prior_l1_error,
     };
     write_files_atomically_with(vec![csv], &[(args.out.join("report.json"), serde_json::to_vec_pretty(&report)?)])?;
     if !args.quiet {
-        eprintln!("{} model: {} rows of {input} predicted", report.method, report.n_rows);
-        if let Some(p) = &report.model_target_prior {
-            eprintln!("model's estimated target prior: {}", fmt_vec(p));
-        }
-        if let Some(acc) = report.accuracy {
-            eprintln!("accuracy (evaluation only): {:.2}%", 100.0 * acc);
-        }
-        eprintln!("wrote {}", args.out.display());
+        print_summary(args, &report);
     }
     Ok(())
+}
+
+/// The plain path: each block's probabilities written as they are made (bit for bit what
+/// `predict` wrote before `--adapt-prior` existed).
+fn predict_blocks(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, csv: &mut StagedFile) -> Result<Predicted> {
+    let classes = model.class_names();
+    let mut predicted: Vec<usize> = Vec::with_capacity(rows.nrows());
+    let mut lines = String::new();
+    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
+        Ok(rows.for_each_block(|x, first| {
+            let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
+            predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
+            lines.clear();
+            push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
+            csv.write(lines.as_bytes())?;
+            Ok(())
+        }))
+    })?;
+    blocks?;
+    Ok(Predicted { classes: predicted, device, batch: None })
+}
+
+/// `--adapt-prior`: every row's probabilities (n × c, block by block), the batch estimate,
+/// and the re-weighted probabilities written.
+fn predict_adapted(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, csv: &mut StagedFile) -> Result<Predicted> {
+    if !model.can_adapt_batches() {
+        bail!(
+            "{}: --adapt-prior needs the source hold-out a model file keeps from format version 2 on (a version-1 file, or a fit without a hold-out, has none); refit with this glshift",
+            args.model.display()
+        );
+    }
+    let mut parts: Vec<Array2<f32>> = Vec::new();
+    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
+        Ok(rows.for_each_block(|x, first| {
+            parts.push(model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?);
+            Ok(())
+        }))
+    })?;
+    blocks?;
+    let views: Vec<ArrayView2<f32>> = parts.iter().map(|p| p.view()).collect();
+    let plain = ndarray::concatenate(Axis(0), &views)?;
+    drop(parts);
+    let params = glshift::model::BatchParams { resamples: args.bootstrap, level: args.level, seed: args.seed };
+    let adapted = model.adapt_batch(plain.view(), &params).with_context(|| format!("adapting the model to {input}"))?;
+    let mut lines = String::new();
+    push_predictions_csv_rows(&mut lines, adapted.probs.view(), model.class_names(), 0);
+    csv.write(lines.as_bytes())?;
+    let argmax = |p: &Array2<f32>| p.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0).collect::<Vec<_>>();
+    Ok(Predicted { classes: argmax(&adapted.probs), device, batch: Some((adapted.prior, argmax(&plain))) })
+}
+
+fn print_summary(args: &PredictArgs, report: &PredictReport) {
+    eprintln!("{} model: {} rows of {} predicted", report.method, report.n_rows, report.input);
+    if let Some(p) = &report.model_target_prior {
+        eprintln!("model's estimated target prior: {}", fmt_vec(p));
+    }
+    if let Some(b) = &report.batch {
+        eprintln!("batch prior ({}, {:.0}% interval per class): {}", b.estimator, 100.0 * b.level, fmt_vec(&b.batch_prior));
+        eprintln!("moved from the model's prior: ℓ1 = {:.3} (p = {:.3} for no move)", b.batch_prior_move_l1, b.batch_prior_move_p_value);
+        eprintln!("label-shift residual test against the source hold-out: p = {:.3}", b.label_shift_p_value);
+        for w in &b.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if let Some(acc) = report.accuracy {
+        eprintln!("accuracy (evaluation only): {:.2}%", 100.0 * acc);
+    }
+    if let Some(acc) = report.unadapted_accuracy {
+        eprintln!("accuracy without the batch re-weighting (evaluation only): {:.2}%", 100.0 * acc);
+    }
+    eprintln!("wrote {}", args.out.display());
 }

@@ -71,4 +71,48 @@ fn features_file_labels_and_an_unlabelled_domain() {
     assert!(report.get("accuracy").is_none());
 }
 
+#[test]
+fn adapt_prior_estimates_the_batch_reweights_and_writes_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &cfg);
+    let model = fit.join("model.glshift");
+    // A batch of the target's rows, mostly of the first class.
+    let (xt, yt) = blobs(45, 0.3);
+    let keep: Vec<usize> = (0..yt.len()).filter(|&i| yt[i] == 0 || i % 5 == 0).collect();
+    let (xb, yb) = (xt.select(ndarray::Axis(0), &keep), yt.select(ndarray::Axis(0), &keep));
+    let (x, y) = (dir.path().join("xb.npy"), dir.path().join("yb.npy"));
+    write_npy(&x, &xb).unwrap();
+    write_npy(&y, &yb).unwrap();
+    let out = dir.path().join("adapted");
+    let args = ["--model", model.to_str().unwrap(), "--features", x.to_str().unwrap(), "--labels", y.to_str().unwrap(), "--adapt-prior", "--bootstrap", "50"];
+    let o = predict(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("batch prior"), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let c = report["classes"].as_array().unwrap().len();
+    for key in ["batch_prior", "batch_prior_ci_low", "batch_prior_ci_high", "reference_prior"] {
+        assert_eq!(report[key].as_array().map(Vec::len), Some(c), "{key}");
+    }
+    for key in ["batch_prior_move_l1", "batch_prior_move_p_value", "label_shift_p_value", "unadapted_accuracy", "batch_prior_l1_error", "accuracy"] {
+        assert!(report[key].as_f64().is_some(), "{key} missing: {report}");
+    }
+    assert_eq!(report["resamples"], 50);
+    let lines = std::fs::read_to_string(out.join("predictions.csv")).unwrap();
+    assert_eq!(lines.lines().count(), keep.len() + 1);
+    // The same seed gives the same files; without the flag, predict is as before.
+    let again = dir.path().join("again");
+    assert!(predict(&[&args[..], &["--out", again.to_str().unwrap()]].concat()).status.success());
+    assert_eq!(std::fs::read(out.join("predictions.csv")).unwrap(), std::fs::read(again.join("predictions.csv")).unwrap());
+    let plain = dir.path().join("plain");
+    let o = predict(&["--model", model.to_str().unwrap(), "--features", x.to_str().unwrap(), "--out", plain.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(plain.join("report.json")).unwrap()).unwrap();
+    assert!(report.get("batch_prior").is_none());
+    // --bootstrap without --adapt-prior is refused by the parser.
+    let o = predict(&["--model", model.to_str().unwrap(), "--features", x.to_str().unwrap(), "--bootstrap", "10", "--out", dir.path().join("no").to_str().unwrap()]);
+    assert!(!o.status.success());
+}
+
 // Damaged model files and bad rows to predict are in bad_inputs.rs ("model files").

@@ -244,6 +244,29 @@ impl Model {
         Ok(self.run(py, owned(&x), |m, x| m.predict_proba(x))?.into_pyarray(py))
     }
 
+    /// Class probabilities re-weighted to the batch's estimated class proportions (n × c) and
+    /// what was estimated (`glshift::model::BatchPrior` as JSON text).
+    #[pyo3(signature = (x, resamples = 200, level = 0.9, seed = 0))]
+    fn predict_proba_adapted<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+        resamples: usize,
+        level: f64,
+        seed: u64,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, String)> {
+        let params = glshift::model::BatchParams { resamples, level, seed };
+        let out = self.run(py, owned(&x), move |m, x| m.predict_proba_adapted(x, &params))?;
+        let info = serde_json::to_string(&out.prior).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok((out.probs.into_pyarray(py), info))
+    }
+
+    /// Whether the model keeps the source hold-out that batch adaptation needs.
+    #[getter]
+    fn can_adapt_batches(&self) -> bool {
+        self.inner.can_adapt_batches()
+    }
+
     /// The representations Z = G(x), n × (width of G's last layer).
     fn transform<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         Ok(self.run(py, owned(&x), |m, x| m.transform(x))?.into_pyarray(py))

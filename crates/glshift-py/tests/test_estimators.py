@@ -30,6 +30,25 @@ def test_fit_sets_fitted_attributes(data, fitted):
     assert fitted.config_["adapt_iters"] == FAST["adapt_iters"]
 
 
+def test_predict_proba_adapted_to_a_batch(data, fitted):
+    X = data["X"][data["n_source"]:]
+    p = fitted.predict_proba(X, adapt_prior=True, bootstrap=50, seed=1)
+    assert p.shape == (len(X), 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)
+    b = fitted.batch_prior_
+    # The fit's own target: the same estimate as the model's, nothing moved.
+    np.testing.assert_array_equal(b["batch_prior"], fitted.target_prior_)
+    assert b["batch_prior_move_l1"] == 0.0 and b["resamples"] == 50
+    assert np.all(b["batch_prior_ci_low"] <= b["batch_prior"]) and np.all(b["batch_prior"] <= b["batch_prior_ci_high"])
+    assert 0.0 < b["label_shift_p_value"] <= 1.0
+    again = fitted.predict_proba(X, adapt_prior=True, bootstrap=50, seed=1)
+    np.testing.assert_array_equal(p, again)
+    # Without the flag, predict_proba is unchanged.
+    np.testing.assert_array_equal(fitted.predict_proba(X), fitted.model_.predict_proba(X.astype(np.float32)))
+    with pytest.raises(ValueError, match="resamples"):
+        fitted.predict_proba(X, adapt_prior=True, bootstrap=1)
+
+
 def test_predict_proba_transform_score(data, fitted):
     X = data["X"][data["n_source"]:]
     p = fitted.predict_proba(X)

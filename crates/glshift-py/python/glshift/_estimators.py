@@ -168,10 +168,25 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         return self.classes_[self.model_.predict(_validate(self, X))]
 
-    def predict_proba(self, X, sample_domain=None):
-        """Class probabilities, columns in the order of ``classes_``."""
+    def predict_proba(self, X, sample_domain=None, adapt_prior=False, bootstrap=200, level=0.9, seed=0):
+        """Class probabilities, columns in the order of ``classes_``.
+
+        With ``adapt_prior=True`` the rows are one batch: its class proportions are estimated
+        (the fit's label-shift estimator against the source hold-out the model keeps, with a
+        ``level`` bootstrap interval of ``bootstrap`` resamples, ``seed``), the probabilities
+        are re-weighted to them, and ``batch_prior_`` holds the estimate (``batch_prior``,
+        ``batch_prior_ci_low``/``_high``, ``batch_prior_move_l1`` from ``target_prior_`` with
+        its p-value, the label-shift residual test), as ``glshift predict --adapt-prior``
+        writes it.
+        """
         check_is_fitted(self, "model_")
-        return self.model_.predict_proba(_validate(self, X))
+        X = _validate(self, X)
+        if not adapt_prior:
+            return self.model_.predict_proba(X)
+        probs, info = self.model_.predict_proba_adapted(X, int(bootstrap), float(level), int(seed))
+        info = json.loads(info)
+        self.batch_prior_ = {k: (np.asarray(v) if isinstance(v, list) and k != "warnings" else v) for k, v in info.items()}
+        return probs
 
     def transform(self, X, sample_domain=None):
         """The learned representation Z = G(x) of every row."""

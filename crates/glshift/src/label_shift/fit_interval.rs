@@ -123,7 +123,8 @@ impl FinalOutputs {
         })
     }
 
-    fn inputs(&self) -> ShiftInputs<'_> {
+    /// The calibrated outputs as an estimator's inputs (the hold-out with its labels, the target).
+    pub fn inputs(&self) -> ShiftInputs<'_> {
         ShiftInputs {
             source_probs: self.hold.view(),
             source_labels: &self.holdout_labels,

@@ -3,7 +3,8 @@
 //!
 //! Metadata: `__metadata__` holds one key, `glshift`, whose value is a JSON object ([`Header`];
 //! one key, so the file's bytes do not depend on a map's iteration order):
-//! - `format` = `"glshift-model"`, `format_version` = 1 (this reader accepts exactly 1);
+//! - `format` = `"glshift-model"`, `format_version` = 2 (this reader accepts 1 and 2; version 1
+//!   lacks the hold-out tensors below, so its models predict but cannot adapt to a batch);
 //! - `info`: [`ModelInfo`] as a JSON text (glshift version, configuration, class names, input
 //!   dimension, priors, importance weights, iteration history);
 //! - `preprocess`: the preprocessing kind (`none`, `z-score`, `l2`, `l1-z-score`);
@@ -14,7 +15,9 @@
 //! `g.{l}.weight` `[in, out]`, `g.{l}.bias` `[out]`, with BatchNorm also `g.{l}.bn.gamma`,
 //! `g.{l}.bn.beta`, `g.{l}.bn.mean`, `g.{l}.bn.rstd` `[out]` (the frozen statistics: column mean
 //! and (σ² + ε)^(−1/2) of the source training rows); `f.weight` `[z_dim, c]`, `f.bias` `[c]`;
-//! with a z-score preprocessing `preprocess.mean`, `preprocess.scale` `[d]` (f64).
+//! with a z-score preprocessing `preprocess.mean`, `preprocess.scale` `[d]` (f64); from version 2,
+//! for a fit with a source hold-out, `holdout.probs` `[n_h, c]` (the final model's probabilities
+//! on the hold-out rows) and `holdout.labels` `[n_h]` (i64, each in `0..c`).
 //!
 //! A truncated, damaged, foreign, wrong-version or inconsistent file is an error naming the
 //! file and the problem; shapes are checked against the configuration before any allocation.
@@ -28,15 +31,18 @@ use ndarray::{Array1, Array2};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 
-use super::fitted::{FittedModel, ModelInfo};
+use super::fitted::{FittedModel, ModelInfo, SourceHoldout};
 use crate::data::{Preprocess, PreprocessStats};
 use crate::nn::{BnStats, Network};
 use crate::{Error, Result};
 
 /// Value of the `format` metadata key.
 pub const FORMAT_NAME: &str = "glshift-model";
-/// The model file version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The model file version this build writes (it reads this and 1).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest version this build reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// The key of glshift's header in the safetensors metadata.
 pub const META_KEY: &str = "glshift";
@@ -71,11 +77,25 @@ impl FittedModel {
 
     /// The file's bytes (the same model always gives the same bytes).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let tensors = self.tensor_entries();
+        self.to_bytes_as(FORMAT_VERSION)
+    }
+
+    /// The file's bytes under format `version` (version 1 leaves the hold-out out); tests
+    /// write version-1 files with it.
+    pub(super) fn to_bytes_as(&self, version: u32) -> Result<Vec<u8>> {
+        let mut tensors = self.tensor_entries();
+        if version < 2 {
+            tensors.retain(|name, _| !name.starts_with("holdout."));
+        }
+        self.to_bytes_from(version, tensors)
+    }
+
+    /// The file of format `version` holding `tensors` (tests build damaged files with it).
+    pub(super) fn to_bytes_from(&self, version: u32, tensors: BTreeMap<String, Entry>) -> Result<Vec<u8>> {
         let info = serde_json::to_string(&self.info).map_err(|e| json_err("info", e))?;
         let header = Header {
             format: FORMAT_NAME.to_string(),
-            format_version: FORMAT_VERSION,
+            format_version: version,
             preprocess: self.preprocess.how,
             checksum: checksum(&info, tensors.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice()))),
             info,
@@ -114,9 +134,9 @@ impl FittedModel {
         if header.format != FORMAT_NAME {
             return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", header.format)));
         }
-        if header.format_version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&header.format_version) {
             return Err(bad(format!(
-                "model format version {}; this glshift ({}) reads version {FORMAT_VERSION}",
+                "model format version {}; this glshift ({}) reads versions {OLDEST_READABLE_VERSION} to {FORMAT_VERSION}",
                 header.format_version,
                 env!("CARGO_PKG_VERSION")
             )));
@@ -133,7 +153,8 @@ impl FittedModel {
         let reader = TensorReader { path, tensors: tensors.into_iter().collect() };
         let (network, bn_stats) = reader.network(&info)?;
         let preprocess = reader.preprocess(header.preprocess, info.input_dim)?;
-        let model = FittedModel { info, preprocess, network, bn_stats };
+        let holdout = if header.format_version >= 2 { reader.holdout(info.n_source_holdout, info.class_names.len())? } else { None };
+        let model = FittedModel { info, preprocess, network, bn_stats, holdout };
         model.check_consistent(&path.display().to_string())?;
         Ok(model)
     }
@@ -155,6 +176,11 @@ impl FittedModel {
         let fw = &self.network.f.w;
         out.insert("f.weight".into(), f32_entry(fw.shape().to_vec(), &fw.iter().copied().collect::<Vec<_>>()));
         out.insert("f.bias".into(), f32_entry(vec![fw.ncols()], &self.network.f.b.to_vec()));
+        if let Some(h) = &self.holdout {
+            out.insert("holdout.probs".into(), f32_entry(h.probs.shape().to_vec(), &h.probs.iter().copied().collect::<Vec<_>>()));
+            let labels = h.labels.iter().flat_map(|&y| (y as i64).to_le_bytes()).collect();
+            out.insert("holdout.labels".into(), (Dtype::I64, vec![h.labels.len()], labels));
+        }
         let p = &self.preprocess;
         if !p.mean.is_empty() {
             for (part, v) in [("mean", &p.mean), ("scale", &p.scale)] {
@@ -249,6 +275,26 @@ impl TensorReader<'_> {
         net.f.w = self.matrix("f.weight", z_dim, c)?;
         net.f.b = self.vector("f.bias", c)?;
         Ok((net, stats))
+    }
+
+    /// The hold-out tensors of a version-2 file: both or neither (a fit without a hold-out),
+    /// shaped `[n_h, c]` and `[n_h]` with `n_h` the header's `n_source_holdout`, labels in `0..c`.
+    fn holdout(&self, n_h: usize, c: usize) -> Result<Option<SourceHoldout>> {
+        match (self.tensors.contains_key("holdout.probs"), self.tensors.contains_key("holdout.labels")) {
+            (false, false) => return Ok(None),
+            (true, true) => {}
+            _ => return Err(Error::bad_file(self.path, "one of the tensors `holdout.probs` and `holdout.labels` is missing")),
+        }
+        let probs = self.matrix("holdout.probs", n_h, c)?;
+        let t = self.view("holdout.labels", Dtype::I64, &[n_h])?;
+        let labels = t
+            .data()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().expect("8-byte chunk")))
+            .map(|y| usize::try_from(y).ok().filter(|&y| y < c))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| Error::bad_file(self.path, format!("tensor `holdout.labels` holds a label outside 0..{c}")))?;
+        Ok(Some(SourceHoldout { probs, labels }))
     }
 
     fn preprocess(&self, how: Preprocess, dim: usize) -> Result<PreprocessStats> {

@@ -50,21 +50,33 @@ pub struct FittedModel {
     pub(super) network: Network,
     /// One entry per block of G; `Some` exactly for the blocks with BatchNorm.
     pub(super) bn_stats: Vec<Option<BnStats<f32>>>,
+    /// The source hold-out's outputs (format version 2; `None` in version-1 files and for
+    /// fits without a hold-out): what [`FittedModel::adapt_batch`] estimates from.
+    pub(super) holdout: Option<SourceHoldout>,
+}
+
+/// The final model's plain softmax probabilities on the source hold-out rows (`n_h × c`) and
+/// their labels (`n_h`, each `< c`): the labelled reference of BBSE and MLLS on a new batch.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct SourceHoldout {
+    pub probs: Array2<f32>,
+    pub labels: Vec<usize>,
 }
 
 impl FittedModel {
     /// Freezes a finished fit. `source_x` are the *preprocessed* source rows in input order
-    /// (`n_s × d`, in memory or read from a file); the training rows among them (all but `fitted.holdout_rows`, increasing, as
-    /// the fit laid them out) give BatchNorm's statistics, computed where the rows are (no
-    /// gathered copy). `class_names` has the `c` names; `target_prior` is the reported estimate
-    /// (see [`ModelInfo::target_prior`]).
+    /// (`n_s × d`, in memory or read from a file) and `source_y` their labels; the training rows
+    /// among them (all but `fitted.holdout_rows`, increasing, as the fit laid them out) give
+    /// BatchNorm's statistics, computed where the rows are (no gathered copy); the hold-out's
+    /// probabilities and labels are kept for batch adaptation. `class_names` has the `c` names;
+    /// `target_prior` is the reported estimate (see [`ModelInfo::target_prior`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn from_fit(
         cfg: &FitConfig,
         class_names: &[String],
         preprocess: PreprocessStats,
         source_x: Rows,
-        n_target: usize,
+        (source_y, n_target): (&[usize], usize),
         fitted: &Fitted,
         target_prior: Option<Vec<f64>>,
     ) -> Result<Self> {
@@ -95,7 +107,11 @@ impl FittedModel {
             n_target,
             history: fitted.history.clone(),
         };
-        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats };
+        let holdout = (!fitted.holdout_rows.is_empty()).then(|| SourceHoldout {
+            probs: fitted.holdout_probs.clone(),
+            labels: fitted.holdout_rows.iter().map(|&i| source_y[i]).collect(),
+        });
+        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats, holdout };
         model.check_consistent("the fitted model")?;
         Ok(model)
     }
@@ -224,6 +240,13 @@ impl FittedModel {
             };
             if !ok {
                 return Err(bad(format!("block {l}: BatchNorm statistics do not match the layer (width {width})")));
+            }
+        }
+        if let Some(h) = &self.holdout {
+            let n_h = i.n_source_holdout;
+            let shape_ok = h.probs.ncols() == c && h.probs.nrows() == n_h && h.labels.len() == n_h && n_h > 0;
+            if !shape_ok || h.labels.iter().any(|&y| y >= c) || h.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(bad(format!("the source hold-out must be {n_h} × {c} finite probabilities with {n_h} labels below {c}")));
             }
         }
         let stats_finite = self.bn_stats.iter().flatten().all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));

@@ -36,12 +36,14 @@
 //! # Ok::<(), glshift::Error>(())
 //! ```
 
+mod batch;
 mod blocks;
 pub mod dataset;
 pub mod file;
 mod fitted;
 mod params;
 
+pub use batch::{BatchAdaptation, BatchParams, BatchPrior};
 pub use dataset::Dataset;
 pub use file::{FORMAT_NAME, FORMAT_VERSION};
 pub use fitted::{FittedModel, ModelInfo};
@@ -50,3 +52,5 @@ pub(crate) use params::{FitFeatures, FitInput};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod batch_tests;

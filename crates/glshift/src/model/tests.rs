@@ -14,7 +14,7 @@ use crate::methods::MethodKind;
 use crate::Error;
 
 /// Three Gaussian classes in 6 dimensions; the target is shifted by 0.3 and has another prior.
-fn task(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
+pub(super) fn task(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut draw = |n: usize, prior: [f64; 3], shift: f32| {
         let mut y = Vec::with_capacity(n);
@@ -34,11 +34,11 @@ fn task(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
     (xs, ys, xt)
 }
 
-fn small(method: MethodKind) -> CheckedParams {
+pub(super) fn small(method: MethodKind) -> CheckedParams {
     FitParams::new(method).seed(3).pretrain_iters(40).adapt_iters(12).check().unwrap()
 }
 
-fn dataset() -> Dataset {
+pub(super) fn dataset() -> Dataset {
     let (xs, ys, xt) = task(1);
     Dataset::new(xs, ys, xt).unwrap().with_class_names(vec!["a".into(), "b,c".into(), "d".into()]).unwrap()
 }
@@ -136,11 +136,11 @@ fn datasets_refuse_what_a_fit_cannot_use() {
 
 // ---- damaged and mismatched model files -----------------------------------------------------
 
-fn model_bytes() -> Vec<u8> {
+pub(super) fn model_bytes() -> Vec<u8> {
     small(MethodKind::Mul).fit(&dataset()).unwrap().to_bytes().unwrap()
 }
 
-fn load_err(bytes: &[u8]) -> String {
+pub(super) fn load_err(bytes: &[u8]) -> String {
     let path = Path::new("/data/broken.glshift");
     let err = FittedModel::from_bytes(bytes, path).expect_err("a damaged model must not load");
     let msg = err.to_string();
@@ -191,7 +191,8 @@ fn wrong_version_foreign_format_and_mismatched_headers_are_errors() {
     let set = |key: &'static str, value: serde_json::Value| {
         with_glshift_header(&bytes, move |h| h[key] = value.clone())
     };
-    assert!(load_err(&set("format_version", 2.into())).contains("version 2"));
+    assert!(load_err(&set("format_version", 3.into())).contains("version 3"));
+    assert!(load_err(&set("format_version", 0.into())).contains("version 0"));
     assert!(load_err(&set("format", "something-else".into())).contains("glshift-model"));
     assert!(load_err(&set("preprocess", "cubic".into())).contains("header"));
     let no_meta = with_header(&bytes, |h| {
