@@ -9,6 +9,7 @@ mod generate;
 mod iw;
 mod pair;
 mod perf;
+mod monitor;
 mod predict;
 mod progress;
 mod report;
@@ -35,6 +36,8 @@ enum Command {
     Select(select::SelectArgs),
     /// Apply a saved model (OUT/model.glshift of `fit`) to a domain or a features file; write predictions.csv and report.json.
     Predict(predict::PredictArgs),
+    /// A saved model on a folder of batches (NAME_features.npy): each batch's class proportions, alarms; write batches.csv and monitor.html.
+    Monitor(monitor::MonitorArgs),
     /// Run `source` and `mul` on a built-in seeded synthetic generalized-label-shift task (no files needed).
     Demo(demo::DemoArgs),
     /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Fit(args) => fit::run(args),
         Command::Select(args) => select::run(args),
         Command::Predict(args) => predict::run(args),
+        Command::Monitor(args) => monitor::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Ablation(args) => ablation::run(args),

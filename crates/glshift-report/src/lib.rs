@@ -19,6 +19,7 @@ pub mod tsne;
 pub use error::{Error, Result};
 pub mod html;
 pub mod iw;
+pub mod monitor;
 pub mod run;
 pub mod bench;
 
