@@ -97,3 +97,15 @@ fn a_hold_out_label_outside_the_classes_or_a_missing_tensor_is_an_error_naming_t
     model.holdout.as_mut().unwrap().labels[0] = 7;
     assert!(load_err(&model.to_bytes().unwrap()).contains("holdout.labels"));
 }
+
+#[test]
+fn a_model_whose_guard_distrusted_its_estimate_does_not_reweight() {
+    let (mut model, data) = mul_model();
+    assert!(model.info.prior_guard_trusted.is_some(), "MUL records its guard's verdict");
+    model.info.prior_guard_trusted = Some(false);
+    let a = model.predict_proba_adapted(data.target_x(), &BatchParams::default()).unwrap();
+    assert!(!a.prior.reweighted && a.prior.warnings.iter().any(|w| w.contains("prior guard")));
+    assert_eq!(a.probs, model.predict_proba(data.target_x()).unwrap(), "the plain posteriors");
+    let again = FittedModel::from_bytes(&model.to_bytes().unwrap(), Path::new("m.glshift")).unwrap();
+    assert_eq!(again.info.prior_guard_trusted, Some(false), "the verdict travels with the file");
+}

@@ -38,6 +38,10 @@ pub struct ModelInfo {
     pub n_target: usize,
     /// What every training iteration measured.
     pub history: Vec<IterRecord>,
+    /// Whether the fit's prior guard trusted the label-shift estimate on its target (`None`:
+    /// no guard ran, or a file from before this field; absent from the file then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_guard_trusted: Option<bool>,
 }
 
 /// A trained model: preprocessing statistics, network G + F, BatchNorm statistics frozen from
@@ -106,6 +110,7 @@ impl FittedModel {
             n_source_holdout: fitted.n_holdout,
             n_target,
             history: fitted.history.clone(),
+            prior_guard_trusted: fitted.prior_guard.as_ref().map(|g| g.trusted),
         };
         let holdout = (!fitted.holdout_rows.is_empty()).then(|| SourceHoldout {
             probs: fitted.holdout_probs.clone(),
