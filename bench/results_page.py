@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Regenerates the tables of a results page from the grids themselves (issue 32, item 5).
+
+For each SETTING=GRID argument, `glshift bench` is called on GRID with the methods, seeds and
+setting its results.json holds: every run is read back from GRID/runs/ (nothing is trained
+when the grid is complete) and bench writes GRID/table.md, its own rendering of the records.
+That table, under the command that printed it, replaces the part of DOC between
+
+    <!-- BEGIN grid:SETTING -->  and  <!-- END grid:SETTING -->
+
+so the page's numbers are the grid's, never typed by hand. A grid with missing runs would be
+resumed (trained): pass --check to refuse that instead.
+
+    python3 bench/results_page.py BINARY DATA DOC uda=GRID_UDA pda=GRID_PDA [--check]
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def grid_args(grid):
+    records = json.load(open(os.path.join(grid, "results.json")))
+    methods, seeds, settings = [], [], set()
+    for r in records:
+        if r["method"] not in methods:
+            methods.append(r["method"])
+        if r["seed"] not in seeds:
+            seeds.append(r["seed"])
+        settings.add(r["setting"])
+    return methods, sorted(seeds), settings, len(records)
+
+
+def table(binary, data, setting, grid, check):
+    methods, seeds, settings, n = grid_args(grid)
+    if settings != {setting}:
+        sys.exit(f"{grid}: its records are of settings {sorted(settings)}, not {setting}")
+    doms = sorted(f[: -len("_features.npy")] for f in os.listdir(data) if f.endswith("_features.npy"))
+    expected = len(methods) * len(seeds) * len(doms) * (len(doms) - 1)
+    if check and n < expected:
+        sys.exit(f"{grid}: {n} of {expected} runs; finish the grid first")
+    cmd = [binary, "bench", "--data", data, "--setting", setting, "--seeds", ",".join(map(str, seeds)),
+           "--methods", ",".join(methods), "--out", grid, "--quiet"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    shown = f"glshift bench --data {data} --setting {setting} --seeds {','.join(map(str, seeds))} --methods {','.join(methods)} --out {setting}"
+    body = open(os.path.join(grid, "table.md")).read().strip()
+    return f"```sh\n{shown}\n```\n\n{body}\n"
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--check"]
+    check = "--check" in sys.argv
+    if len(args) < 4:
+        sys.exit(__doc__)
+    binary, data, doc, grids = args[0], args[1], args[2], args[3:]
+    text = open(doc).read()
+    for spec in grids:
+        setting, grid = spec.split("=", 1)
+        begin, end = f"<!-- BEGIN grid:{setting} -->", f"<!-- END grid:{setting} -->"
+        if begin not in text or end not in text:
+            sys.exit(f"{doc}: no markers {begin} ... {end}")
+        a, b = text.index(begin) + len(begin), text.index(end)
+        text = text[:a] + "\n" + table(binary, data, setting, grid, check) + text[b:]
+    open(doc, "w").write(text)
+
+
+if __name__ == "__main__":
+    main()
