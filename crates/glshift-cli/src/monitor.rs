@@ -12,13 +12,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use glshift::data;
+use glshift::eval;
 use glshift::label_shift::class_prior;
 use glshift::model::{BatchParams, BatchPrior, FittedModel};
 use glshift::output::write_files_atomically;
+use glshift::pipeline::argmax_rows;
 use glshift_report::monitor::{monitor_page, MonitorBatch};
 use ndarray::Array2;
 
 use crate::fit::check_out_dir;
+use crate::predict::read_labels;
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
@@ -109,33 +112,21 @@ fn estimate(dir: &Path, name: &str, model: &FittedModel, params: &BatchParams, b
     let x = data::read_npy_matrix(&features).map_err(|e| e.to_string())?;
     b.n_rows = x.nrows();
     let labels_path = dir.join(format!("{name}_labels.npy"));
-    let labels = if labels_path.exists() { Some(read_labels(&labels_path, x.nrows(), model.n_classes())?) } else { None };
+    let labels = match labels_path.exists() {
+        true => Some(read_labels(&labels_path, x.nrows(), model.n_classes()).map_err(|e| format!("{e:#}"))?),
+        false => None,
+    };
     let in_file = |e: glshift::Error| format!("{}: {e}", features.display());
     let plain = model.predict_proba(x.view()).map_err(in_file)?;
     let adapted = model.adapt_batch(plain.view(), params).map_err(in_file)?;
     // Evaluation only: the labels score the batch after its estimate is made.
     if let Some(y) = &labels {
-        b.accuracy = Some(accuracy(&adapted.probs, y));
-        b.unadapted_accuracy = Some(accuracy(&plain, y));
+        let accuracy = |p: &Array2<f32>| eval::score(&argmax_rows(p), y, model.n_classes()).map(|s| s.accuracy).ok();
+        b.accuracy = accuracy(&adapted.probs);
+        b.unadapted_accuracy = accuracy(&plain);
         b.truth = class_prior(y, model.n_classes()).ok();
     }
     Ok(adapted.prior)
-}
-
-fn read_labels(path: &Path, n: usize, c: usize) -> std::result::Result<Vec<usize>, String> {
-    let raw = data::read_npy_labels(path).map_err(|e| e.to_string())?;
-    if raw.len() != n {
-        return Err(format!("{}: {} labels for {n} feature rows", path.display(), raw.len()));
-    }
-    raw.iter()
-        .enumerate()
-        .map(|(i, &v)| usize::try_from(v).ok().filter(|&k| k < c).ok_or_else(|| format!("{}: label {v} at row {i} is outside the model's classes 0..{c}", path.display())))
-        .collect()
-}
-
-fn accuracy(p: &Array2<f32>, y: &[usize]) -> f64 {
-    let ok = p.rows().into_iter().zip(y).filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t).count();
-    ok as f64 / y.len() as f64
 }
 
 /// One line per batch and class: the estimate, its interval, the truth (labels) and the batch's

@@ -11,7 +11,7 @@ use glshift::data;
 use glshift::eval;
 use glshift::model::FittedModel;
 use glshift::output::{write_files_atomically_with, StagedFile};
-use glshift::pipeline::{predictions_csv_header, push_predictions_csv_rows};
+use glshift::pipeline::{argmax_rows, predictions_csv_header, push_predictions_csv_rows};
 use ndarray::{Array2, ArrayView2, Axis};
 use serde::Serialize;
 
@@ -166,7 +166,8 @@ fn open_rows(args: &PredictArgs, model: &FittedModel) -> Result<(String, Rows, O
     Ok((path.display().to_string(), Rows::File(x), labels))
 }
 
-fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>> {
+/// `n` labels in `0..c` from an `.npy` file; errors name the file (also `monitor`'s reader).
+pub(crate) fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>> {
     let raw = data::read_npy_labels(path)?;
     if raw.len() != n {
         bail!("{}: {} labels for {n} feature rows", path.display(), raw.len());
@@ -281,8 +282,7 @@ fn predict_adapted(args: &PredictArgs, model: &FittedModel, input: &str, rows: R
     let mut lines = String::new();
     push_predictions_csv_rows(&mut lines, adapted.probs.view(), model.class_names(), 0);
     csv.write(lines.as_bytes())?;
-    let argmax = |p: &Array2<f32>| p.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0).collect::<Vec<_>>();
-    Ok(Predicted { classes: argmax(&adapted.probs), device, batch: Some((adapted.prior, argmax(&plain))) })
+    Ok(Predicted { classes: argmax_rows(&adapted.probs), device, batch: Some((adapted.prior, argmax_rows(&plain))) })
 }
 
 fn print_summary(args: &PredictArgs, report: &PredictReport) {

@@ -576,8 +576,7 @@ fn expect_predict_failure(args: &[&str], out: &Path, expect: &[&str]) {
 #[test]
 fn bad_inputs_to_predict_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    write_fixture(dir.path());
-    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &fast_config(dir.path()));
+    let fit = fitted_fixture(dir.path());
     let good = std::fs::read(fit.join("model.glshift")).unwrap();
     let out = dir.path().join("never");
     let (d, o) = (dir.path().to_str().unwrap(), out.to_str().unwrap());

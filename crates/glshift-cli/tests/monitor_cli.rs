@@ -10,9 +10,7 @@ use ndarray_npy::write_npy;
 #[test]
 fn a_folder_of_batches_with_one_bad_file() {
     let dir = tempfile::tempdir().unwrap();
-    write_fixture(dir.path());
-    let cfg = fast_config(dir.path());
-    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &cfg);
+    let fit = fitted_fixture(dir.path());
     let model = fit.join("model.glshift");
     let batches = dir.path().join("batches");
     std::fs::create_dir(&batches).unwrap();

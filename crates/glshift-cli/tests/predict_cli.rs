@@ -41,9 +41,7 @@ fn predict_on_the_fit_target_reproduces_fit_predictions_on_office_caltech10() {
 #[test]
 fn features_file_labels_and_an_unlabelled_domain() {
     let dir = tempfile::tempdir().unwrap();
-    write_fixture(dir.path());
-    let cfg = fast_config(dir.path());
-    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &cfg);
+    let fit = fitted_fixture(dir.path());
     let model = fit.join("model.glshift");
     let (xt, yt) = blobs(45, 0.3);
     let (x, y) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
@@ -74,9 +72,7 @@ fn features_file_labels_and_an_unlabelled_domain() {
 #[test]
 fn adapt_prior_estimates_the_batch_reweights_and_writes_its_report() {
     let dir = tempfile::tempdir().unwrap();
-    write_fixture(dir.path());
-    let cfg = fast_config(dir.path());
-    let fit = fit_fixture(dir.path(), "src", "tgt", dir.path(), &cfg);
+    let fit = fitted_fixture(dir.path());
     let model = fit.join("model.glshift");
     // A batch of the target's rows, mostly of the first class.
     let (xt, yt) = blobs(45, 0.3);

@@ -135,6 +135,14 @@ pub fn fit_fixture(dir: &Path, source: &str, target: &str, data: &Path, cfg: &Pa
     out
 }
 
+/// The fixture folder of [`write_fixture`] in `dir`, fitted `src` → `tgt` with
+/// [`fast_config`]: the fit's folder (its `model.glshift`, `predictions.csv`, …).
+pub fn fitted_fixture(dir: &Path) -> PathBuf {
+    write_fixture(dir);
+    let cfg = fast_config(dir);
+    fit_fixture(dir, "src", "tgt", dir, &cfg)
+}
+
 /// Runs `glshift predict` with `args`.
 pub fn predict(args: &[&str]) -> std::process::Output {
     let mut all = vec!["predict"];

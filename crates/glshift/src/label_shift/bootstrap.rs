@@ -124,14 +124,7 @@ pub fn bootstrap(
         return Err(Error::param("level", level, "must lie in (0, 1)"));
     }
     let reps = bootstrap_replicates(est, inp, b, seed)?;
-    let c = reps.point.target_prior.len();
-    let (mut q_low, mut q_high) = (vec![0.0; c], vec![0.0; c]);
-    for k in 0..c {
-        let mut v: Vec<f64> = reps.replicates.iter().map(|p| p[k]).collect();
-        v.sort_by(f64::total_cmp);
-        q_low[k] = quantile(&v, (1.0 - level) / 2.0);
-        q_high[k] = quantile(&v, (1.0 + level) / 2.0);
-    }
+    let (q_low, q_high) = reps.quantiles(level);
     let (low, high) = method.bounds(&reps.point.target_prior, &q_low, &q_high);
     let mut warnings = reps.point.warnings;
     if reps.failed > 0 {
@@ -159,6 +152,20 @@ pub struct Replicates {
     pub replicates: Vec<Vec<f64>>,
     /// Replicates whose estimate failed.
     pub failed: usize,
+}
+
+impl Replicates {
+    /// Per class, the `(1 − level)/2` and `(1 + level)/2` quantiles of the replicates (linear
+    /// interpolation), as [`Interval::q_low`] and [`Interval::q_high`].
+    pub fn quantiles(&self, level: f64) -> (Vec<f64>, Vec<f64>) {
+        (0..self.point.target_prior.len())
+            .map(|k| {
+                let mut v: Vec<f64> = self.replicates.iter().map(|p| p[k]).collect();
+                v.sort_by(f64::total_cmp);
+                (quantile(&v, (1.0 - level) / 2.0), quantile(&v, (1.0 + level) / 2.0))
+            })
+            .unzip()
+    }
 }
 
 /// `est` on `inp` and on `b` resamples of it (hold-out rows with their labels, and target rows,

@@ -215,7 +215,7 @@ pub fn fit_prior_estimate(
 }
 
 /// Per class `[min(lo, r), max(hi, r)]`: the replicates' interval widened to hold the report.
-fn hull_with_report(lo: &[f64], hi: &[f64], reported: &[f64]) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn hull_with_report(lo: &[f64], hi: &[f64], reported: &[f64]) -> (Vec<f64>, Vec<f64>) {
     lo.iter().zip(hi).zip(reported).map(|((&l, &h), &r)| (l.min(r), h.max(r))).unzip()
 }
 

@@ -62,6 +62,7 @@ pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use fit_estimator::{FinalPrior, PriorEstimator};
 pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval};
+pub(crate) use fit_interval::hull_with_report;
 pub use floor::{apply_prior_floor, restrict_to_support};
 pub use guard::{prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard};
 pub use holdout::{stratified_folds, stratified_holdout};

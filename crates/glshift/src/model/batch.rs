@@ -39,10 +39,10 @@ use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::fitted::FittedModel;
-use crate::label_shift::{self, bootstrap_replicates, l1_distance, DiagnosticsParams, FinalOutputs, PriorEstimator};
+use crate::label_shift::{self, bootstrap_replicates, hull_with_report, l1_distance, DiagnosticsParams, FinalOutputs, PriorEstimator};
 use crate::{Error, Result};
 
-/// Settings of [`FittedModel::adapt_batch`].
+/// Settings of [`FittedModel::adapt_batch`] (`resamples` < 2 is refused by the bootstrap).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BatchParams {
     /// Bootstrap replicates of the interval, the move test and the residual test (≥ 2).
@@ -127,14 +127,15 @@ impl FittedModel {
         let outputs = FinalOutputs::new(hold.probs.view(), &hold.labels, probs, source_prior, ls.calibrate)?;
         let reps = bootstrap_replicates(&estimator.estimator(ls.soft), &outputs.inputs(), params.resamples, params.seed)?;
         let point = reps.point.target_prior.clone();
-        let (low, high) = percentile_hull(&reps.replicates, &point, params.level);
+        let (q_low, q_high) = reps.quantiles(params.level);
+        let (low, high) = hull_with_report(&q_low, &q_high, &point);
         let reference = self.target_prior().unwrap_or(source_prior).to_vec();
         let moved = l1_distance(&point, &reference);
         let reached = reps.replicates.iter().filter(|r| l1_distance(r, &point) >= moved).count();
         let move_p = (1 + reached) as f64 / (1 + reps.replicates.len()) as f64;
         let diag_params = DiagnosticsParams { tau: self.info.config.mul.tau, soft: ls.soft, resamples: params.resamples, seed: params.seed };
         let diag = label_shift::fit_diagnostics(hold.probs.view(), &hold.labels, probs, source_prior, &diag_params)?;
-        let floor = self.info.config.label_shift.guard.min_confident_share;
+        let floor = ls.guard.min_confident_share;
         let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let reweighted = guard_trusted && diag.confident_target_share >= floor;
         let adapted = if reweighted { reweight(outputs.inputs().target_probs, &point, &reference) } else { probs.to_owned() };
@@ -179,29 +180,10 @@ fn check_batch(probs: ArrayView2<f32>, c: usize, params: &BatchParams) -> Result
     if probs.nrows() == 0 || probs.ncols() != c {
         return Err(Error::Shape { what: "batch probabilities".into(), expected: format!("n ≥ 1 rows × {c}"), found: format!("{} × {}", probs.nrows(), probs.ncols()) });
     }
-    if params.resamples < 2 {
-        return Err(Error::param("bootstrap", params.resamples, "need at least 2 resamples"));
-    }
     if !(params.level > 0.0 && params.level < 1.0) {
         return Err(Error::param("level", params.level, "must lie in (0, 1)"));
     }
     Ok(())
-}
-
-/// Per class `[min(q_lo, p), max(q_hi, p)]` of the replicates' `(1 ∓ level)/2` quantiles.
-fn percentile_hull(reps: &[Vec<f64>], point: &[f64], level: f64) -> (Vec<f64>, Vec<f64>) {
-    (0..point.len())
-        .map(|k| {
-            let mut v: Vec<f64> = reps.iter().map(|r| r[k]).collect();
-            v.sort_by(f64::total_cmp);
-            let at = |q: f64| {
-                let pos = q * (v.len() - 1) as f64;
-                let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-                v[lo] + (pos - lo as f64) * (v[hi] - v[lo])
-            };
-            (at((1.0 - level) / 2.0).min(point[k]), at((1.0 + level) / 2.0).max(point[k]))
-        })
-        .unzip()
 }
 
 /// Rows of `q` (`n × c`) times π/π₀, renormalised (π₀_k = 0: weight 0; a row left with no

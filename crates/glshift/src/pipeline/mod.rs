@@ -94,7 +94,8 @@ impl RunOutput {
     }
 }
 
-fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
+/// Predicted class (argmax) of every row of `p` (`n × c`).
+pub fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
     p.rows().into_iter().map(|r| argmax_row(r).0).collect()
 }
 
