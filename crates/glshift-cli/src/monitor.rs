@@ -83,7 +83,14 @@ fn monitor(args: &MonitorArgs, model: &FittedModel, names: &[String]) -> Result<
         let b = one_batch(&args.batches, name, model, &params);
         if !args.quiet {
             match &b.outcome {
-                Ok(p) => eprintln!("{name}: {} rows, move ℓ1 {:.3} (p {:.3}), residual p {:.3}", b.n_rows, p.batch_prior_move_l1, p.batch_prior_move_p_value, p.label_shift_p_value),
+                Ok(p) => eprintln!(
+                    "{name}: {} rows, move ℓ1 {:.3} (p {:.3}), residual p {:.3}, target test p {}",
+                    b.n_rows,
+                    p.batch_prior_move_l1,
+                    p.batch_prior_move_p_value,
+                    p.label_shift_p_value,
+                    p.target_shift.as_ref().map_or("–".into(), |t| format!("{:.3}", t.p_value))
+                ),
                 Err(e) => eprintln!("{name}: skipped: {e}"),
             }
         }
@@ -118,7 +125,8 @@ fn estimate(dir: &Path, name: &str, model: &FittedModel, params: &BatchParams, b
     };
     let in_file = |e: glshift::Error| format!("{}: {e}", features.display());
     let plain = model.predict_proba(x.view()).map_err(in_file)?;
-    let adapted = model.adapt_batch(plain.view(), params).map_err(in_file)?;
+    let test_x = x.select(ndarray::Axis(0), &glshift::model::batch_test_rows(x.nrows(), params.seed));
+    let adapted = model.adapt_batch(plain.view(), Some(test_x.view()), params).map_err(in_file)?;
     // Evaluation only: the labels score the batch after its estimate is made.
     if let Some(y) = &labels {
         let accuracy = |p: &Array2<f32>| eval::score(&argmax_rows(p), y, model.n_classes()).map(|s| s.accuracy).ok();
@@ -132,14 +140,14 @@ fn estimate(dir: &Path, name: &str, model: &FittedModel, params: &BatchParams, b
 /// One line per batch and class: the estimate, its interval, the truth (labels) and the batch's
 /// tests; a failed batch has one line with its error.
 fn batches_csv(classes: &[String], batches: &[MonitorBatch]) -> String {
-    let mut out = String::from("batch,rows,class,estimate,ci_low,ci_high,true_proportion,move_l1,move_p,residual_p,accuracy,unadapted_accuracy,error\n");
+    let mut out = String::from("batch,rows,class,estimate,ci_low,ci_high,true_proportion,move_l1,move_p,residual_p,target_p,accuracy,unadapted_accuracy,error\n");
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:?}"));
     for b in batches {
         match &b.outcome {
             Ok(p) => {
                 for (k, class) in classes.iter().enumerate() {
                     out.push_str(&format!(
-                        "{},{},{},{:?},{:?},{:?},{},{:?},{:?},{:?},{},{},\n",
+                        "{},{},{},{:?},{:?},{:?},{},{:?},{:?},{:?},{},{},{},\n",
                         csv_field(&b.name),
                         b.n_rows,
                         csv_field(class),
@@ -150,12 +158,13 @@ fn batches_csv(classes: &[String], batches: &[MonitorBatch]) -> String {
                         p.batch_prior_move_l1,
                         p.batch_prior_move_p_value,
                         p.label_shift_p_value,
+                        opt(p.target_shift.as_ref().map(|t| t.p_value)),
                         opt(b.accuracy),
                         opt(b.unadapted_accuracy),
                     ));
                 }
             }
-            Err(e) => out.push_str(&format!("{},{},,,,,,,,,,,{}\n", csv_field(&b.name), b.n_rows, csv_field(e))),
+            Err(e) => out.push_str(&format!("{},{},,,,,,,,,,,,{}\n", csv_field(&b.name), b.n_rows, csv_field(e))),
         }
     }
     out

@@ -266,19 +266,23 @@ fn predict_adapted(args: &PredictArgs, model: &FittedModel, input: &str, rows: R
             args.model.display()
         );
     }
-    let mut parts: Vec<Array2<f32>> = Vec::new();
+    // Every row's probabilities; the raw rows the target test reads (at most 1 000).
+    let test_rows = glshift::model::batch_test_rows(rows.nrows(), args.seed);
+    let (mut parts, mut kept_rows): (Vec<Array2<f32>>, Vec<Array2<f32>>) = (Vec::new(), Vec::new());
     let (blocks, device) = glshift::device::scoped(args.device.into(), || {
         Ok(rows.for_each_block(|x, first| {
             parts.push(model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?);
+            let kept: Vec<usize> = test_rows.iter().filter(|&&i| i >= first && i < first + x.nrows()).map(|&i| i - first).collect();
+            kept_rows.push(x.select(Axis(0), &kept));
             Ok(())
         }))
     })?;
     blocks?;
-    let views: Vec<ArrayView2<f32>> = parts.iter().map(|p| p.view()).collect();
-    let plain = ndarray::concatenate(Axis(0), &views)?;
-    drop(parts);
+    let join = |parts: &[Array2<f32>]| ndarray::concatenate(Axis(0), &parts.iter().map(|p| p.view()).collect::<Vec<ArrayView2<f32>>>());
+    let (plain, test_x) = (join(&parts)?, join(&kept_rows)?);
+    drop((parts, kept_rows));
     let params = glshift::model::BatchParams { resamples: args.bootstrap, level: args.level, seed: args.seed };
-    let adapted = model.adapt_batch(plain.view(), &params).with_context(|| format!("adapting the model to {input}"))?;
+    let adapted = model.adapt_batch(plain.view(), Some(test_x.view()), &params).with_context(|| format!("adapting the model to {input}"))?;
     let mut lines = String::new();
     push_predictions_csv_rows(&mut lines, adapted.probs.view(), model.class_names(), 0);
     csv.write(lines.as_bytes())?;
@@ -294,6 +298,9 @@ fn print_summary(args: &PredictArgs, report: &PredictReport) {
         eprintln!("batch prior ({}, {:.0}% interval per class): {}", b.estimator, 100.0 * b.level, fmt_vec(&b.batch_prior));
         eprintln!("moved from the model's prior: ℓ1 = {:.3} (p = {:.3} for no move)", b.batch_prior_move_l1, b.batch_prior_move_p_value);
         eprintln!("label-shift residual test against the source hold-out: p = {:.3}", b.label_shift_p_value);
+        if let Some(t) = &b.target_shift {
+            eprintln!("target test (a label shift of the fitted target?): MMD² = {:.4}, p = {:.3}", t.mmd2, t.p_value);
+        }
         for w in &b.warnings {
             eprintln!("warning: {w}");
         }

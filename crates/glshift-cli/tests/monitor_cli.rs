@@ -36,6 +36,10 @@ fn a_folder_of_batches_with_one_bad_file() {
     let truth: Vec<&str> = lines[1..4].iter().map(|l| l.split(',').nth(6).unwrap()).collect();
     assert!(truth.iter().all(|t| !t.is_empty()), "day1 has labels: {csv}");
     assert!(lines[4].split(',').nth(6).unwrap().is_empty(), "day2 has none");
+    let target_p = lines[0].split(',').position(|h| h == "target_p").expect("a target_p column");
+    // day1 is rows of the fitted target itself: tested, and no alarm.
+    let p: f64 = lines[1].split(',').nth(target_p).unwrap().parse().expect("day1 is tested");
+    assert!(p > 0.05 && p <= 1.0, "day1's target test: {csv}");
     let html = std::fs::read_to_string(out.join("monitor.html")).unwrap();
     assert!(html.contains("day3") && html.contains("2 failed"), "{html}");
     assert!(out.join("figures/batch_priors.svg").exists());

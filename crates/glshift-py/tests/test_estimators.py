@@ -41,6 +41,8 @@ def test_predict_proba_adapted_to_a_batch(data, fitted):
     assert b["batch_prior_move_l1"] == 0.0 and b["resamples"] == 50
     assert np.all(b["batch_prior_ci_low"] <= b["batch_prior"]) and np.all(b["batch_prior"] <= b["batch_prior_ci_high"])
     assert 0.0 < b["label_shift_p_value"] <= 1.0
+    # The target test on the fit's own target rows: made, no alarm.
+    assert b["target_shift"]["p_value"] > 0.05 and b["target_shift"]["batch_rows"] >= 10
     again = fitted.predict_proba(X, adapt_prior=True, bootstrap=50, seed=1)
     np.testing.assert_array_equal(p, again)
     # Without the flag, predict_proba is unchanged.

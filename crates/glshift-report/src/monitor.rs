@@ -1,7 +1,8 @@
 //! The page of `glshift monitor`: a kept model on a sequence of batches. One panel per class:
 //! the estimated proportion of each batch with its interval (the true proportion as a cross
-//! where the batch has labels), batches whose residual test or move test fired marked, and a
-//! table of every batch (failed batches with their error).
+//! where the batch has labels), batches whose target test fired (not a label shift of the
+//! fitted target) marked, and a table of every batch with its three tests (failed batches with
+//! their error).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -11,8 +12,9 @@ use crate::figure::{class_color, font, render, short_label, Draw, DrawResult, Fi
 use crate::html::{num, pct, Page};
 use glshift::model::BatchPrior;
 
-/// Below this p-value a test's alarm fires (the residual test's, the move test's).
-pub const ALARM_P: f64 = 0.05;
+/// Below this p-value a test's alarm fires (the target test's, the residual test's, the move
+/// test's): the core's [`glshift::model::TARGET_ALARM_P`].
+pub const ALARM_P: f64 = glshift::model::TARGET_ALARM_P;
 
 /// One batch of the sequence, in name order.
 #[derive(Clone, Debug)]
@@ -32,6 +34,11 @@ impl MonitorBatch {
         self.outcome.as_ref().is_ok_and(|b| b.label_shift_p_value < ALARM_P)
     }
 
+    /// The batch is not a label shift of the target the model was fitted on.
+    pub fn target_alarm(&self) -> bool {
+        self.outcome.as_ref().is_ok_and(|b| b.target_shift.as_ref().is_some_and(|t| t.p_value < ALARM_P))
+    }
+
     pub fn move_alarm(&self) -> bool {
         self.outcome.as_ref().is_ok_and(|b| b.batch_prior_move_p_value < ALARM_P)
     }
@@ -44,7 +51,7 @@ struct PriorPanels<'a> {
 
 impl Draw for PriorPanels<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let root = root.titled("estimated class proportion per batch (bars: interval; ×: true proportion; ringed: residual alarm)", font(15.0))?;
+        let root = root.titled("estimated class proportion per batch (bars: interval; ×: true proportion; ringed: target alarm)", font(15.0))?;
         let c = self.classes.len();
         let cols = c.clamp(1, 3);
         let panels = root.split_evenly((c.div_ceil(cols), cols));
@@ -65,7 +72,7 @@ impl Draw for PriorPanels<'_> {
                     let colour = class_color(k);
                     chart.draw_series(std::iter::once(PathElement::new(vec![(x, p.batch_prior_ci_low[k]), (x, p.batch_prior_ci_high[k])], colour.stroke_width(2))))?;
                     chart.draw_series(std::iter::once(Circle::new((x, p.batch_prior[k]), 3, colour.filled())))?;
-                    if b.residual_alarm() {
+                    if b.target_alarm() {
                         chart.draw_series(std::iter::once(Circle::new((x, p.batch_prior[k]), 7, BLACK.stroke_width(2))))?;
                     }
                 }
@@ -92,10 +99,11 @@ pub fn monitor_page(model: &str, classes: &[String], batches: &[MonitorBatch]) -
     let mut page = Page::new("glshift monitor");
     let ok = batches.iter().filter(|b| b.outcome.is_ok()).count();
     let residual = batches.iter().filter(|b| b.residual_alarm()).count();
+    let target = batches.iter().filter(|b| b.target_alarm()).count();
     let moved = batches.iter().filter(|b| b.move_alarm()).count();
     page.para(
         &format!(
-            "Model {model}: {} batches, {ok} estimated, {} failed. Residual alarm (the batch is not a label shift of the source, p < {ALARM_P}) on {residual}; proportions moved from the model's target prior (p < {ALARM_P}) on {moved}.",
+            "Model {model}: {} batches, {ok} estimated, {} failed. Target alarm (the batch is not a label shift of the target the model was fitted on: refit, p < {ALARM_P}) on {target}; residual alarm (not a label shift of the source, p < {ALARM_P}) on {residual}; proportions moved from the model's target prior (p < {ALARM_P}) on {moved}.",
             batches.len(),
             batches.len() - ok
         ),
@@ -107,19 +115,15 @@ pub fn monitor_page(model: &str, classes: &[String], batches: &[MonitorBatch]) -
         page.figure(&fig, "figures/batch_priors.svg");
         figures.push(fig);
     }
-    let header: Vec<String> = ["batch", "rows", "move ℓ1", "move p", "residual p", "alarm", "accuracy", "plain accuracy", "error"].map(String::from).to_vec();
+    let header: Vec<String> = ["batch", "rows", "move ℓ1", "move p", "residual p", "target p", "alarm", "accuracy", "plain accuracy", "error"].map(String::from).to_vec();
     let rows: Vec<Vec<String>> = batches.iter().map(table_row).collect();
     page.table(&header, &rows);
     Ok((page.finish(), figures))
 }
 
 fn table_row(b: &MonitorBatch) -> Vec<String> {
-    let alarm = match (b.residual_alarm(), b.move_alarm()) {
-        (true, true) => "residual, moved",
-        (true, false) => "residual",
-        (false, true) => "moved",
-        (false, false) => "",
-    };
+    let fired = [(b.target_alarm(), "target"), (b.residual_alarm(), "residual"), (b.move_alarm(), "moved")];
+    let alarm = fired.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect::<Vec<_>>().join(", ");
     match &b.outcome {
         Ok(p) => vec![
             b.name.clone(),
@@ -127,11 +131,12 @@ fn table_row(b: &MonitorBatch) -> Vec<String> {
             num(Some(p.batch_prior_move_l1), 3),
             num(Some(p.batch_prior_move_p_value), 3),
             num(Some(p.label_shift_p_value), 3),
-            alarm.to_string(),
+            num(p.target_shift.as_ref().map(|t| t.p_value), 3),
+            alarm,
             pct(b.accuracy),
             pct(b.unadapted_accuracy),
             String::new(),
         ],
-        Err(e) => vec![b.name.clone(), b.n_rows.to_string(), "–".into(), "–".into(), "–".into(), String::new(), "–".into(), "–".into(), e.clone()],
+        Err(e) => vec![b.name.clone(), b.n_rows.to_string(), "–".into(), "–".into(), "–".into(), "–".into(), String::new(), "–".into(), "–".into(), e.clone()],
     }
 }

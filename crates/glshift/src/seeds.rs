@@ -34,6 +34,14 @@ pub enum Stream {
     DiscriminatorDropout,
     /// Cross-fitting: which fold model each target row goes to.
     CrossFitTargets,
+    /// The rows of the fitted target a model keeps for the batch target test.
+    TargetSample,
+    /// The batch rows the target test reads (a batch of over 1 000 rows).
+    BatchTestRows,
+    /// The subset of those read under the pool's effective size.
+    TargetTestSubset,
+    /// The target test's pseudo-batches.
+    TargetTestReplicates,
 }
 
 impl Stream {
@@ -53,6 +61,10 @@ impl Stream {
             Stream::DiscriminatorInit => 0x1a17_d15c,
             Stream::DiscriminatorDropout => 0x5eed_d15c,
             Stream::CrossFitTargets => 0x7a39_c5f1_0b2d_e864,
+            Stream::TargetSample => 0x7a72_6765_7473_616d,
+            Stream::BatchTestRows => 0x6261_7463_6873_7562,
+            Stream::TargetTestSubset => 0x30ba_31b4_39ba_b131,
+            Stream::TargetTestReplicates => 0xe8c6_d0e6_eac4_c4c2,
         }
     }
 }
@@ -66,7 +78,7 @@ pub fn stream_seed(seed: u64, stream: Stream) -> u64 {
 mod tests {
     use super::*;
 
-    const ALL: [Stream; 14] = [
+    const ALL: [Stream; 18] = [
         Stream::Pretrain,
         Stream::PretrainBatches,
         Stream::BaselineSampler,
@@ -81,6 +93,10 @@ mod tests {
         Stream::DiscriminatorInit,
         Stream::DiscriminatorDropout,
         Stream::CrossFitTargets,
+        Stream::TargetSample,
+        Stream::BatchTestRows,
+        Stream::TargetTestSubset,
+        Stream::TargetTestReplicates,
     ];
 
     /// Distinct salts give distinct streams for every seed; the derivation is its own inverse.

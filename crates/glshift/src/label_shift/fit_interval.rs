@@ -100,6 +100,8 @@ pub struct FinalOutputs {
     target: Array2<f32>,
     holdout_labels: Vec<usize>,
     source_prior: Vec<f64>,
+    /// Fitted on the hold-out (1 without calibration).
+    temperature: f64,
 }
 
 impl FinalOutputs {
@@ -120,7 +122,14 @@ impl FinalOutputs {
             target: softmax_with_temperature(tl.view(), temperature),
             holdout_labels: holdout_labels.to_vec(),
             source_prior: source_prior.to_vec(),
+            temperature,
         })
+    }
+
+    /// Other plain softmax outputs of the same network (`n × c`) calibrated with the
+    /// hold-out's temperature, as the target's were.
+    pub fn calibrate(&self, probs: ArrayView2<f32>) -> Array2<f32> {
+        softmax_with_temperature(probs.mapv(|v| v.max(1e-30).ln()).view(), self.temperature)
     }
 
     /// The calibrated outputs as an estimator's inputs (the hold-out with its labels, the target).

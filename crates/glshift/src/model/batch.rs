@@ -34,11 +34,16 @@
 //!   is not a label shift of the *source*. A domain-adapted model's own target may already fail
 //!   it (conditional shift is why it was adapted), so compare with the fit's own
 //!   `diagnostics.label_shift_p_value` before reading it as a new change.
+//! - **target test** (models of format version 3): is the batch a label shift of the *fitted
+//!   target*? The batch's preprocessed features are compared with the model's sample of its
+//!   target, re-weighted to π̂_b (`model::target_test`); a small p-value says the batch differs beyond
+//!   class proportions, and a warning says to refit. The re-weighting itself does not depend on it.
 
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::fitted::FittedModel;
+use super::target_test::{batch_test_rows, target_shift_test, TargetShiftTest};
 use crate::label_shift::{self, bootstrap_replicates, hull_with_report, l1_distance, DiagnosticsParams, FinalOutputs, PriorEstimator};
 use crate::{Error, Result};
 
@@ -85,6 +90,10 @@ pub struct BatchPrior {
     /// p-value under exact label shift (small: not a label shift of the source).
     pub label_shift_residual: f64,
     pub label_shift_p_value: f64,
+    /// The target test (module docs); `None` for a model that keeps no target sample (format
+    /// version 1 or 2), when no batch rows were given, or when too few rows could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_shift: Option<TargetShiftTest>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -104,12 +113,15 @@ impl FittedModel {
     /// version-1 file: refit); bad `params`.
     pub fn predict_proba_adapted(&self, x: ArrayView2<f32>, params: &BatchParams) -> Result<BatchAdaptation> {
         let probs = self.predict_proba(x)?;
-        self.adapt_batch(probs.view(), params)
+        let test_rows = x.select(ndarray::Axis(0), &batch_test_rows(x.nrows(), params.seed));
+        self.adapt_batch(probs.view(), Some(test_rows.view()), params)
     }
 
     /// [`FittedModel::predict_proba_adapted`] from the model's plain probabilities of the batch
-    /// (`n_b × c`, from [`FittedModel::predict_proba`] or its blocks).
-    pub fn adapt_batch(&self, probs: ArrayView2<f32>, params: &BatchParams) -> Result<BatchAdaptation> {
+    /// (`n_b × c`, from [`FittedModel::predict_proba`] or its blocks) and, for the target test,
+    /// the raw feature rows [`batch_test_rows`]`(n_b, params.seed)` of the batch (`None`: no
+    /// target test).
+    pub fn adapt_batch(&self, probs: ArrayView2<f32>, test_rows: Option<ArrayView2<f32>>, params: &BatchParams) -> Result<BatchAdaptation> {
         let hold = self.holdout.as_ref().ok_or_else(|| {
             Error::param(
                 "adapt_prior",
@@ -141,6 +153,7 @@ impl FittedModel {
         let adapted = if reweighted { reweight(outputs.inputs().target_probs, &point, &reference) } else { probs.to_owned() };
         let mut warnings = reps.point.warnings;
         warnings.extend(diag.warnings);
+        let target_shift = self.target_test(&outputs, (&point, &reference), test_rows, params, &mut warnings)?;
         if !guard_trusted {
             warnings.push("the fit's prior guard distrusted the label-shift estimate on its own target, so this batch's posteriors are not re-weighted either".into());
         } else if !reweighted {
@@ -165,9 +178,41 @@ impl FittedModel {
             reweighted,
             label_shift_residual: diag.label_shift_residual,
             label_shift_p_value: diag.label_shift_p_value,
+            target_shift,
             warnings,
         };
         Ok(BatchAdaptation { probs: adapted, prior })
+    }
+
+    /// The target test (module docs) of the batch rows `test_rows` (raw) with the ratio π̂_b/π₀
+    /// of `(point, reference)`; `None` without a target sample or rows, or with too few rows
+    /// (a warning says so). An alarm adds a warning.
+    fn target_test(
+        &self,
+        outputs: &FinalOutputs,
+        (point, reference): (&[f64], &[f64]),
+        test_rows: Option<ArrayView2<f32>>,
+        params: &BatchParams,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<TargetShiftTest>> {
+        let (Some(sample), Some(x)) = (&self.target, test_rows) else { return Ok(None) };
+        let ratio: Vec<f64> = point.iter().zip(reference).map(|(&p, &r)| if r > 0.0 { p / r } else { 0.0 }).collect();
+        let test = match x.nrows() >= 2 {
+            true => target_shift_test(sample, outputs.calibrate(sample.probs.view()).view(), self.preprocessed(x)?.view(), &ratio, params.resamples, params.seed)?,
+            false => None,
+        };
+        match &test {
+            None => warnings.push(format!(
+                "the target test was not made: too few rows to compare (a batch of one row, or the model's {} target rows, weighted to this batch's proportions)",
+                self.info.n_target_sample
+            )),
+            Some(t) if t.p_value < TARGET_ALARM_P => warnings.push(format!(
+                "the batch is not a label shift of the target the model was fitted on (target test p = {:.3}): it differs beyond class proportions, so its estimate and re-weighted posteriors are not to be trusted; refit with this batch as the target",
+                t.p_value
+            )),
+            Some(_) => {}
+        }
+        Ok(test)
     }
 
     /// Whether the model keeps the source hold-out batch adaptation needs (format version 2).
@@ -175,6 +220,9 @@ impl FittedModel {
         self.holdout.is_some()
     }
 }
+
+/// Below this p-value the target test warns.
+pub const TARGET_ALARM_P: f64 = 0.05;
 
 fn check_batch(probs: ArrayView2<f32>, c: usize, params: &BatchParams) -> Result<()> {
     if probs.nrows() == 0 || probs.ncols() != c {

@@ -20,7 +20,7 @@ fn the_hold_out_travels_with_the_file_and_version_1_files_load_without_it() {
     let (model, data) = mul_model();
     assert!(model.can_adapt_batches());
     let again = FittedModel::from_bytes(&model.to_bytes().unwrap(), Path::new("v2.glshift")).unwrap();
-    assert_eq!(again, model, "version 2 round trip");
+    assert_eq!(again, model, "round trip");
     let v1 = FittedModel::from_bytes(&model.to_bytes_as(1).unwrap(), Path::new("v1.glshift")).unwrap();
     assert!(!v1.can_adapt_batches());
     assert_eq!(v1.predict_proba(data.target_x()).unwrap(), model.predict_proba(data.target_x()).unwrap());
@@ -76,7 +76,7 @@ fn bad_batches_and_settings_are_errors() {
     let mut nan = data.target_x().to_owned();
     nan[[2, 1]] = f32::NAN;
     assert!(model.predict_proba_adapted(nan.view(), &p).is_err(), "NaN");
-    assert!(model.adapt_batch(Array2::<f32>::zeros((3, 2)).view(), &p).is_err(), "probabilities of another class count");
+    assert!(model.adapt_batch(Array2::<f32>::zeros((3, 2)).view(), None, &p).is_err(), "probabilities of another class count");
     for bad in [BatchParams { resamples: 1, ..p }, BatchParams { level: 1.0, ..p }, BatchParams { level: 0.0, ..p }] {
         assert!(model.predict_proba_adapted(data.target_x(), &bad).is_err(), "{bad:?}");
     }
@@ -89,11 +89,11 @@ fn a_hold_out_label_outside_the_classes_or_a_missing_tensor_is_an_error_naming_t
     let (mut model, _) = mul_model();
     let mut entries = model.tensor_entries();
     entries.remove("holdout.labels");
-    assert!(load_err(&model.to_bytes_from(2, entries).unwrap()).contains("holdout.labels"));
+    assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("holdout.labels"));
     let mut entries = model.tensor_entries();
     entries.get_mut("holdout.probs").unwrap().1 = vec![3, 3];
     entries.get_mut("holdout.probs").unwrap().2.truncate(36);
-    assert!(load_err(&model.to_bytes_from(2, entries).unwrap()).contains("holdout.probs"));
+    assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("holdout.probs"));
     model.holdout.as_mut().unwrap().labels[0] = 7;
     assert!(load_err(&model.to_bytes().unwrap()).contains("holdout.labels"));
 }

@@ -3,8 +3,9 @@
 //!
 //! Metadata: `__metadata__` holds one key, `glshift`, whose value is a JSON object ([`Header`];
 //! one key, so the file's bytes do not depend on a map's iteration order):
-//! - `format` = `"glshift-model"`, `format_version` = 2 (this reader accepts 1 and 2; version 1
-//!   lacks the hold-out tensors below, so its models predict but cannot adapt to a batch);
+//! - `format` = `"glshift-model"`, `format_version` = 3 (this reader accepts 1 to 3; version 1
+//!   lacks the hold-out tensors below, so its models predict but cannot adapt to a batch, and
+//!   versions 1 and 2 lack the target sample, so a batch cannot be tested against the target);
 //! - `info`: [`ModelInfo`] as a JSON text (glshift version, configuration, class names, input
 //!   dimension, priors, importance weights, iteration history);
 //! - `preprocess`: the preprocessing kind (`none`, `z-score`, `l2`, `l1-z-score`);
@@ -17,7 +18,10 @@
 //! and (σ² + ε)^(−1/2) of the source training rows); `f.weight` `[z_dim, c]`, `f.bias` `[c]`;
 //! with a z-score preprocessing `preprocess.mean`, `preprocess.scale` `[d]` (f64); from version 2,
 //! for a fit with a source hold-out, `holdout.probs` `[n_h, c]` (the final model's probabilities
-//! on the hold-out rows) and `holdout.labels` `[n_h]` (i64, each in `0..c`).
+//! on the hold-out rows) and `holdout.labels` `[n_h]` (i64, each in `0..c`); from version 3,
+//! `target.features` `[m, d]` and `target.probs` `[m, c]`, a seeded sample of the fitted
+//! target's preprocessed feature rows and the model's probabilities of them (`m` = the header's
+//! `n_target_sample`). A model file therefore holds up to 1 000 rows of its target's features.
 //!
 //! A truncated, damaged, foreign, wrong-version or inconsistent file is an error naming the
 //! file and the problem; shapes are checked against the configuration before any allocation.
@@ -32,6 +36,7 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 
 use super::fitted::{FittedModel, ModelInfo, SourceHoldout};
+use super::target_test::TargetSample;
 use crate::data::{Preprocess, PreprocessStats};
 use crate::nn::{BnStats, Network};
 use crate::{Error, Result};
@@ -39,7 +44,7 @@ use crate::{Error, Result};
 /// Value of the `format` metadata key.
 pub const FORMAT_NAME: &str = "glshift-model";
 /// The model file version this build writes (it reads this and 1).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest version this build reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -80,12 +85,14 @@ impl FittedModel {
         self.to_bytes_as(FORMAT_VERSION)
     }
 
-    /// The file's bytes under format `version` (version 1 leaves the hold-out out); tests
-    /// write version-1 files with it.
+    /// The file's bytes under format `version` (version 1 leaves the hold-out out, versions 1
+    /// and 2 the target sample); tests write earlier versions' files with it.
     pub(super) fn to_bytes_as(&self, version: u32) -> Result<Vec<u8>> {
         let mut tensors = self.tensor_entries();
-        if version < 2 {
-            tensors.retain(|name, _| !name.starts_with("holdout."));
+        tensors.retain(|name, _| (version >= 2 || !name.starts_with("holdout.")) && (version >= 3 || !name.starts_with("target.")));
+        if version < 3 && self.info.n_target_sample > 0 {
+            let info = ModelInfo { n_target_sample: 0, ..self.info.clone() };
+            return FittedModel { info, target: None, ..self.clone() }.to_bytes_from(version, tensors);
         }
         self.to_bytes_from(version, tensors)
     }
@@ -154,7 +161,8 @@ impl FittedModel {
         let (network, bn_stats) = reader.network(&info)?;
         let preprocess = reader.preprocess(header.preprocess, info.input_dim)?;
         let holdout = if header.format_version >= 2 { reader.holdout(info.n_source_holdout, info.class_names.len())? } else { None };
-        let model = FittedModel { info, preprocess, network, bn_stats, holdout };
+        let target = if header.format_version >= 3 { reader.target_sample(&info)? } else { None };
+        let model = FittedModel { info, preprocess, network, bn_stats, holdout, target };
         model.check_consistent(&path.display().to_string())?;
         Ok(model)
     }
@@ -180,6 +188,10 @@ impl FittedModel {
             out.insert("holdout.probs".into(), f32_entry(h.probs.shape().to_vec(), &h.probs.iter().copied().collect::<Vec<_>>()));
             let labels = h.labels.iter().flat_map(|&y| (y as i64).to_le_bytes()).collect();
             out.insert("holdout.labels".into(), (Dtype::I64, vec![h.labels.len()], labels));
+        }
+        if let Some(t) = &self.target {
+            out.insert("target.features".into(), f32_entry(t.x.shape().to_vec(), &t.x.iter().copied().collect::<Vec<_>>()));
+            out.insert("target.probs".into(), f32_entry(t.probs.shape().to_vec(), &t.probs.iter().copied().collect::<Vec<_>>()));
         }
         let p = &self.preprocess;
         if !p.mean.is_empty() {
@@ -295,6 +307,20 @@ impl TensorReader<'_> {
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| Error::bad_file(self.path, format!("tensor `holdout.labels` holds a label outside 0..{c}")))?;
         Ok(Some(SourceHoldout { probs, labels }))
+    }
+
+    /// The target sample of a version-3 file: both tensors or neither, shaped `[m, d]` and
+    /// `[m, c]` with `m` the header's `n_target_sample` (values checked with the model).
+    fn target_sample(&self, info: &ModelInfo) -> Result<Option<TargetSample>> {
+        let m = info.n_target_sample;
+        match (self.tensors.contains_key("target.features"), self.tensors.contains_key("target.probs"), m) {
+            (false, false, 0) => Ok(None),
+            (true, true, m) if m > 0 => Ok(Some(TargetSample {
+                x: self.matrix("target.features", m, info.input_dim)?,
+                probs: self.matrix("target.probs", m, info.class_names.len())?,
+            })),
+            _ => Err(Error::bad_file(self.path, "the tensors `target.features` and `target.probs` and the header's `n_target_sample` do not agree (one is missing)")),
+        }
     }
 
     fn preprocess(&self, how: Preprocess, dim: usize) -> Result<PreprocessStats> {

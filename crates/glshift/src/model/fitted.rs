@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::{check_features, PreprocessStats, Rows};
 use crate::methods::train::Fitted;
 use crate::methods::{FitConfig, IterRecord};
+use super::target_test::TargetSample;
 use crate::nn::{argmax_row, softmax, BnStats, Network};
 use crate::{Error, Result};
 
@@ -42,6 +43,14 @@ pub struct ModelInfo {
     /// no guard ran, or a file from before this field; absent from the file then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_guard_trusted: Option<bool>,
+    /// Rows of the fitted target the model keeps for the batch target test (format version 3;
+    /// 0 in earlier files, absent from the file then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_target_sample: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A trained model: preprocessing statistics, network G + F, BatchNorm statistics frozen from
@@ -57,6 +66,9 @@ pub struct FittedModel {
     /// The source hold-out's outputs (format version 2; `None` in version-1 files and for
     /// fits without a hold-out): what [`FittedModel::adapt_batch`] estimates from.
     pub(super) holdout: Option<SourceHoldout>,
+    /// A seeded sample of the fitted target's preprocessed rows and probabilities (format version 3; `None` in
+    /// earlier files): what a batch is compared with ([`super::target_test`]).
+    pub(super) target: Option<TargetSample>,
 }
 
 /// The final model's plain softmax probabilities on the source hold-out rows (`n_h × c`) and
@@ -80,7 +92,7 @@ impl FittedModel {
         class_names: &[String],
         preprocess: PreprocessStats,
         source_x: Rows,
-        (source_y, n_target): (&[usize], usize),
+        (source_y, target_x): (&[usize], &Rows),
         fitted: &Fitted,
         target_prior: Option<Vec<f64>>,
     ) -> Result<Self> {
@@ -108,15 +120,18 @@ impl FittedModel {
             importance_weights: shift.map(|s| s.weights.clone()),
             n_source_train: fitted.n_train,
             n_source_holdout: fitted.n_holdout,
-            n_target,
+            n_target: target_x.nrows(),
             history: fitted.history.clone(),
             prior_guard_trusted: fitted.prior_guard.as_ref().map(|g| g.trusted),
+            n_target_sample: 0,
         };
         let holdout = (!fitted.holdout_rows.is_empty()).then(|| SourceHoldout {
             probs: fitted.holdout_probs.clone(),
             labels: fitted.holdout_rows.iter().map(|&i| source_y[i]).collect(),
         });
-        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats, holdout };
+        let target = TargetSample::from_fit(target_x, fitted.target_probs.view(), cfg.seed)?;
+        let info = ModelInfo { n_target_sample: target.as_ref().map_or(0, |t| t.x.nrows()), ..info };
+        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats, holdout, target };
         model.check_consistent("the fitted model")?;
         Ok(model)
     }
@@ -138,8 +153,8 @@ impl FittedModel {
         Ok(self.outputs(x)?.0)
     }
 
-    /// `(Z, logits)` for raw rows: checks, preprocesses, runs G + F in evaluation mode.
-    fn outputs(&self, x: ArrayView2<f32>) -> Result<(Array2<f32>, Array2<f32>)> {
+    /// Raw rows `x` (`n × d`, finite) preprocessed as the fit preprocessed its rows.
+    pub(super) fn preprocessed(&self, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         if x.ncols() != self.info.input_dim {
             return Err(Error::Shape {
                 what: "feature columns of the rows to predict vs the model's".into(),
@@ -150,6 +165,12 @@ impl FittedModel {
         check_features("rows to predict", x)?;
         let mut xp = x.to_owned();
         self.preprocess.apply(&mut xp)?;
+        Ok(xp)
+    }
+
+    /// `(Z, logits)` for raw rows: checks, preprocesses, runs G + F in evaluation mode.
+    fn outputs(&self, x: ArrayView2<f32>) -> Result<(Array2<f32>, Array2<f32>)> {
+        let xp = self.preprocessed(x)?;
         let (z, logits) = self.network.eval_frozen(xp.view(), &self.bn_stats);
         // Finite weights can still overflow on extreme rows; never return NaN probabilities.
         if let Some(i) = logits.rows().into_iter().position(|r| r.iter().any(|v| !v.is_finite())) {
@@ -253,6 +274,10 @@ impl FittedModel {
             if !shape_ok || h.labels.iter().any(|&y| y >= c) || h.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
                 return Err(bad(format!("the source hold-out must be {n_h} × {c} finite probabilities with {n_h} labels below {c}")));
             }
+        }
+        if let Some(t) = &self.target {
+            let m = i.n_target_sample;
+            t.check(i.input_dim, c).and_then(|()| if t.x.nrows() == m { Ok(()) } else { Err(format!("the target sample has {} rows, the header says {m}", t.x.nrows())) }).map_err(bad)?;
         }
         let stats_finite = self.bn_stats.iter().flatten().all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));
         let pre_finite = self.preprocess.mean.iter().chain(&self.preprocess.scale).all(|v| v.is_finite());

@@ -236,7 +236,7 @@ impl CheckedParams {
         let fitted = fit_checked(data, cfg, cache, progress)?;
         let prior = reported_prior(&fitted, data.source_y, cfg)?;
         let reported = prior.as_ref().map(|p| p.estimate.target_prior.clone());
-        let model = FittedModel::from_fit(cfg, class_names, stats, data.source_x, (data.source_y, data.target_x.nrows()), &fitted, reported)?;
+        let model = FittedModel::from_fit(cfg, class_names, stats, data.source_x, (data.source_y, &data.target_x), &fitted, reported)?;
         Ok(FitOutcome { model, fitted, prior, warnings })
     }
 }

@@ -191,7 +191,7 @@ fn wrong_version_foreign_format_and_mismatched_headers_are_errors() {
     let set = |key: &'static str, value: serde_json::Value| {
         with_glshift_header(&bytes, move |h| h[key] = value.clone())
     };
-    assert!(load_err(&set("format_version", 3.into())).contains("version 3"));
+    assert!(load_err(&set("format_version", 4.into())).contains("version 4"));
     assert!(load_err(&set("format_version", 0.into())).contains("version 0"));
     assert!(load_err(&set("format", "something-else".into())).contains("glshift-model"));
     assert!(load_err(&set("preprocess", "cubic".into())).contains("header"));
