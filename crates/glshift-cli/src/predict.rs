@@ -45,8 +45,10 @@ pub struct PredictArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub device: crate::pair::DeviceArg,
     /// Estimate these rows' class proportions (with an interval, the move from the model's
-    /// target prior and the label-shift residual test) and re-weight the posteriors to them
-    /// (docs/model.md, "A new batch"). Needs a model file of format version 2.
+    /// target prior, the label-shift residual test and the target test: are these rows a label
+    /// shift of the target the model was fitted on?) and re-weight the posteriors to them
+    /// (docs/model.md, "A new batch"). Needs a model file of format version 2 or later (the
+    /// target test, version 3).
     #[arg(long)]
     pub adapt_prior: bool,
     /// Bootstrap resamples of --adapt-prior's interval and tests.

@@ -15,8 +15,10 @@
 //!   (1 + #{‖π*_r − π̂_b‖₁ ≥ m}) / (1 + R): how often the estimate's own spread reaches π₀;
 //! - **posteriors:** the calibrated probabilities q (temperature fitted on the hold-out) taken as
 //!   posteriors under the model's own target prior π₀ (what the fit adapted the network to) and
-//!   moved to the batch's (Saerens et al. 2002): p_b(y|x) ∝ q(y|x) · π̂_b(y) / π₀(y). A batch
-//!   whose estimate equals π₀ (the fit's own target) is predicted exactly as without the flag.
+//!   moved to the batch's (Saerens et al. 2002): p_b(y|x) ∝ q(y|x) · π̂_b(y) / π₀(y), with the
+//!   ratio 0 for a class the fitted target holds less than half a row of (π₀ · n_t < 1/2: the
+//!   ratio of two near-zero estimates is noise). A batch whose estimate equals π₀ (the fit's own
+//!   target) is predicted as without the flag (but for a row predicted into such a class).
 //!   (A first version divided by the hold-out's prior, as MLLS's E-step does; on batches at the
 //!   target's own proportions it predicted slightly worse than the plain model, read from their
 //!   labels, which is what this invariant removes: docs/model.md);
@@ -150,7 +152,12 @@ impl FittedModel {
         let floor = ls.guard.min_confident_share;
         let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let reweighted = guard_trusted && diag.confident_target_share >= floor;
-        let adapted = if reweighted { reweight(outputs.inputs().target_probs, &point, &reference) } else { probs.to_owned() };
+        let n_target = self.info.n_target;
+        let adapted = if reweighted {
+            reweight(outputs.inputs().target_probs, &prior_ratio(&point, &reference, n_target))
+        } else {
+            probs.to_owned()
+        };
         let mut warnings = reps.point.warnings;
         warnings.extend(diag.warnings);
         let target_shift = self.target_test(&outputs, (&point, &reference), test_rows, params, &mut warnings)?;
@@ -196,7 +203,7 @@ impl FittedModel {
         warnings: &mut Vec<String>,
     ) -> Result<Option<TargetShiftTest>> {
         let (Some(sample), Some(x)) = (&self.target, test_rows) else { return Ok(None) };
-        let ratio: Vec<f64> = point.iter().zip(reference).map(|(&p, &r)| if r > 0.0 { p / r } else { 0.0 }).collect();
+        let ratio = prior_ratio(point, reference, self.info.n_target);
         let test = match x.nrows() >= 2 {
             true => target_shift_test(sample, outputs.calibrate(sample.probs.view()).view(), self.preprocessed(x)?.view(), &ratio, params.resamples, params.seed)?,
             false => None,
@@ -234,16 +241,40 @@ fn check_batch(probs: ArrayView2<f32>, c: usize, params: &BatchParams) -> Result
     Ok(())
 }
 
-/// Rows of `q` (`n × c`) times π/π₀, renormalised (π₀_k = 0: weight 0; a row left with no
-/// mass keeps q's row).
-fn reweight(q: ArrayView2<f32>, prior: &[f64], reference: &[f64]) -> Array2<f32> {
-    let w: Vec<f64> = prior.iter().zip(reference).map(|(&p, &r)| if r > 0.0 { p / r } else { 0.0 }).collect();
+/// The ratio π_k / π₀_k of a batch prior to the model's, 0 for a class the fitted target holds
+/// less than half a row of (π₀_k · n_target < 1/2): such a class is absent from what the model
+/// was fitted on, and the ratio of two near-zero estimates (1e-30 / 1e-140 on a model that
+/// predicts one class) is noise that would swamp every other class.
+fn prior_ratio(prior: &[f64], reference: &[f64], n_target: usize) -> Vec<f64> {
+    let present = |r: f64| r > 0.0 && r * n_target as f64 >= 0.5;
+    prior.iter().zip(reference).map(|(&p, &r)| if present(r) { p / r } else { 0.0 }).collect()
+}
+
+/// Rows of `q` (`n × c`) times the ratio `w` (length c), renormalised (a row left with no mass
+/// keeps q's row).
+fn reweight(q: ArrayView2<f32>, w: &[f64]) -> Array2<f32> {
     let mut out = Array2::<f32>::zeros(q.raw_dim());
     for (row, mut dst) in q.rows().into_iter().zip(out.rows_mut()) {
-        let s: f64 = row.iter().zip(&w).map(|(&v, &wk)| v as f64 * wk).sum();
-        for ((d, &v), &wk) in dst.iter_mut().zip(row).zip(&w) {
+        let s: f64 = row.iter().zip(w).map(|(&v, &wk)| v as f64 * wk).sum();
+        for ((d, &v), &wk) in dst.iter_mut().zip(row).zip(w) {
             *d = if s > 0.0 { (v as f64 * wk / s) as f32 } else { v };
         }
     }
     out
+}
+
+#[cfg(test)]
+mod ratio_tests {
+    use super::prior_ratio;
+
+    /// A class the fitted target holds less than half a row of gets ratio 0, however its two
+    /// near-zero estimates compare; the others get π/π₀.
+    #[test]
+    fn near_zero_classes_of_the_fitted_target_get_no_weight() {
+        let r = prior_ratio(&[0.6, 0.4, 1e-30, 0.0], &[0.5, 0.5 - 1e-3, 1e-140, 1e-3], 100);
+        assert_eq!(r[2], 0.0, "1e-30 / 1e-140 is noise");
+        assert_eq!(r[3], 0.0, "0.1 of a row");
+        assert!((r[0] - 1.2).abs() < 1e-12 && (r[1] - 0.4 / 0.499).abs() < 1e-12);
+        assert!(prior_ratio(&[0.5], &[0.005], 100)[0] == 100.0, "half a row is present");
+    }
 }
