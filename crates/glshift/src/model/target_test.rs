@@ -119,7 +119,8 @@ pub const MIN_TEST_ROWS: usize = 10;
 /// The test of the module docs: `batch_x` (preprocessed, `n × d`, n ≥ 2) against the sample, whose
 /// calibrated probabilities are `sample_q` (`m × c`), with `ratio` = π̂_b / π₀ (length c),
 /// `resamples` ≥ 1 replicates seeded by `seed`. `None` when fewer than [`MIN_TEST_ROWS`] batch
-/// rows can be read (see the pool's effective size in the module docs).
+/// rows can be read (see the pool's effective size in the module docs) or the ratio gives the
+/// sample no weight.
 pub(super) fn target_shift_test(
     sample: &TargetSample,
     sample_q: ArrayView2<f32>,
@@ -134,16 +135,15 @@ pub(super) fn target_shift_test(
     }
     let m = sample.x.nrows();
     let [ref_rows, pool_rows]: &[Vec<usize>; 2] = &[(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
-    let (ref_z, pool_z) = (sample.x.select(ndarray::Axis(0), ref_rows), sample.x.select(ndarray::Axis(0), pool_rows));
-    let weights = |rows: &[usize]| -> Result<Vec<f64>> {
+    let (ref_x, pool_x) = (sample.x.select(ndarray::Axis(0), ref_rows), sample.x.select(ndarray::Axis(0), pool_rows));
+    // ω_i = Σ_k r_k q_ik, normalised in each half; a half the batch's prior gives no weight
+    // (all its mass on classes the fitted target lacks) leaves nothing to compare with.
+    let weights = |rows: &[usize]| -> Option<Vec<f64>> {
         let w: Vec<f64> = rows.iter().map(|&i| sample_q.row(i).iter().zip(ratio).map(|(&q, &r)| q as f64 * r).sum::<f64>().max(0.0)).collect();
         let s: f64 = w.iter().sum();
-        if !(s > 0.0 && s.is_finite()) {
-            return Err(Error::numerical("target test", "the batch's prior gives the fitted target no weight"));
-        }
-        Ok(w.into_iter().map(|v| v / s).collect())
+        (s > 0.0 && s.is_finite()).then(|| w.into_iter().map(|v| v / s).collect())
     };
-    let (w_ref, w_pool) = (weights(ref_rows)?, weights(pool_rows)?);
+    let (Some(w_ref), Some(w_pool)) = (weights(ref_rows), weights(pool_rows)) else { return Ok(None) };
     // A pseudo-batch must be mostly distinct pool rows to stand for a new batch: read at most
     // half the pool's effective size (Kong's 1/Σω²) of batch rows, a seeded subset.
     let ess = 1.0 / w_pool.iter().map(|w| w * w).sum::<f64>();
@@ -155,15 +155,15 @@ pub(super) fn target_shift_test(
     kept.sort_unstable();
     let batch_x = batch_x.select(ndarray::Axis(0), &kept);
     let batch_x = batch_x.view();
-    let inv_h2 = 1.0 / median_sq_distance(ref_z.view());
-    let k_ref = kernel(ref_z.view(), ref_z.view(), inv_h2);
+    let inv_h2 = 1.0 / median_sq_distance(ref_x.view());
+    let k_ref = kernel(ref_x.view(), ref_x.view(), inv_h2);
     let ref_term = quad_form(&k_ref, &w_ref);
     // Each pool row's weighted mean kernel to the reference, and the pool's own kernel.
-    let pool_to_ref = kernel(pool_z.view(), ref_z.view(), inv_h2).dot(&ndarray::Array1::from(w_ref.clone()));
-    let k_pool = kernel(pool_z.view(), pool_z.view(), inv_h2);
+    let pool_to_ref = kernel(pool_x.view(), ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref.clone()));
+    let k_pool = kernel(pool_x.view(), pool_x.view(), inv_h2);
     let mmd2 = {
         let k_bb = kernel(batch_x, batch_x, inv_h2);
-        let cross = kernel(batch_x, ref_z.view(), inv_h2).dot(&ndarray::Array1::from(w_ref)).sum() / n as f64;
+        let cross = kernel(batch_x, ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref)).sum() / n as f64;
         distinct_pairs_mean(&row_ids(batch_x), &k_bb) - 2.0 * cross + ref_term
     };
     let cumulative: Vec<f64> = w_pool.iter().scan(0.0, |acc, &w| { *acc += w; Some(*acc) }).collect();

@@ -67,6 +67,10 @@ fn too_few_rows_under_the_weights_make_no_test() {
     let (batch, _) = draw(50, 0.5, 0.0, 0.5, &mut rng);
     let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[1.0, 1.0], 50, 0).unwrap();
     assert!(t.is_none(), "6 pool rows cannot stand for a batch: {t:?}");
+    let (x, probs) = draw(200, 0.5, 0.0, 0.5, &mut rng);
+    let sample = TargetSample { x, probs };
+    let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[0.0, 0.0], 50, 0).unwrap();
+    assert!(t.is_none(), "a ratio that weighs no class leaves nothing to compare");
 }
 
 #[test]
