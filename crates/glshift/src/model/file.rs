@@ -43,7 +43,7 @@ use crate::{Error, Result};
 
 /// Value of the `format` metadata key.
 pub const FORMAT_NAME: &str = "glshift-model";
-/// The model file version this build writes (it reads this and 1).
+/// The model file version this build writes (it reads it and every version down to 1).
 pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest version this build reads.
