@@ -315,10 +315,10 @@ impl TensorReader<'_> {
         let m = info.n_target_sample;
         match (self.tensors.contains_key("target.features"), self.tensors.contains_key("target.probs"), m) {
             (false, false, 0) => Ok(None),
-            (true, true, m) if m > 0 => Ok(Some(TargetSample {
-                x: self.matrix("target.features", m, info.input_dim)?,
-                probs: self.matrix("target.probs", m, info.class_names.len())?,
-            })),
+            (true, true, m) if m > 0 => Ok(Some(TargetSample::new(
+                self.matrix("target.features", m, info.input_dim)?,
+                self.matrix("target.probs", m, info.class_names.len())?,
+            ))),
             _ => Err(Error::bad_file(self.path, "the tensors `target.features` and `target.probs` and the header's `n_target_sample` do not agree (one is missing)")),
         }
     }

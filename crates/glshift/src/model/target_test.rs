@@ -42,6 +42,7 @@ use rand::seq::index::sample as sample_indices;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 use crate::data::Rows;
 use crate::seeds::{stream_seed, Stream};
@@ -54,13 +55,58 @@ pub const BATCH_TEST_ROWS: usize = 1000;
 
 /// A seeded sample of the fitted target: preprocessed features (`m × d`) and the model's plain
 /// probabilities of them (`m × c`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(super) struct TargetSample {
     pub x: Array2<f32>,
     pub probs: Array2<f32>,
+    /// What the test reads of `x` alone, whatever the batch: computed on the model's first test
+    /// and kept, so that `monitor` pays the O(m²d) bandwidth and kernels once, not per batch.
+    reference: OnceLock<Reference>,
+}
+
+/// Two samples are equal when their rows are: the reference is derived from them.
+impl PartialEq for TargetSample {
+    fn eq(&self, other: &Self) -> bool {
+        self.x == other.x && self.probs == other.probs
+    }
+}
+
+/// The sample's halves (module docs: reference A at even positions, pool B at odd ones), the
+/// bandwidth from A, and the kernels A×A (`m_A × m_A`), B×B (`m_B × m_B`) and B×A (`m_B × m_A`).
+#[derive(Clone, Debug)]
+struct Reference {
+    ref_rows: Vec<usize>,
+    pool_rows: Vec<usize>,
+    ref_x: Array2<f32>,
+    inv_h2: f64,
+    k_ref: Array2<f64>,
+    k_pool: Array2<f64>,
+    k_pool_ref: Array2<f64>,
+}
+
+impl Reference {
+    fn new(x: &Array2<f32>) -> Reference {
+        let m = x.nrows();
+        let (ref_rows, pool_rows): (Vec<usize>, Vec<usize>) = ((0..m).step_by(2).collect(), (1..m).step_by(2).collect());
+        let (ref_x, pool_x) = (x.select(ndarray::Axis(0), &ref_rows), x.select(ndarray::Axis(0), &pool_rows));
+        let inv_h2 = 1.0 / median_sq_distance(ref_x.view());
+        let k_ref = kernel(ref_x.view(), ref_x.view(), inv_h2);
+        let k_pool = kernel(pool_x.view(), pool_x.view(), inv_h2);
+        let k_pool_ref = kernel(pool_x.view(), ref_x.view(), inv_h2);
+        Reference { ref_rows, pool_rows, ref_x, inv_h2, k_ref, k_pool, k_pool_ref }
+    }
 }
 
 impl TargetSample {
+    /// A sample of `x` (`m × d`, preprocessed) with the model's plain probabilities (`m × c`).
+    pub fn new(x: Array2<f32>, probs: Array2<f32>) -> TargetSample {
+        TargetSample { x, probs, reference: OnceLock::new() }
+    }
+
+    fn reference(&self) -> &Reference {
+        self.reference.get_or_init(|| Reference::new(&self.x))
+    }
+
     /// Up to [`TARGET_SAMPLE_ROWS`] of the fit's preprocessed target rows (`n_t × d`, in
     /// memory or a file) with their probabilities (`n_t × c`), chosen with `seed`, in a random
     /// order (the halves of the test are its even and odd positions). `None` for fewer than 4
@@ -71,7 +117,7 @@ impl TargetSample {
             return Ok(None);
         }
         let rows = sample_indices(&mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetSample)), n, n.min(TARGET_SAMPLE_ROWS)).into_vec();
-        Ok(Some(TargetSample { x: target_x.gather(&rows)?, probs: probs.select(ndarray::Axis(0), &rows) }))
+        Ok(Some(TargetSample::new(target_x.gather(&rows)?, probs.select(ndarray::Axis(0), &rows))))
     }
 
     /// Shapes (`m ≥ 4` rows, `d` and `c` columns) and finite values, probabilities ≥ 0.
@@ -133,9 +179,8 @@ pub(super) fn target_shift_test(
     if n < 2 || batch_x.ncols() != sample.x.ncols() {
         return Err(Error::Shape { what: "batch rows for the target test".into(), expected: format!("n ≥ 2 rows × {}", sample.x.ncols()), found: format!("{n} × {}", batch_x.ncols()) });
     }
-    let m = sample.x.nrows();
-    let [ref_rows, pool_rows]: &[Vec<usize>; 2] = &[(0..m).step_by(2).collect(), (1..m).step_by(2).collect()];
-    let (ref_x, pool_x) = (sample.x.select(ndarray::Axis(0), ref_rows), sample.x.select(ndarray::Axis(0), pool_rows));
+    let Reference { ref_rows, pool_rows, ref_x, inv_h2, k_ref, k_pool, k_pool_ref } = sample.reference();
+    let inv_h2 = *inv_h2;
     // ω_i = Σ_k r_k q_ik, normalised in each half; a half the batch's prior gives no weight
     // (all its mass on classes the fitted target lacks) leaves nothing to compare with.
     let weights = |rows: &[usize]| -> Option<Vec<f64>> {
@@ -155,12 +200,9 @@ pub(super) fn target_shift_test(
     kept.sort_unstable();
     let batch_x = batch_x.select(ndarray::Axis(0), &kept);
     let batch_x = batch_x.view();
-    let inv_h2 = 1.0 / median_sq_distance(ref_x.view());
-    let k_ref = kernel(ref_x.view(), ref_x.view(), inv_h2);
-    let ref_term = quad_form(&k_ref, &w_ref);
-    // Each pool row's weighted mean kernel to the reference, and the pool's own kernel.
-    let pool_to_ref = kernel(pool_x.view(), ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref.clone()));
-    let k_pool = kernel(pool_x.view(), pool_x.view(), inv_h2);
+    let ref_term = quad_form(k_ref, &w_ref);
+    // Each pool row's weighted mean kernel to the reference.
+    let pool_to_ref = k_pool_ref.dot(&ndarray::Array1::from(w_ref.clone()));
     let mmd2 = {
         let k_bb = kernel(batch_x, batch_x, inv_h2);
         let cross = kernel(batch_x, ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref)).sum() / n as f64;
@@ -172,7 +214,7 @@ pub(super) fn target_shift_test(
     for _ in 0..resamples {
         let draw: Vec<usize> = (0..n).map(|_| pick(&cumulative, rng.random::<f64>())).collect();
         let cross = draw.iter().map(|&j| pool_to_ref[j]).sum::<f64>() / n as f64;
-        let stat = distinct_pairs_mean(&draw, &k_pool) - 2.0 * cross + ref_term;
+        let stat = distinct_pairs_mean(&draw, k_pool) - 2.0 * cross + ref_term;
         reached += usize::from(stat >= mmd2);
     }
     let p_value = (1 + reached) as f64 / (1 + resamples) as f64;

@@ -39,7 +39,7 @@ fn draw(n: usize, prior: f64, offset: f32, prior0: f64, rng: &mut ChaCha8Rng) ->
 fn rejections(batch_prior: f64, offset: f32) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (x, probs) = draw(600, 0.5, 0.0, 0.5, &mut rng);
-    let sample = TargetSample { x, probs };
+    let sample = TargetSample::new(x, probs);
     let ratio = [batch_prior / 0.5, (1.0 - batch_prior) / 0.5];
     (0..20)
         .filter(|&b| {
@@ -63,12 +63,12 @@ fn a_label_shift_of_the_target_is_not_rejected_more_than_its_level_and_a_feature
 fn too_few_rows_under_the_weights_make_no_test() {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let (x, probs) = draw(12, 0.5, 0.0, 0.5, &mut rng);
-    let sample = TargetSample { x, probs };
+    let sample = TargetSample::new(x, probs);
     let (batch, _) = draw(50, 0.5, 0.0, 0.5, &mut rng);
     let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[1.0, 1.0], 50, 0).unwrap();
     assert!(t.is_none(), "6 pool rows cannot stand for a batch: {t:?}");
     let (x, probs) = draw(200, 0.5, 0.0, 0.5, &mut rng);
-    let sample = TargetSample { x, probs };
+    let sample = TargetSample::new(x, probs);
     let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[0.0, 0.0], 50, 0).unwrap();
     assert!(t.is_none(), "a ratio that weighs no class leaves nothing to compare");
 }
@@ -109,4 +109,21 @@ fn a_damaged_target_sample_is_an_error_naming_the_tensor() {
     let mut nan = model.clone();
     nan.target.as_mut().unwrap().x[[0, 0]] = f32::NAN;
     assert!(load_err(&nan.to_bytes().unwrap()).contains("target sample"));
+}
+
+#[test]
+fn the_kept_reference_gives_the_numbers_a_fresh_sample_gives() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let (x, probs) = draw(300, 0.5, 0.0, 0.5, &mut rng);
+    let kept = TargetSample::new(x.clone(), probs.clone());
+    let batches: Vec<_> = (0..3).map(|_| draw(80, 0.7, 0.2, 0.5, &mut rng).0).collect();
+    for (b, batch) in batches.iter().enumerate() {
+        // `kept` computes its reference on the first batch and reuses it; each fresh one starts anew.
+        let fresh = TargetSample::new(x.clone(), probs.clone());
+        let ratio = [1.4, 0.6];
+        let a = target_shift_test(&kept, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
+        let f = target_shift_test(&fresh, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
+        assert_eq!(a, f, "batch {b}");
+        assert!(a.is_some());
+    }
 }
