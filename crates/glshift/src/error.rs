@@ -71,6 +71,15 @@ impl Error {
         }
     }
 
+    /// `Ok` when the setting `name` is finite and within [lo, hi], else [`Error::Param`] with `what`.
+    pub(crate) fn check_range(name: &'static str, v: f64, lo: f64, hi: f64, what: &str) -> Result<(), Error> {
+        if v.is_finite() && v >= lo && v <= hi {
+            Ok(())
+        } else {
+            Err(Error::param(name, v, what.to_string()))
+        }
+    }
+
     /// Shorthand for [`Error::BadData`].
     pub fn bad_data(what: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::BadData {

@@ -129,14 +129,6 @@ impl Default for FitConfig {
     }
 }
 
-pub(super) fn check_range(name: &'static str, v: f64, lo: f64, hi: f64, what: &str) -> Result<()> {
-    if v.is_finite() && v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(Error::param(name, v, what.to_string()))
-    }
-}
-
 impl FitConfig {
     /// Validates every field; called before any data is touched.
     pub fn validate(&self) -> Result<()> {
@@ -153,8 +145,8 @@ impl FitConfig {
             ));
         }
         let m = &self.mul;
-        check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
-        check_range("mul.lambda_du", m.lambda_du, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range("mul.lambda_du", m.lambda_du, 0.0, f64::MAX, "must be finite and >= 0")?;
         if !(m.tau > 0.0 && m.tau < 1.0) {
             return Err(Error::param("mul.tau", m.tau, "confidence threshold must lie in (0, 1)"));
         }
@@ -172,13 +164,13 @@ impl FitConfig {
         if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
             return Err(Error::param("mul.bandwidth_multiplier", m.bandwidth_multiplier, "must be > 0"));
         }
-        check_range("mul.du_stable_tol", m.du_stable_tol, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range("mul.du_stable_tol", m.du_stable_tol, 0.0, f64::MAX, "must be finite and >= 0")?;
         if m.du_window == 0 {
             return Err(Error::param("mul.du_window", 0, "must be >= 1"));
         }
-        check_range("pretrain_min_gain_se", self.pretrain_min_gain_se, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range("pretrain_min_gain_se", self.pretrain_min_gain_se, 0.0, f64::MAX, "must be finite and >= 0")?;
         self.adapt_stop.validate()?;
-        check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
+        Error::check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
         self.baselines.validate()?;
         self.minibatch.validate()?;
         let ls = &self.label_shift;
@@ -190,7 +182,7 @@ impl FitConfig {
             ));
         }
         if let Some(f) = ls.prior_floor {
-            check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
+            Error::check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
         }
         ls.guard.validate()
     }

@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::check_range;
 use crate::label_shift::{DisagreementResponse, GuardFallback};
 use crate::{Error, Result};
 
@@ -120,14 +119,14 @@ impl Default for PriorGuardConfig {
 
 impl PriorGuardConfig {
     pub fn validate(&self) -> Result<()> {
-        check_range("label_shift.guard.alpha", self.alpha, 0.0, 1.0, "must lie in [0, 1]")?;
+        Error::check_range("label_shift.guard.alpha", self.alpha, 0.0, 1.0, "must lie in [0, 1]")?;
         if !(self.level > 0.0 && self.level < 1.0) {
             return Err(Error::param("label_shift.guard.level", self.level, "must lie in (0, 1)"));
         }
         if self.resamples < 2 {
             return Err(Error::param("label_shift.guard.resamples", self.resamples, "must be >= 2"));
         }
-        check_range("label_shift.guard.min_confident_share", self.min_confident_share, 0.0, 1.0, "must lie in [0, 1]")?;
+        Error::check_range("label_shift.guard.min_confident_share", self.min_confident_share, 0.0, 1.0, "must lie in [0, 1]")?;
         Ok(())
     }
 }
