@@ -8,15 +8,21 @@ That table, under the command that printed it, replaces the part of DOC between
 
     <!-- BEGIN grid:SETTING -->  and  <!-- END grid:SETTING -->
 
-so the page's numbers are the grid's, never typed by hand. A grid with missing runs would be
-resumed (trained): pass --check to refuse that instead.
+so the page's numbers are the grid's, never typed by hand. Under the table it writes each
+method's average to two decimals (`bench/seed_average.py`: mean ± std over seeds of the
+per-seed task average, or the one seed's average), best first, and its difference from
+`source`. A grid with missing runs would be resumed (trained): pass --check to refuse that
+instead.
 
     python3 bench/results_page.py BINARY DATA DOC uda=GRID_UDA pda=GRID_PDA [--check]
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
+
+from seed_average import seed_means
 
 
 def grid_args(grid):
@@ -44,7 +50,30 @@ def table(binary, data, setting, grid, check):
     subprocess.run(cmd, check=True, capture_output=True)
     shown = f"glshift bench --data {data} --setting {setting} --seeds {','.join(map(str, seeds))} --methods {','.join(methods)} --out {setting}"
     body = open(os.path.join(grid, "table.md")).read().strip()
-    return f"```sh\n{shown}\n```\n\n{body}\n"
+    return f"```sh\n{shown}\n```\n\n{body}\n\n{averages(grid, methods)}\n"
+
+
+def averages(grid, methods):
+    """One line: each method's seed-averaged 12-task accuracy, best first, and its lead over
+    `source` (the table's Avg column unrounded to two decimals)."""
+    stats = {}
+    for m in methods:
+        per_seed, tasks, failed = seed_means(grid, m)
+        vals = list(per_seed.values())
+        if failed or len(set(tasks.values())) != 1:
+            stats[m] = None  # diverged runs or uneven seeds: the table says so, no average here
+            continue
+        stats[m] = (statistics.mean(vals), statistics.stdev(vals) if len(vals) > 1 else None)
+    base = stats.get("source")
+    parts = []
+    for m, st in sorted(stats.items(), key=lambda kv: -(kv[1][0] if kv[1] else -1.0)):
+        if st is None:
+            parts.append(f"{m}: no average (diverged runs or uneven seeds)")
+            continue
+        spread = f" ± {st[1]:.2f}" if st[1] is not None else ""
+        lead = f" ({st[0] - base[0]:+.2f})" if base and m != "source" else ""
+        parts.append(f"{m} {st[0]:.2f}{spread}{lead}")
+    return "Averages (`bench/seed_average.py`; in brackets: against `source`): " + "; ".join(parts) + "."
 
 
 def main():

@@ -13,16 +13,12 @@ import os
 import statistics
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dir")
-    ap.add_argument("--method", default="mul")
-    a = ap.parse_args()
-    acc = {}
-    failed = []
-    for f in glob.glob(os.path.join(a.dir, "runs", "*.json")):
+def seed_means(folder, method):
+    """Per-seed task averages {seed: mean %}, tasks per seed {seed: n}, and the diverged runs."""
+    acc, failed = {}, []
+    for f in glob.glob(os.path.join(folder, "runs", "*.json")):
         r = json.load(open(f))
-        if r["method"] != a.method:
+        if r["method"] != method:
             continue
         if f.endswith(".failed.json"):  # a run that diverged: no accuracy
             failed.append(f"{r['source']}→{r['target']} seed {r['seed']}")
@@ -30,6 +26,15 @@ def main():
         acc.setdefault(r["seed"], {})[(r["source"], r["target"])] = 100 * r["target_accuracy"]
     per_seed = {s: sum(v.values()) / len(v) for s, v in sorted(acc.items())}
     tasks = {s: len(v) for s, v in sorted(acc.items())}
+    return per_seed, tasks, failed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--method", default="mul")
+    a = ap.parse_args()
+    per_seed, tasks, failed = seed_means(a.dir, a.method)
     print(f"{a.method}: tasks per seed {tasks}; per-seed averages " + ", ".join(f"{s}: {m:.3f}" for s, m in per_seed.items()))
     if failed:
         print(f"{len(failed)} run(s) diverged and are left out of the averages: {', '.join(sorted(failed))}")
