@@ -1,8 +1,9 @@
 """Per-task target accuracy of `source`, default MUL and MUL with another setting (one bench
-grid each, seed 0), with each MUL's final prior l1 error, and the summary line: means and the
-tasks below `source` - 1 point. (The l1 and accuracies read target labels: evaluation only.)
+grid each; one seed, 0 unless --seed says), with each MUL's final prior l1 error, and the
+summary line: means and the tasks below `source` - 1 point. (The l1 and accuracies read target
+labels: evaluation only.)
 
-    python3 bench/loop_estimator_table.py BASE_GRID OTHER_GRID [LABEL]
+    python3 bench/loop_estimator_table.py BASE_GRID OTHER_GRID [LABEL] [--seed N]
 
 BASE_GRID holds `source` and `mul` runs (a `glshift bench` folder), OTHER_GRID `mul` runs.
 """
@@ -10,12 +11,14 @@ import json
 import sys
 
 
-def load(folder):
-    return {(r["source"], r["target"], r["method"]): r for r in json.load(open(f"{folder}/results.json"))}
+def load(folder, seed):
+    records = json.load(open(f"{folder}/results.json"))
+    return {(r["source"], r["target"], r["method"]): r for r in records if r["seed"] == seed}
 
 
-def main(base_dir, other_dir, label="other"):
-    base, other = load(base_dir), load(other_dir)
+def main(base_dir, other_dir, label="other", seed=0):
+    base, other = load(base_dir, seed), load(other_dir, seed)
+    print(f"seed {seed}\n")
     print(f"| task | source | MUL | MUL, {label} | MUL prior l1 | MUL, {label}, prior l1 |")
     print("|---|---|---|---|---|---|")
     rows = []
@@ -41,4 +44,10 @@ def main(base_dir, other_dir, label="other"):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    args = sys.argv[1:]
+    seed = 0
+    if "--seed" in args:
+        i = args.index("--seed")
+        seed = int(args[i + 1])
+        del args[i : i + 2]
+    main(*args, seed=seed)

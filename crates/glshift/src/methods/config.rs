@@ -16,7 +16,7 @@ use super::method_info::Family;
 pub use super::training::{MiniBatchConfig, Training};
 use crate::data::Preprocess;
 pub use crate::label_shift::{DisagreementResponse, GuardFallback};
-pub use super::label_shift_config::{ConfusionRows, LabelShiftConfig, LoopEstimator, PriorGuardConfig};
+pub use super::label_shift_config::{ConfusionRows, LabelShiftConfig, LoopEstimator, PriorGuardConfig, SupportFrom};
 use crate::kernel::LabelKernel;
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};

@@ -35,6 +35,26 @@ impl LoopEstimator {
     }
 }
 
+/// Which first estimates decide the support that `fixed_support` keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SupportFrom {
+    /// The in-loop estimate's first value, floored (the paper's BBSE-QP by default).
+    #[default]
+    LoopEstimate,
+    /// That, plus every class the prior guard's source-only MLLS estimate puts at the floor or
+    /// above: a class is dropped only when both estimators put it under the floor (guarded
+    /// fits only; without the guard it is `loop-estimate`). An option measured in
+    /// docs/safety.md ("Partial DA on weaker features"), not the default.
+    Either,
+}
+
+impl SupportFrom {
+    fn is_default(&self) -> bool {
+        *self == SupportFrom::default()
+    }
+}
+
 /// BBSE-QP settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -63,6 +83,10 @@ pub struct LabelShiftConfig {
     /// default, so that records of earlier builds still match).
     #[serde(skip_serializing_if = "LoopEstimator::is_default")]
     pub loop_estimator: LoopEstimator,
+    /// Which first estimates decide the fixed support (absent from written configs when it is
+    /// the default, so that records of earlier builds still match).
+    #[serde(skip_serializing_if = "SupportFrom::is_default")]
+    pub support_from: SupportFrom,
 }
 
 impl Default for LabelShiftConfig {
@@ -77,6 +101,7 @@ impl Default for LabelShiftConfig {
             guard: PriorGuardConfig::default(),
             prior_estimator: Default::default(),
             loop_estimator: LoopEstimator::BbseQp,
+            support_from: SupportFrom::LoopEstimate,
         }
     }
 }

@@ -17,7 +17,7 @@ pub mod training;
 pub use ablation::{AblationRow, ABLATION_ROWS};
 pub use mul_config::Discrepancy;
 pub use baselines::{BaselineConfig, BaselineTraining};
-pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, LoopEstimator, MethodKind, MulConfig, PriorGuardConfig};
+pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, LoopEstimator, MethodKind, MulConfig, PriorGuardConfig, SupportFrom};
 pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};
 pub use config::build_method;
 pub use resolve::{ConfigOverrides, ConfigSource};

@@ -15,7 +15,7 @@ use ndarray::ArrayView2;
 
 use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
 use crate::label_shift::{Mlls, ShiftEstimator, ShiftInputs};
-use crate::methods::config::{FitConfig, LoopEstimator};
+use crate::methods::config::{FitConfig, LoopEstimator, SupportFrom};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
@@ -23,6 +23,7 @@ pub(super) struct ShiftTracker {
     soft: bool,
     fixed_support: bool,
     estimator: LoopEstimator,
+    support_from: SupportFrom,
     support: Option<Vec<bool>>,
     /// The guard's settings when it runs for this fit, and whether it caps the drift.
     guard_params: Option<(GuardParams, bool)>,
@@ -49,6 +50,7 @@ impl ShiftTracker {
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support,
             estimator: cfg.label_shift.loop_estimator,
+            support_from: cfg.label_shift.support_from,
             support: None,
             guard_params: guarded.then_some((params, g.cap_drift)),
             fallback: g.fallback,
@@ -113,17 +115,37 @@ impl ShiftTracker {
                 GuardResponse::Use => {}
             }
         }
-        let est = match &self.support {
+        let mut est = match &self.support {
             Some(keep) => label_shift::restrict_to_support(&raw, source_prior, keep, self.floor),
             None => label_shift::apply_prior_floor(&raw, source_prior, self.floor),
         };
         if self.support.is_none() && self.fixed_support {
-            self.support = Some(est.target_prior.iter().map(|&p| p > 0.0).collect());
+            let mut keep: Vec<bool> = est.target_prior.iter().map(|&p| p > 0.0).collect();
+            if self.keep_mlls_support(&mut keep) {
+                est = label_shift::restrict_to_support(&raw, source_prior, &keep, self.floor);
+            }
+            self.support = Some(keep);
         }
         let c = raw.target_prior.len();
         self.floored = (0..c).filter(|&k| raw.target_prior[k] > 0.0 && est.target_prior[k] == 0.0).collect();
         self.last = Some(est.clone());
         Ok(est)
+    }
+}
+
+impl ShiftTracker {
+    /// With `support_from = "either"` and the guard's first estimates: adds to `keep` every
+    /// class the guard's MLLS estimate puts at the floor or above; whether any was added.
+    fn keep_mlls_support(&self, keep: &mut [bool]) -> bool {
+        let (SupportFrom::Either, Some(g)) = (self.support_from, &self.guard) else { return false };
+        let mut added = false;
+        for (k, &p) in g.mlls_prior.iter().enumerate().take(keep.len()) {
+            if !keep[k] && p >= self.floor {
+                keep[k] = true;
+                added = true;
+            }
+        }
+        added
     }
 }
 
@@ -138,4 +160,64 @@ fn no_correction(raw: &ShiftEstimate, source_prior: &[f64]) -> ShiftEstimate {
 /// w_k = p_k / pˢ_k (0 where pˢ_k = 0).
 fn ratio(prior: &[f64], source_prior: &[f64]) -> Vec<f64> {
     prior.iter().zip(source_prior).map(|(&p, &s)| if s > 0.0 { p / s } else { 0.0 }).collect()
+}
+
+#[cfg(test)]
+mod support_tests {
+    use super::*;
+
+    fn guard(mlls: &[f64]) -> PriorGuard {
+        let c = mlls.len();
+        PriorGuard {
+            qp_prior: vec![1.0 / c as f64; c],
+            mlls_prior: mlls.to_vec(),
+            qp_mlls_l1: 0.0,
+            null_median: 0.0,
+            null_critical: 0.0,
+            p_value: 1.0,
+            alpha: 0.05,
+            box_half_width: 0.0,
+            confident_share: 1.0,
+            min_confident_share: 0.5,
+            trusted: true,
+            low: vec![0.0; c],
+            high: vec![1.0; c],
+            level: 0.9,
+            resamples: 2,
+            kept_correction: 1.0,
+        }
+    }
+
+    /// `either` keeps a class the loop's estimate floored when the guard's MLLS puts it at the
+    /// floor or above, and nothing else; the default and an unguarded fit add nothing.
+    #[test]
+    fn either_adds_only_the_classes_mlls_puts_at_the_floor_or_above() {
+        let mut cfg = FitConfig::default();
+        cfg.label_shift.support_from = SupportFrom::Either;
+        let mut t = ShiftTracker::new(&cfg, 4);
+        let floor = t.floor;
+        let mut keep = vec![true, false, false, false];
+        assert!(!t.keep_mlls_support(&mut keep), "no guard ran: nothing to add");
+        t.guard = Some(guard(&[0.5, floor, floor * 0.99, 0.3]));
+        assert!(t.keep_mlls_support(&mut keep));
+        assert_eq!(keep, [true, true, false, true]);
+        let mut default = ShiftTracker::new(&FitConfig::default(), 4);
+        default.guard = t.guard.clone();
+        let mut keep = vec![true, false, false, false];
+        assert!(!default.keep_mlls_support(&mut keep));
+        assert_eq!(keep, [true, false, false, false]);
+    }
+
+    /// The option is written to a config only when set, so records of earlier builds match.
+    #[test]
+    fn the_default_support_rule_is_absent_from_written_configs() {
+        let text = toml::to_string(&FitConfig::default()).unwrap();
+        assert!(!text.contains("support_from"), "{text}");
+        let mut cfg = FitConfig::default();
+        cfg.label_shift.support_from = SupportFrom::Either;
+        let text = toml::to_string(&cfg).unwrap();
+        assert!(text.contains("support_from = \"either\""), "{text}");
+        let back: FitConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back.label_shift.support_from, SupportFrom::Either);
+    }
 }
