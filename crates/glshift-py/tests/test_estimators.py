@@ -3,6 +3,7 @@ errors as Python exceptions, determinism, GIL release and Ctrl-C."""
 
 import _thread
 import pickle
+import signal
 import threading
 import time
 
@@ -288,10 +289,18 @@ def test_ctrl_c_stops_a_fit_within_a_second():
         sent.append(time.perf_counter())
         _thread.interrupt_main()
 
+    # A shell without job control starts background jobs with SIGINT ignored, and then
+    # interrupt_main() does nothing (the test hung under `.ci/run &`): the handler a terminal
+    # would have is installed for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, interrupt)
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        est.fit(X, y, sample_domain=sd)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(X, y, sample_domain=sd)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     latency = time.perf_counter() - sent[0]
     assert latency < 1.0, latency
     assert not hasattr(est, "model_")
