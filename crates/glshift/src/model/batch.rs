@@ -205,7 +205,7 @@ impl FittedModel {
         let (Some(sample), Some(x)) = (&self.target, test_rows) else { return Ok(None) };
         let ratio = prior_ratio(point, reference, self.info.n_target);
         let test = match x.nrows() >= 2 {
-            true => target_shift_test(sample, outputs.calibrate(sample.probs.view()).view(), self.preprocessed(x)?.view(), &ratio, params.resamples, params.seed)?,
+            true => target_shift_test(sample, outputs.calibrate(sample.probs().view()).view(), self.preprocessed(x)?.view(), &ratio, params.resamples, params.seed)?,
             false => None,
         };
         match &test {

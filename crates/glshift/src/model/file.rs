@@ -190,8 +190,8 @@ impl FittedModel {
             out.insert("holdout.labels".into(), (Dtype::I64, vec![h.labels.len()], labels));
         }
         if let Some(t) = &self.target {
-            out.insert("target.features".into(), f32_entry(t.x.shape().to_vec(), &t.x.iter().copied().collect::<Vec<_>>()));
-            out.insert("target.probs".into(), f32_entry(t.probs.shape().to_vec(), &t.probs.iter().copied().collect::<Vec<_>>()));
+            out.insert("target.features".into(), f32_entry(t.x().shape().to_vec(), &t.x().iter().copied().collect::<Vec<_>>()));
+            out.insert("target.probs".into(), f32_entry(t.probs().shape().to_vec(), &t.probs().iter().copied().collect::<Vec<_>>()));
         }
         let p = &self.preprocess;
         if !p.mean.is_empty() {

@@ -130,7 +130,7 @@ impl FittedModel {
             labels: fitted.holdout_rows.iter().map(|&i| source_y[i]).collect(),
         });
         let target = TargetSample::from_fit(target_x, fitted.target_probs.view(), cfg.seed)?;
-        let info = ModelInfo { n_target_sample: target.as_ref().map_or(0, |t| t.x.nrows()), ..info };
+        let info = ModelInfo { n_target_sample: target.as_ref().map_or(0, |t| t.x().nrows()), ..info };
         let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats, holdout, target };
         model.check_consistent("the fitted model")?;
         Ok(model)
@@ -277,7 +277,7 @@ impl FittedModel {
         }
         if let Some(t) = &self.target {
             let m = i.n_target_sample;
-            t.check(i.input_dim, c).and_then(|()| if t.x.nrows() == m { Ok(()) } else { Err(format!("the target sample has {} rows, the header says {m}", t.x.nrows())) }).map_err(bad)?;
+            t.check(i.input_dim, c).and_then(|()| if t.x().nrows() == m { Ok(()) } else { Err(format!("the target sample has {} rows, the header says {m}", t.x().nrows())) }).map_err(bad)?;
         }
         let stats_finite = self.bn_stats.iter().flatten().all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));
         let pre_finite = self.preprocess.mean.iter().chain(&self.preprocess.scale).all(|v| v.is_finite());

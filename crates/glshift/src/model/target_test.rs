@@ -57,8 +57,8 @@ pub const BATCH_TEST_ROWS: usize = 1000;
 /// probabilities of them (`m × c`).
 #[derive(Clone, Debug)]
 pub(super) struct TargetSample {
-    pub x: Array2<f32>,
-    pub probs: Array2<f32>,
+    x: Array2<f32>,
+    probs: Array2<f32>,
     /// What the test reads of `x` alone, whatever the batch: computed on the model's first test
     /// and kept, so that `monitor` pays the O(m²d) bandwidth and kernels once, not per batch.
     reference: OnceLock<Reference>,
@@ -101,6 +101,16 @@ impl TargetSample {
     /// A sample of `x` (`m × d`, preprocessed) with the model's plain probabilities (`m × c`).
     pub fn new(x: Array2<f32>, probs: Array2<f32>) -> TargetSample {
         TargetSample { x, probs, reference: OnceLock::new() }
+    }
+
+    /// The kept rows (`m × d`, preprocessed). Read-only: the kept reference is derived from them.
+    pub fn x(&self) -> &Array2<f32> {
+        &self.x
+    }
+
+    /// The model's plain probabilities of the kept rows (`m × c`).
+    pub fn probs(&self) -> &Array2<f32> {
+        &self.probs
     }
 
     fn reference(&self) -> &Reference {

@@ -44,7 +44,7 @@ fn rejections(batch_prior: f64, offset: f32) -> usize {
     (0..20)
         .filter(|&b| {
             let (batch, _) = draw(150, batch_prior, offset, 0.5, &mut rng);
-            let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &ratio, 200, b).unwrap().expect("enough rows");
+            let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &ratio, 200, b).unwrap().expect("enough rows");
             assert!(t.p_value > 0.0 && t.p_value <= 1.0 && t.mmd2.is_finite());
             t.p_value < 0.05
         })
@@ -65,11 +65,11 @@ fn too_few_rows_under_the_weights_make_no_test() {
     let (x, probs) = draw(12, 0.5, 0.0, 0.5, &mut rng);
     let sample = TargetSample::new(x, probs);
     let (batch, _) = draw(50, 0.5, 0.0, 0.5, &mut rng);
-    let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[1.0, 1.0], 50, 0).unwrap();
+    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[1.0, 1.0], 50, 0).unwrap();
     assert!(t.is_none(), "6 pool rows cannot stand for a batch: {t:?}");
     let (x, probs) = draw(200, 0.5, 0.0, 0.5, &mut rng);
     let sample = TargetSample::new(x, probs);
-    let t = target_shift_test(&sample, sample.probs.view(), batch.view(), &[0.0, 0.0], 50, 0).unwrap();
+    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[0.0, 0.0], 50, 0).unwrap();
     assert!(t.is_none(), "a ratio that weighs no class leaves nothing to compare");
 }
 
@@ -107,7 +107,10 @@ fn a_damaged_target_sample_is_an_error_naming_the_tensor() {
     e.2.truncate(cut);
     assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("target.features"));
     let mut nan = model.clone();
-    nan.target.as_mut().unwrap().x[[0, 0]] = f32::NAN;
+    let kept = nan.target.take().unwrap();
+    let mut x = kept.x().clone();
+    x[[0, 0]] = f32::NAN;
+    nan.target = Some(TargetSample::new(x, kept.probs().clone()));
     assert!(load_err(&nan.to_bytes().unwrap()).contains("target sample"));
 }
 
