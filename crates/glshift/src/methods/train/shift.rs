@@ -131,9 +131,7 @@ impl ShiftTracker {
         self.last = Some(est.clone());
         Ok(est)
     }
-}
 
-impl ShiftTracker {
     /// With `support_from = "either"` and the guard's first estimates: adds to `keep` every
     /// class the guard's MLLS estimate puts at the floor or above; whether any was added.
     fn keep_mlls_support(&self, keep: &mut [bool]) -> bool {
