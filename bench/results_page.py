@@ -18,11 +18,10 @@ instead.
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 
-from seed_average import seed_means
+from seed_average import seed_summary
 
 
 def grid_args(grid):
@@ -56,14 +55,8 @@ def table(binary, data, setting, grid, check):
 def averages(grid, methods):
     """One line: each method's seed-averaged 12-task accuracy, best first, and its lead over
     `source` (the table's Avg column unrounded to two decimals)."""
-    stats = {}
-    for m in methods:
-        per_seed, tasks, failed = seed_means(grid, m)
-        vals = list(per_seed.values())
-        if failed or len(set(tasks.values())) != 1:
-            stats[m] = None  # diverged runs or uneven seeds: the table says so, no average here
-            continue
-        stats[m] = (statistics.mean(vals), statistics.stdev(vals) if len(vals) > 1 else None)
+    # None: diverged runs or uneven seeds; the table says so, no average here.
+    stats = {m: seed_summary(grid, m) for m in methods}
     base = stats.get("source")
     parts = []
     for m, st in sorted(stats.items(), key=lambda kv: -(kv[1][0] if kv[1] else -1.0)):

@@ -29,6 +29,16 @@ def seed_means(folder, method):
     return per_seed, tasks, failed
 
 
+def seed_summary(folder, method):
+    """(mean, std or None for one seed) of the per-seed task averages, or None when runs diverged
+    or the seeds cover different numbers of tasks (their averages are not comparable)."""
+    per_seed, tasks, failed = seed_means(folder, method)
+    vals = list(per_seed.values())
+    if failed or not vals or len(set(tasks.values())) != 1:
+        return None
+    return statistics.mean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
