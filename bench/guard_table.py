@@ -1,25 +1,30 @@
 #!/usr/bin/env python3
 """Tabulates the prior guard of every report.json under the given folders (bench/guard_scan.sh
-output): BBSE-QP vs MLLS l1 (D), its bootstrap p-value, half the summed box width, the share of
-tau-confident target rows, and the verdict. Reads no target label."""
+output, or any folders of fits): BBSE-QP vs MLLS l1 (D), its bootstrap p-value, half the summed
+box width, the largest per-class gap against the fit's resolution (the prior floor; reports of
+builds before it show "–"), the share of tau-confident target rows, and the verdict. Reads no
+target label."""
 import glob
 import json
 import os
 import sys
 
-print("| folder | task | D = ‖QP − MLLS‖₁ | p | box half-width | confident share | verdict |")
-print("|---|---|---|---|---|---|---|")
+print("| folder | task | D = ‖QP − MLLS‖₁ | p | box half-width | largest class gap (floor) | confident share | verdict |")
+print("|---|---|---|---|---|---|---|---|")
 for root in sys.argv[1:]:
     for f in sorted(glob.glob(os.path.join(root, "*", "report.json"))):
         g = json.load(open(f)).get("prior_guard")
         if g is None:
             continue
         why = []
-        if g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"]:
+        has_gap = "max_class_gap" in g
+        material = not has_gap or g["max_class_gap"] > g["resolution"]
+        if g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"] and material:
             why.append("estimators disagree")
         if g["confident_share"] < g["min_confident_share"]:
             why.append("few confident rows")
         verdict = "trusted" if g["trusted"] else "**fallback** (" + ", ".join(why) + ")"
         task = os.path.basename(os.path.dirname(f))
+        gap = f"{g['max_class_gap']:.3f} ({g['resolution']:.3f})" if has_gap else "–"
         print(f"| {os.path.basename(root.rstrip('/'))} | {task} | {g['qp_mlls_l1']:.3f} | {g['p_value']:.3f} "
-              f"| {g['box_half_width']:.3f} | {g['confident_share']:.3f} | {verdict} |")
+              f"| {g['box_half_width']:.3f} | {gap} | {g['confident_share']:.3f} | {verdict} |")

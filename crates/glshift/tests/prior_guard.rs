@@ -94,11 +94,13 @@ fn a_distrusted_estimate_runs_the_fallback() {
 fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
     let task = support::synthetic_task(300, 240, 4);
     let data = support::fit_data(&task);
-    // α = 1 and a box of level 0.02 (about as wide as the replicates' median) make the small
+    // α = 1, a box of level 0.02 (about as wide as the replicates' median) and a prior floor
+    // (the guard's resolution) under its largest class gap (about 0.02) make the small
     // disagreement of this task count; no confident-share floor: rule 1 alone fires.
     let mut cfg = config();
     cfg.label_shift.guard.alpha = 1.0;
     cfg.label_shift.guard.level = 0.02;
+    cfg.label_shift.prior_floor = Some(0.01);
     cfg.label_shift.guard.min_confident_share = 0.0;
     cfg.label_shift.guard.on_disagreement = DisagreementResponse::NoCorrection;
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();

@@ -8,7 +8,7 @@ fn rows(labels: &[usize], strength: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
 }
 
 fn params() -> GuardParams {
-    GuardParams { bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 }, alpha: 0.05, level: 0.9, min_confident_share: 0.0 }
+    GuardParams { bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 }, alpha: 0.05, level: 0.9, min_confident_share: 0.0, resolution: 0.0 }
 }
 
 fn with_resamples(resamples: usize) -> GuardParams {
@@ -52,6 +52,22 @@ fn a_conditional_shift_that_splits_the_estimators_is_not_trusted() {
     assert!(g.p_value < 0.05 && g.qp_mlls_l1 > g.null_critical, "{g:?}");
     assert!(g.qp_mlls_l1 > g.box_half_width, "material: {g:?}");
     assert!(!g.trusted, "{g:?}");
+}
+
+#[test]
+fn a_disagreement_under_the_fits_resolution_on_every_class_does_not_count() {
+    // The split case's disagreement is significant and beyond the box; its largest class gap
+    // decides against a resolution just under and just over it, and nothing else changes.
+    let (yh, hold, target) = split_case();
+    let g = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
+    let gap = (0..3).map(|k| (g.qp_prior[k] - g.mlls_prior[k]).abs()).fold(0.0, f64::max);
+    assert_eq!(g.max_class_gap, gap);
+    assert!(!g.trusted && gap > 0.0, "{g:?}");
+    let under = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: 0.999 * gap, ..params() }).unwrap();
+    assert!(!under.trusted, "a gap over the resolution counts: {under:?}");
+    let over = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: gap, ..params() }).unwrap();
+    assert!(over.trusted, "a gap not over the resolution does not: {over:?}");
+    assert_eq!((over.p_value, over.qp_mlls_l1, over.box_half_width), (g.p_value, g.qp_mlls_l1, g.box_half_width), "only the verdict moves");
 }
 
 #[test]

@@ -44,9 +44,10 @@ impl ShiftTracker {
         let g = &cfg.label_shift.guard;
         let guarded = g.enabled && cfg.method.is_mul_family() && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
         let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
-        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share };
+        let floor = cfg.prior_floor_for(c);
+        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share, resolution: floor };
         ShiftTracker {
-            floor: cfg.prior_floor_for(c),
+            floor,
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support,
             estimator: cfg.label_shift.loop_estimator,
@@ -175,6 +176,8 @@ mod support_tests {
             p_value: 1.0,
             alpha: 0.05,
             box_half_width: 0.0,
+            max_class_gap: 0.0,
+            resolution: 0.0,
             confident_share: 1.0,
             min_confident_share: 0.5,
             trusted: true,
