@@ -35,7 +35,8 @@ impl LoopEstimator {
     }
 }
 
-/// Which first estimates decide the support that `fixed_support` keeps.
+/// Which first estimates decide the support that `fixed_support = true` keeps (no effect
+/// without it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SupportFrom {
@@ -70,7 +71,10 @@ pub struct LabelShiftConfig {
     /// pseudo-labelling (saturated probabilities make τ select every row).
     pub calibrate: bool,
     /// Decide which classes are absent once, from the pre-trained network (the fixed black box
-    /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones.
+    /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones. Off
+    /// (the default since issue 27): every iteration floors its own estimate, so a small present
+    /// class the pre-trained network under-estimates can come back as the representation aligns
+    /// (docs/safety.md, "The support re-decided each iteration").
     pub fixed_support: bool,
     /// MUL only: test the pre-trained network's estimate before using it (`label_shift::guard`).
     pub guard: PriorGuardConfig,
@@ -97,7 +101,7 @@ impl Default for LabelShiftConfig {
             soft: true,
             prior_floor: None,
             calibrate: true,
-            fixed_support: true,
+            fixed_support: false,
             guard: PriorGuardConfig::default(),
             prior_estimator: Default::default(),
             loop_estimator: LoopEstimator::BbseQp,

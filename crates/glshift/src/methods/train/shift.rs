@@ -1,8 +1,9 @@
 //! The label-shift tracker of the adaptation loop: each iteration BBSE-QP on the network's
 //! current (calibrated) probabilities gives w and p̂ᵗ (paper, eq. BBSE_QP_estimation); small
-//! priors are floored to 0 (pitfall 3); with `fixed_support` the classes estimated absent at the
-//! first iteration (the pre-trained network, the fixed black box BBSE assumes) stay absent and
-//! only the proportions of the others are re-estimated.
+//! priors are floored to 0 (pitfall 3), each iteration on its own estimate (the default); with
+//! `fixed_support` the classes estimated absent at the first iteration (the pre-trained network,
+//! the fixed black box BBSE assumes) stay absent and only the proportions of the others are
+//! re-estimated.
 //!
 //! With the prior guard (MUL, `label_shift.guard`), the first iteration also tests the
 //! pre-trained network's estimate (`label_shift::guard`) and fixes the response
@@ -207,6 +208,33 @@ mod support_tests {
         let mut keep = vec![true, false, false, false];
         assert!(!default.keep_mlls_support(&mut keep));
         assert_eq!(keep, [true, false, false, false]);
+    }
+
+    /// One-hot rows of `counts[k]` rows per class k (`Σcounts × c`).
+    fn one_hot(counts: &[usize]) -> ndarray::Array2<f32> {
+        let labels: Vec<usize> = counts.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat_n(k, n)).collect();
+        ndarray::Array2::from_shape_fn((labels.len(), counts.len()), |(i, k)| f32::from(u8::from(labels[i] == k)))
+    }
+
+    /// By default a class floored at the first iteration comes back once its estimate clears
+    /// the floor; with `fixed_support` it stays out. A perfectly classified hold-out makes
+    /// BBSE-QP return the target's predicted distribution.
+    #[test]
+    fn a_class_floored_first_comes_back_unless_the_support_is_fixed() {
+        let (hold, labels) = (one_hot(&[2, 2, 2, 2]), [0, 0, 1, 1, 2, 2, 3, 3]);
+        let ps = [0.25; 4];
+        let (first, later) = (one_hot(&[40, 30, 29, 1]), one_hot(&[25, 25, 25, 25]));
+        for fixed in [false, true] {
+            let mut cfg = FitConfig::default();
+            cfg.label_shift.fixed_support = fixed;
+            cfg.label_shift.guard.enabled = false;
+            let mut t = ShiftTracker::new(&cfg, 4);
+            let a = t.update(hold.view(), &labels, first.view(), &ps).unwrap();
+            assert_eq!((a.target_prior[3], t.floored.clone()), (0.0, vec![3]), "0.01 is under the floor 1/16");
+            let b = t.update(hold.view(), &labels, later.view(), &ps).unwrap();
+            assert_eq!(b.target_prior[3] > 0.2, !fixed, "fixed support {fixed}: {:?}", b.target_prior);
+            assert!((b.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        }
     }
 
     /// The option is written to a config only when set, so records of earlier builds match.
