@@ -51,7 +51,7 @@ fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
     let floored = FitPrior {
         soft: cfg.label_shift.soft,
         floor: cfg.prior_floor_for(c),
-        support: cfg.label_shift.fixed_support.then(|| reported.iter().map(|&p| p > 0.0).collect()),
+        support: cfg.label_shift.fixed_support_for(cfg.method).then(|| reported.iter().map(|&p| p > 0.0).collect()),
     };
     let fl = bootstrap(&floored, &inp, 200, cfg.seed ^ 0x5eed_c1, 0.9, IntervalMethod::Basic).expect("bootstrap");
     let sh = |q: &[f64]| -> Vec<f64> { (0..c).map(|k| q[k] - fl.point[k] + reported[k]).collect() };

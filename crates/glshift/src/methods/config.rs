@@ -3,8 +3,8 @@
 //! Every default is fixed by a rule that reads no target labels when it runs; README.md
 //! ("Defaults") gives each rule and its reasoning. Two defaults were adopted after diagnoses
 //! that read Office-Caltech10 target labels: BatchNorm on in G (`network.batch_norm`) and the
-//! J_DU gradient balance (`mul.du_balance`); the class support re-decided every iteration
-//! (`label_shift.fixed_support = false`) after diagnoses that read the target labels of
+//! J_DU gradient balance (`mul.du_balance`); MUL's class support re-decided every iteration
+//! (`label_shift.fixed_support` unset) after diagnoses that read the target labels of
 //! synthetic large tasks and of 8-component EfficientNet-Lite2 features (docs/safety.md).
 
 use serde::{Deserialize, Serialize};

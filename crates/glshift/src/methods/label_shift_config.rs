@@ -70,12 +70,17 @@ pub struct LabelShiftConfig {
     /// Temperature-scale the network's probabilities on the source hold-out before BBSE and
     /// pseudo-labelling (saturated probabilities make τ select every row).
     pub calibrate: bool,
-    /// Decide which classes are absent once, from the pre-trained network (the fixed black box
-    /// BBSE assumes), and afterwards re-estimate only the proportions of the present ones. Off
-    /// (the default since issue 27): every iteration floors its own estimate, so a small present
-    /// class the pre-trained network under-estimates can come back as the representation aligns
-    /// (docs/safety.md, "The support re-decided each iteration").
-    pub fixed_support: bool,
+    /// `true`: decide which classes are absent once, from the pre-trained network (the fixed
+    /// black box BBSE assumes), and afterwards re-estimate only the proportions of the present
+    /// ones. `false`: every iteration floors its own estimate, so a small present class the
+    /// pre-trained network under-estimates can come back as the representation aligns. Unset
+    /// (the default since issue 27): `false` for MUL and class-wise MMD, whose first estimate
+    /// the prior guard checks, `true` for IW-DANN and IW-CDAN, which read the tracker unguarded
+    /// and lost up to 37 points on GLS dslr tasks with classes flickering in and out
+    /// ([`LabelShiftConfig::fixed_support_for`]; docs/safety.md, "The support re-decided each
+    /// iteration"). Absent from written configs when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_support: Option<bool>,
     /// MUL only: test the pre-trained network's estimate before using it (`label_shift::guard`).
     pub guard: PriorGuardConfig,
     /// Estimator of the reported `estimated_target_prior` and its interval (the importance
@@ -93,6 +98,14 @@ pub struct LabelShiftConfig {
     pub support_from: SupportFrom,
 }
 
+impl LabelShiftConfig {
+    /// Whether the tracker of `method` fixes the support at the first iteration: the setting
+    /// when given, else only for methods outside the MUL family (see `fixed_support`).
+    pub fn fixed_support_for(&self, method: crate::methods::config::MethodKind) -> bool {
+        self.fixed_support.unwrap_or(!method.is_mul_family())
+    }
+}
+
 impl Default for LabelShiftConfig {
     fn default() -> Self {
         LabelShiftConfig {
@@ -101,7 +114,7 @@ impl Default for LabelShiftConfig {
             soft: true,
             prior_floor: None,
             calibrate: true,
-            fixed_support: false,
+            fixed_support: None,
             guard: PriorGuardConfig::default(),
             prior_estimator: Default::default(),
             loop_estimator: LoopEstimator::BbseQp,

@@ -1,9 +1,9 @@
 //! The label-shift tracker of the adaptation loop: each iteration BBSE-QP on the network's
 //! current (calibrated) probabilities gives w and p̂ᵗ (paper, eq. BBSE_QP_estimation); small
-//! priors are floored to 0 (pitfall 3), each iteration on its own estimate (the default); with
-//! `fixed_support` the classes estimated absent at the first iteration (the pre-trained network,
-//! the fixed black box BBSE assumes) stay absent and only the proportions of the others are
-//! re-estimated.
+//! priors are floored to 0 (pitfall 3), each iteration on its own estimate (MUL's default); with
+//! a fixed support (the IW baselines' default) the classes estimated absent at the first
+//! iteration (the pre-trained network, the fixed black box BBSE assumes) stay absent and only
+//! the proportions of the others are re-estimated.
 //!
 //! With the prior guard (MUL, `label_shift.guard`), the first iteration also tests the
 //! pre-trained network's estimate (`label_shift::guard`) and fixes the response
@@ -50,7 +50,7 @@ impl ShiftTracker {
         ShiftTracker {
             floor,
             soft: cfg.label_shift.soft,
-            fixed_support: cfg.label_shift.fixed_support,
+            fixed_support: cfg.label_shift.fixed_support_for(cfg.method),
             estimator: cfg.label_shift.loop_estimator,
             support_from: cfg.label_shift.support_from,
             support: None,
@@ -226,7 +226,7 @@ mod support_tests {
         let (first, later) = (one_hot(&[40, 30, 29, 1]), one_hot(&[25, 25, 25, 25]));
         for fixed in [false, true] {
             let mut cfg = FitConfig::default();
-            cfg.label_shift.fixed_support = fixed;
+            cfg.label_shift.fixed_support = Some(fixed);
             cfg.label_shift.guard.enabled = false;
             let mut t = ShiftTracker::new(&cfg, 4);
             let a = t.update(hold.view(), &labels, first.view(), &ps).unwrap();
@@ -235,6 +235,23 @@ mod support_tests {
             assert_eq!(b.target_prior[3] > 0.2, !fixed, "fixed support {fixed}: {:?}", b.target_prior);
             assert!((b.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         }
+    }
+
+    /// Unset, the support is re-decided for the MUL family and fixed for the IW baselines; a
+    /// value given applies to every method.
+    #[test]
+    fn the_support_rule_defaults_by_method_and_a_given_value_wins() {
+        use crate::methods::config::MethodKind;
+        let mut cfg = FitConfig::default();
+        assert_eq!(cfg.label_shift.fixed_support, None);
+        for (m, fixed) in [(MethodKind::Mul, false), (MethodKind::MmdClasswise, false), (MethodKind::IwDann, true), (MethodKind::IwCdan, true)] {
+            assert_eq!(cfg.label_shift.fixed_support_for(m), fixed, "{m:?}");
+        }
+        for given in [true, false] {
+            cfg.label_shift.fixed_support = Some(given);
+            assert!([MethodKind::Mul, MethodKind::IwDann].iter().all(|&m| cfg.label_shift.fixed_support_for(m) == given));
+        }
+        assert!(!toml::to_string(&FitConfig::default()).unwrap().contains("fixed_support"), "absent from written configs when unset");
     }
 
     /// The option is written to a config only when set, so records of earlier builds match.
