@@ -7,23 +7,15 @@ numbers). Reads runs/*.json; target labels enter only through the records' final
 
 usage: python3 bench/compare_grids.py BEFORE_DIR AFTER_DIR
 """
-import glob
-import json
-import os
 import sys
 
-from seed_average import seed_means, seed_summary
+from seed_average import run_records, seed_means, seed_summary
 
 
 def runs(folder):
     """{(method, source, target, seed): (accuracy %, prior l1 or None)} of the finished runs."""
-    out = {}
-    for f in glob.glob(os.path.join(folder, "runs", "*.json")):
-        if f.endswith(".failed.json"):
-            continue
-        r = json.load(open(f))
-        out[(r["method"], r["source"], r["target"], r["seed"])] = (100 * r["target_accuracy"], r.get("prior_l1_error"))
-    return out
+    return {(r["method"], r["source"], r["target"], r["seed"]): (100 * r["target_accuracy"], r.get("prior_l1_error"))
+            for r, finished in run_records(folder) if finished}
 
 
 def l1(v):
@@ -43,8 +35,8 @@ def main():
         print(f"  {m} {s}→{t} seed {seed}: {a[k][0]:.2f} → {b[k][0]:.2f} (prior l1 {l1(a[k][1])} → {l1(b[k][1])})")
     for m in sorted({k[0] for k in common}):
         for label, folder in (("before", before), ("after", after)):
-            per_seed, _, _ = seed_means(folder, m)
-            summary = seed_summary(folder, m)
+            means = seed_means(folder, m)
+            per_seed, summary = means[0], seed_summary(folder, m, means)
             mean = "no average (diverged runs or uneven seeds)" if summary is None else f"{summary[0]:.3f}" + (f" ± {summary[1]:.3f}" if summary[1] is not None else "")
             seeds = " / ".join(f"{v:.2f}" for v in per_seed.values())
             print(f"{m} {label}: {mean} (per seed {seeds})")

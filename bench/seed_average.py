@@ -13,14 +13,20 @@ import os
 import statistics
 
 
+def run_records(folder):
+    """Every run record of a bench folder (runs/*.json) with whether it finished: a
+    `.failed.json` run diverged and has no accuracy."""
+    for f in glob.glob(os.path.join(folder, "runs", "*.json")):
+        yield json.load(open(f)), not f.endswith(".failed.json")
+
+
 def seed_means(folder, method):
     """Per-seed task averages {seed: mean %}, tasks per seed {seed: n}, and the diverged runs."""
     acc, failed = {}, []
-    for f in glob.glob(os.path.join(folder, "runs", "*.json")):
-        r = json.load(open(f))
+    for r, finished in run_records(folder):
         if r["method"] != method:
             continue
-        if f.endswith(".failed.json"):  # a run that diverged: no accuracy
+        if not finished:
             failed.append(f"{r['source']}→{r['target']} seed {r['seed']}")
             continue
         acc.setdefault(r["seed"], {})[(r["source"], r["target"])] = 100 * r["target_accuracy"]
@@ -29,10 +35,11 @@ def seed_means(folder, method):
     return per_seed, tasks, failed
 
 
-def seed_summary(folder, method):
+def seed_summary(folder, method, means=None):
     """(mean, std or None for one seed) of the per-seed task averages, or None when runs diverged
-    or the seeds cover different numbers of tasks (their averages are not comparable)."""
-    per_seed, tasks, failed = seed_means(folder, method)
+    or the seeds cover different numbers of tasks (their averages are not comparable). `means`:
+    seed_means' result for the same folder and method, when the caller has it already."""
+    per_seed, tasks, failed = means if means is not None else seed_means(folder, method)
     vals = list(per_seed.values())
     if failed or not vals or len(set(tasks.values())) != 1:
         return None
