@@ -220,9 +220,33 @@ impl FitConfig {
         }
     }
 
-    /// The prior floor actually used for `c` classes.
+    /// The prior floor for `c` classes: `label_shift.prior_floor`, else 1/(4c). It is also the
+    /// prior guard's resolution; the adaptation loop raises it on small targets
+    /// ([`FitConfig::evidence_alpha`]).
     pub fn prior_floor_for(&self, c: usize) -> f64 {
         self.label_shift.prior_floor.unwrap_or(0.25 / c as f64)
+    }
+
+    /// The significance of the adaptation loop's evidence floor ([`evidence_floor`]): the prior
+    /// guard's α when `label_shift.prior_floor` is unset; `None` (no evidence floor) when a
+    /// floor is given, which then applies as given.
+    pub fn evidence_alpha(&self) -> Option<f64> {
+        self.label_shift.prior_floor.is_none().then_some(self.label_shift.guard.alpha)
+    }
+}
+
+/// The smallest prior an estimate from `n_t` target rows can tell from an absent class at
+/// significance `alpha`: ln(1/α) / n_t (0 for no rows or α outside (0, 1)). A class holding m
+/// of the n_t rows is missing from a bootstrap resample of them with probability
+/// (1 − m/n_t)^{n_t} ≈ e^{−m}, above α while m < ln(1/α) (3.0 rows at α = 0.05), so its
+/// percentile interval reaches 0. The loop floors an estimate under the larger of this and
+/// 1/(4c) (issue 29: PCA-8 PDA webcam→dslr kept 2 rows of 68, 0.029, on an absent class; the
+/// rule only acts on targets of fewer than 4c·ln(1/α) rows, 120 for c = 10 at α = 0.05).
+pub fn evidence_floor(n_t: usize, alpha: f64) -> f64 {
+    match n_t {
+        0 => 0.0,
+        _ if !(alpha > 0.0 && alpha < 1.0) => 0.0,
+        n => (1.0 / alpha).ln() / n as f64,
     }
 }
 

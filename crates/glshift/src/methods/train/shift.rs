@@ -1,6 +1,7 @@
 //! The label-shift tracker of the adaptation loop: each iteration BBSE-QP on the network's
 //! current (calibrated) probabilities gives w and p̂ᵗ (paper, eq. BBSE_QP_estimation); small
-//! priors are floored to 0 (pitfall 3), each iteration on its own estimate (MUL's default); with
+//! priors are floored to 0 (pitfall 3: under 1/(4c), or under [`evidence_floor`] on a small
+//! target), each iteration on its own estimate (MUL's default); with
 //! a fixed support (the IW baselines' default) the classes estimated absent at the first
 //! iteration (the pre-trained network, the fixed black box BBSE assumes) stay absent and only
 //! the proportions of the others are re-estimated.
@@ -16,11 +17,13 @@ use ndarray::ArrayView2;
 
 use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
 use crate::label_shift::{Mlls, ShiftEstimator, ShiftInputs};
-use crate::methods::config::{FitConfig, LoopEstimator, SupportFrom};
+use crate::methods::config::{evidence_floor, FitConfig, LoopEstimator, SupportFrom};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
     floor: f64,
+    /// Significance of the evidence floor ([`evidence_floor`]); `None` with a given floor.
+    evidence_alpha: Option<f64>,
     soft: bool,
     fixed_support: bool,
     estimator: LoopEstimator,
@@ -49,6 +52,7 @@ impl ShiftTracker {
         let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share, resolution: floor };
         ShiftTracker {
             floor,
+            evidence_alpha: cfg.evidence_alpha(),
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support_for(cfg.method),
             estimator: cfg.label_shift.loop_estimator,
@@ -117,14 +121,15 @@ impl ShiftTracker {
                 GuardResponse::Use => {}
             }
         }
+        let floor = self.evidence_alpha.map_or(self.floor, |a| self.floor.max(evidence_floor(target_probs.nrows(), a)));
         let mut est = match &self.support {
-            Some(keep) => label_shift::restrict_to_support(&raw, source_prior, keep, self.floor),
-            None => label_shift::apply_prior_floor(&raw, source_prior, self.floor),
+            Some(keep) => label_shift::restrict_to_support(&raw, source_prior, keep, floor),
+            None => label_shift::apply_prior_floor(&raw, source_prior, floor),
         };
         if self.support.is_none() && self.fixed_support {
             let mut keep: Vec<bool> = est.target_prior.iter().map(|&p| p > 0.0).collect();
             if self.keep_mlls_support(&mut keep) {
-                est = label_shift::restrict_to_support(&raw, source_prior, &keep, self.floor);
+                est = label_shift::restrict_to_support(&raw, source_prior, &keep, floor);
             }
             self.support = Some(keep);
         }
@@ -234,6 +239,29 @@ mod support_tests {
             let b = t.update(hold.view(), &labels, later.view(), &ps).unwrap();
             assert_eq!(b.target_prior[3] > 0.2, !fixed, "fixed support {fixed}: {:?}", b.target_prior);
             assert!((b.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        }
+    }
+
+    /// A class holding fewer target rows than ln(1/α) (3.0 at α = 0.05) is floored though its
+    /// share clears 1/(4c); the same share of ten times the rows is kept, and so is the class
+    /// when a floor is given (it applies as given).
+    #[test]
+    fn a_class_of_fewer_rows_than_the_evidence_floor_is_floored() {
+        let hold = one_hot(&[2; 10]);
+        let labels: Vec<usize> = (0..10).flat_map(|k| [k, k]).collect();
+        let ps = [0.1; 10];
+        assert!((evidence_floor(68, 0.05) - 20f64.ln() / 68.0).abs() < 1e-15);
+        assert_eq!((evidence_floor(0, 0.05), evidence_floor(68, 0.0), evidence_floor(68, 1.0)), (0.0, 0.0, 0.0));
+        for (scale, given, floored) in [(1, None, true), (10, None, false), (1, Some(0.025), false)] {
+            let counts: Vec<usize> = [20, 20, 14, 12, 2, 0, 0, 0, 0, 0].iter().map(|n| n * scale).collect();
+            let mut cfg = FitConfig::default();
+            cfg.label_shift.guard.enabled = false;
+            cfg.label_shift.prior_floor = given;
+            let mut t = ShiftTracker::new(&cfg, 10);
+            let est = t.update(hold.view(), &labels, one_hot(&counts).view(), &ps).unwrap();
+            assert!(2.0 / 68.0 > t.floor, "the share clears 1/(4c)");
+            assert_eq!(est.target_prior[4] == 0.0, floored, "{scale}× rows, floor {given:?}: {:?}", est.target_prior);
+            assert_eq!(t.floored.contains(&4), floored, "{:?}", t.floored);
         }
     }
 
