@@ -29,7 +29,7 @@ def row(d):
     y = np.load(f"{d}/labels_target.npy")
     keep = np.ones(p.shape[1])
     keep[absent] = 0.0
-    why = "low confidence" if g["confident_share"] < g["min_confident_share"] else "disagreement"
+    why = "disagreement" if g.get("disagrees", g["confident_share"] >= g["min_confident_share"]) else "low confidence"
     true = r.get("true_target_prior") or [float("nan")] * p.shape[1]
     classes = ", ".join(f"{k}: {g['qp_prior'][k]:.3f}/{g['mlls_prior'][k]:.3f}/{g['high'][k]:.3f}/{true[k]:.3f}" for k in absent)
     acc, restricted = 100 * (p.argmax(1) == y).mean(), 100 * ((p * keep).argmax(1) == y).mean()

@@ -3,7 +3,8 @@
 output, or any folders of fits): BBSE-QP vs MLLS l1 (D), its bootstrap p-value, half the summed
 box width, the largest per-class gap against the fit's resolution (the prior floor; reports of
 builds before it show "–"), the share of tau-confident target rows, and the verdict. Reads no
-target label."""
+target label. Reports carry the disagreement (`prior_guard.disagrees`); for reports of earlier
+builds, which lack it, the script applies the rule of their build."""
 import glob
 import json
 import os
@@ -18,8 +19,12 @@ for root in sys.argv[1:]:
             continue
         why = []
         has_gap = "max_class_gap" in g
-        material = not has_gap or g["max_class_gap"] > g["resolution"]
-        if g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"] and material:
+        if "disagrees" in g:
+            disagrees = g["disagrees"]
+        else:  # reports of builds before `disagrees` was written: the rule of their build
+            material = not has_gap or g["max_class_gap"] > g["resolution"]
+            disagrees = g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"] and material
+        if disagrees:
             why.append("estimators disagree")
         if g["confident_share"] < g["min_confident_share"]:
             why.append("few confident rows")

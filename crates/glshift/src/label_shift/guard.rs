@@ -101,6 +101,10 @@ pub struct PriorGuard {
     /// Share of target rows whose top calibrated probability exceeds τ, and its floor.
     pub confident_share: f64,
     pub min_confident_share: f64,
+    /// Rule 1: the two estimates disagree (p < α, D above the box half-width, and the largest
+    /// class gap above the resolution). `false` in reports of builds before it was written.
+    #[serde(default)]
+    pub disagrees: bool,
     /// Neither a material significant disagreement nor a confidence below the floor: the
     /// label-shift correction is used.
     pub trusted: bool,
@@ -246,6 +250,7 @@ pub fn prior_guard(
         confident_share,
         min_confident_share: p.min_confident_share,
         trusted: !disagrees && confident_share >= p.min_confident_share,
+        disagrees,
         qp_mlls_l1: d,
         null_median: quantile(&null, 0.5),
         null_critical: quantile(&null, 1.0 - p.alpha),

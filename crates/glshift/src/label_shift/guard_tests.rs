@@ -51,7 +51,7 @@ fn a_conditional_shift_that_splits_the_estimators_is_not_trusted() {
     let g = prior_guard(hold.view(), &yh, target.view(), &PS, &params()).unwrap();
     assert!(g.p_value < 0.05 && g.qp_mlls_l1 > g.null_critical, "{g:?}");
     assert!(g.qp_mlls_l1 > g.box_half_width, "material: {g:?}");
-    assert!(!g.trusted, "{g:?}");
+    assert!(!g.trusted && g.disagrees, "{g:?}");
 }
 
 #[test]
@@ -64,9 +64,9 @@ fn a_disagreement_under_the_fits_resolution_on_every_class_does_not_count() {
     assert_eq!(g.max_class_gap, gap);
     assert!(!g.trusted && gap > 0.0, "{g:?}");
     let under = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: 0.999 * gap, ..params() }).unwrap();
-    assert!(!under.trusted, "a gap over the resolution counts: {under:?}");
+    assert!(!under.trusted && under.disagrees, "a gap over the resolution counts: {under:?}");
     let over = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: gap, ..params() }).unwrap();
-    assert!(over.trusted, "a gap not over the resolution does not: {over:?}");
+    assert!(over.trusted && !over.disagrees, "a gap not over the resolution does not: {over:?}");
     assert_eq!((over.p_value, over.qp_mlls_l1, over.box_half_width), (g.p_value, g.qp_mlls_l1, g.box_half_width), "only the verdict moves");
 }
 
@@ -81,6 +81,8 @@ fn a_target_the_network_is_unsure_about_is_not_trusted() {
     let floor = GuardParams { min_confident_share: 0.5, ..params() };
     let strict = prior_guard(hold.view(), &yh, target.view(), &PS, &floor).unwrap();
     assert!(!strict.trusted, "confident share {} under the floor 0.5", strict.confident_share);
+    assert_eq!(strict.disagrees, loose.disagrees, "the floor is not a disagreement");
+    assert!(strict.low_confidence() && !loose.low_confidence());
     assert_eq!((strict.p_value, strict.qp_mlls_l1), (loose.p_value, loose.qp_mlls_l1), "the floor changes only the verdict");
 }
 
@@ -182,4 +184,19 @@ fn kept_correction_is_the_share_of_the_correction_the_disagreement_leaves() {
         assert!((half[k] - 0.5 * (p[k] + PS[k])).abs() < 1e-12, "{half:?}");
         assert!((shrink_towards(&p, &PS, 0.0)[k] - PS[k]).abs() < 1e-15);
     }
+}
+
+/// A guard written by a build before `max_class_gap`, `resolution` and `disagrees` still loads
+/// (they read 0 and false); a new one round-trips.
+#[test]
+fn reports_of_earlier_builds_load() {
+    let (yh, hold, target) = split_case();
+    let g = prior_guard(hold.view(), &yh, target.view(), &PS, &with_resamples(20)).unwrap();
+    let mut value = serde_json::to_value(&g).unwrap();
+    assert_eq!(serde_json::from_value::<PriorGuard>(value.clone()).unwrap(), g);
+    for key in ["max_class_gap", "resolution", "disagrees"] {
+        value.as_object_mut().unwrap().remove(key);
+    }
+    let old: PriorGuard = serde_json::from_value(value).unwrap();
+    assert_eq!((old.max_class_gap, old.resolution, old.disagrees, old.trusted), (0.0, 0.0, false, g.trusted));
 }

@@ -186,6 +186,7 @@ mod support_tests {
             resolution: 0.0,
             confident_share: 1.0,
             min_confident_share: 0.5,
+            disagrees: false,
             trusted: true,
             low: vec![0.0; c],
             high: vec![1.0; c],
