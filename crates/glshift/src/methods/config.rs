@@ -222,16 +222,34 @@ impl FitConfig {
 
     /// The prior floor for `c` classes: `label_shift.prior_floor`, else 1/(4c). It is also the
     /// prior guard's resolution; the adaptation loop raises it on small targets
-    /// ([`FitConfig::evidence_alpha`]).
+    /// ([`FitConfig::loop_floor_for`]).
     pub fn prior_floor_for(&self, c: usize) -> f64 {
         self.label_shift.prior_floor.unwrap_or(0.25 / c as f64)
     }
 
-    /// The significance of the adaptation loop's evidence floor ([`evidence_floor`]): the prior
-    /// guard's α when `label_shift.prior_floor` is unset; `None` (no evidence floor) when a
-    /// floor is given, which then applies as given.
-    pub fn evidence_alpha(&self) -> Option<f64> {
-        self.label_shift.prior_floor.is_none().then_some(self.label_shift.guard.alpha)
+    /// The adaptation loop's floor for `c` classes ([`LoopFloor`]): [`FitConfig::prior_floor_for`],
+    /// raised by [`evidence_floor`] at the prior guard's α when `label_shift.prior_floor` is
+    /// unset; a floor given applies as given.
+    pub fn loop_floor_for(&self, c: usize) -> LoopFloor {
+        let evidence_alpha = self.label_shift.prior_floor.is_none().then_some(self.label_shift.guard.alpha);
+        LoopFloor { base: self.prior_floor_for(c), evidence_alpha }
+    }
+}
+
+/// The floor under which the adaptation loop sets an estimated target prior to 0 (pitfall 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoopFloor {
+    /// 1/(4c) or the floor given: the prior guard's resolution.
+    pub base: f64,
+    /// Significance of the evidence floor; `None` when a floor is given.
+    evidence_alpha: Option<f64>,
+}
+
+impl LoopFloor {
+    /// The floor of an estimate from `n_t` target rows: the larger of `base` and
+    /// [`evidence_floor`]`(n_t, α)`, or `base` alone when a floor was given.
+    pub fn at(&self, n_t: usize) -> f64 {
+        self.evidence_alpha.map_or(self.base, |a| self.base.max(evidence_floor(n_t, a)))
     }
 }
 
@@ -240,7 +258,7 @@ impl FitConfig {
 /// of the n_t rows is missing from a bootstrap resample of them with probability
 /// (1 − m/n_t)^{n_t} ≈ e^{−m}, above α while m < ln(1/α) (3.0 rows at α = 0.05), so its
 /// percentile interval reaches 0. The loop floors an estimate under the larger of this and
-/// 1/(4c) (issue 29: PCA-8 PDA webcam→dslr kept 2 rows of 68, 0.029, on an absent class; the
+/// 1/(4c) ([`LoopFloor::at`]; issue 29: PCA-8 PDA webcam→dslr kept 2 rows of 68, 0.029, on an absent class; the
 /// rule only acts on targets of fewer than 4c·ln(1/α) rows, 120 for c = 10 at α = 0.05).
 pub fn evidence_floor(n_t: usize, alpha: f64) -> f64 {
     match n_t {

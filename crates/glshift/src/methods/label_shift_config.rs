@@ -66,7 +66,7 @@ pub struct LabelShiftConfig {
     /// Soft (probabilities) or hard (argmax) confusion and target prediction distribution.
     pub soft: bool,
     /// Estimated target priors below this are set to 0; `None` = the rule 1/(4c), raised in the
-    /// adaptation loop to `methods::config::evidence_floor` on targets of few rows. A value
+    /// adaptation loop by `methods::config::LoopFloor` on targets of few rows. A value
     /// given applies as given.
     pub prior_floor: Option<f64>,
     /// Temperature-scale the network's probabilities on the source hold-out before BBSE and

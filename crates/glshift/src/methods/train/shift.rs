@@ -1,7 +1,7 @@
 //! The label-shift tracker of the adaptation loop: each iteration BBSE-QP on the network's
 //! current (calibrated) probabilities gives w and p̂ᵗ (paper, eq. BBSE_QP_estimation); small
-//! priors are floored to 0 (pitfall 3: under 1/(4c), or under [`evidence_floor`] on a small
-//! target), each iteration on its own estimate (MUL's default); with
+//! priors are floored to 0 (pitfall 3: under 1/(4c), raised on a small target by
+//! [`LoopFloor`]), each iteration on its own estimate (MUL's default); with
 //! a fixed support (the IW baselines' default) the classes estimated absent at the first
 //! iteration (the pre-trained network, the fixed black box BBSE assumes) stay absent and only
 //! the proportions of the others are re-estimated.
@@ -17,13 +17,11 @@ use ndarray::ArrayView2;
 
 use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
 use crate::label_shift::{Mlls, ShiftEstimator, ShiftInputs};
-use crate::methods::config::{evidence_floor, FitConfig, LoopEstimator, SupportFrom};
+use crate::methods::config::{FitConfig, LoopEstimator, LoopFloor, SupportFrom};
 use crate::Result;
 
 pub(super) struct ShiftTracker {
-    floor: f64,
-    /// Significance of the evidence floor ([`evidence_floor`]); `None` with a given floor.
-    evidence_alpha: Option<f64>,
+    floor: LoopFloor,
     soft: bool,
     fixed_support: bool,
     estimator: LoopEstimator,
@@ -48,11 +46,10 @@ impl ShiftTracker {
         let g = &cfg.label_shift.guard;
         let guarded = g.enabled && cfg.method.is_mul_family() && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
         let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
-        let floor = cfg.prior_floor_for(c);
-        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share, resolution: floor };
+        let floor = cfg.loop_floor_for(c);
+        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share, resolution: floor.base };
         ShiftTracker {
             floor,
-            evidence_alpha: cfg.evidence_alpha(),
             soft: cfg.label_shift.soft,
             fixed_support: cfg.label_shift.fixed_support_for(cfg.method),
             estimator: cfg.label_shift.loop_estimator,
@@ -121,7 +118,7 @@ impl ShiftTracker {
                 GuardResponse::Use => {}
             }
         }
-        let floor = self.evidence_alpha.map_or(self.floor, |a| self.floor.max(evidence_floor(target_probs.nrows(), a)));
+        let floor = self.floor.at(target_probs.nrows());
         let mut est = match &self.support {
             Some(keep) => label_shift::restrict_to_support(&raw, source_prior, keep, floor),
             None => label_shift::apply_prior_floor(&raw, source_prior, floor),
@@ -145,7 +142,7 @@ impl ShiftTracker {
         let (SupportFrom::Either, Some(g)) = (self.support_from, &self.guard) else { return false };
         let mut added = false;
         for (k, &p) in g.mlls_prior.iter().enumerate().take(keep.len()) {
-            if !keep[k] && p >= self.floor {
+            if !keep[k] && p >= self.floor.base {
                 keep[k] = true;
                 added = true;
             }
@@ -203,7 +200,7 @@ mod support_tests {
         let mut cfg = FitConfig::default();
         cfg.label_shift.support_from = SupportFrom::Either;
         let mut t = ShiftTracker::new(&cfg, 4);
-        let floor = t.floor;
+        let floor = t.floor.base;
         let mut keep = vec![true, false, false, false];
         assert!(!t.keep_mlls_support(&mut keep), "no guard ran: nothing to add");
         t.guard = Some(guard(&[0.5, floor, floor * 0.99, 0.3]));
@@ -248,6 +245,7 @@ mod support_tests {
     /// when a floor is given (it applies as given).
     #[test]
     fn a_class_of_fewer_rows_than_the_evidence_floor_is_floored() {
+        use crate::methods::config::evidence_floor;
         let hold = one_hot(&[2; 10]);
         let labels: Vec<usize> = (0..10).flat_map(|k| [k, k]).collect();
         let ps = [0.1; 10];
@@ -260,7 +258,7 @@ mod support_tests {
             cfg.label_shift.prior_floor = given;
             let mut t = ShiftTracker::new(&cfg, 10);
             let est = t.update(hold.view(), &labels, one_hot(&counts).view(), &ps).unwrap();
-            assert!(2.0 / 68.0 > t.floor, "the share clears 1/(4c)");
+            assert!(2.0 / 68.0 > t.floor.base, "the share clears 1/(4c)");
             assert_eq!(est.target_prior[4] == 0.0, floored, "{scale}× rows, floor {given:?}: {:?}", est.target_prior);
             assert_eq!(t.floored.contains(&4), floored, "{:?}", t.floored);
         }
