@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::adam_update::{update, Step};
+use super::adam_update::update;
+pub(crate) use super::adam_update::Step;
 use super::network::{Grads, Network, ParamKind};
 use crate::{Error, Real, Result};
 
@@ -94,13 +95,7 @@ impl<T: Real> Adam<T> {
     /// # Panics
     /// If `grads` or `net` are not laid out like the network the optimiser was built for.
     pub fn step(&mut self, net: &mut Network<T>, grads: &Grads<T>) {
-        self.t += 1;
-        let c = &self.cfg;
-        let t = i32::try_from(self.t).unwrap_or(i32::MAX);
-        let bc1 = 1.0 - c.beta1.powi(t);
-        let bc2 = 1.0 - c.beta2.powi(t);
-        let (b1, b2) = (c.beta1, c.beta2);
-        let decay_factor = 1.0 - c.lr * c.weight_decay;
+        self.advance();
         let params = net.params_mut();
         let gs = grads.tensors();
         assert_eq!(
@@ -118,11 +113,46 @@ impl<T: Real> Adam<T> {
             .zip(gs)
             .zip(self.m.iter_mut().zip(self.v.iter_mut()))
         {
-            let decay = kind == ParamKind::Weight && c.weight_decay > 0.0;
-            let keep = if decay { decay_factor } else { 1.0 };
-            let k = Step { beta1: b1, beta2: b2, lr: c.lr, eps: c.eps, bias1: bc1, bias2: bc2, keep };
-            update(p, g, m, v, k);
+            update(p, g, m, v, Self::constants(&self.cfg, self.t, kind));
         }
+    }
+
+    /// Counts one more step (the `t` of the update's bias corrections); [`Adam::step`] and the
+    /// GPU's step (`device`) call it first.
+    pub(crate) fn advance(&mut self) {
+        self.t += 1;
+    }
+
+    /// The update's constants at the current step for a tensor of `kind`: what the CPU loop and
+    /// the GPU kernel read, so that both take them from here.
+    pub(crate) fn step_constants(&self, kind: ParamKind) -> Step {
+        Self::constants(&self.cfg, self.t, kind)
+    }
+
+    fn constants(c: &AdamConfig, t: u64, kind: ParamKind) -> Step {
+        let t = i32::try_from(t).unwrap_or(i32::MAX);
+        let decay = kind == ParamKind::Weight && c.weight_decay > 0.0;
+        let keep = if decay { 1.0 - c.lr * c.weight_decay } else { 1.0 };
+        Step {
+            beta1: c.beta1,
+            beta2: c.beta2,
+            lr: c.lr,
+            eps: c.eps,
+            bias1: 1.0 - c.beta1.powi(t),
+            bias2: 1.0 - c.beta2.powi(t),
+            keep,
+        }
+    }
+
+    /// The first and second moments, one vector per parameter tensor in [`Network::params`]'s
+    /// order (read and replaced by the GPU's training, which keeps its own copy meanwhile).
+    pub(crate) fn moments_mut(&mut self) -> (&mut [Vec<T>], &mut [Vec<T>]) {
+        (&mut self.m, &mut self.v)
+    }
+
+    /// [`Adam::moments_mut`], read only.
+    pub(crate) fn moments(&self) -> (&[Vec<T>], &[Vec<T>]) {
+        (&self.m, &self.v)
     }
 
     /// Changes the learning rate for the following steps (schedules).

@@ -15,7 +15,7 @@ use crate::Real;
 
 /// The per-step constants of the update.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Step {
+pub(crate) struct Step {
     pub beta1: f64,
     pub beta2: f64,
     pub lr: f64,
