@@ -8,13 +8,18 @@
 //!   `S^{ab} = Y_aᵀ K^{ab} Y_b` with `K_ij = exp(−‖z_i − z_j‖²/h)`, the objectives
 //!   `ℓ_o = Σ ⟨Γ_o^{ab}, S^{ab}⟩` and `∂ℓ_o/∂Z` — O(n²(d + c)) (`mcmd-math.md`).
 //!
-//! The seam is these two calls, [`dot`] and `run_tiled` (crate-internal): training and every
-//! method are written once against ndarray and call them. On the CPU they are exactly the code
-//! they always were (bit for bit). Inside [`scoped`] with a CUDA device, f32 products of at
-//! least [`GPU_MIN_MACS`] multiply-adds go through cuBLAS, and exact kernel sums through cuBLAS
-//! plus three small NVRTC kernels (`cuda`); the feature matrix of a full-batch fit is uploaded
-//! once ([`Pin`]). Everything else (BatchNorm, activations, the loss, Adam, BBSE) stays on the
-//! host: a partial GPU path, see `docs/performance.md` "GPU".
+//! The seam is three pieces: [`dot`] and `run_tiled` (crate-internal), through which training
+//! and every method compute products and kernel sums, and [`training::TrainingNet`], the
+//! network and its AdamW in full-batch training (pre-training and full-batch adaptation are
+//! written once against it). On the CPU they are exactly the code they always were (bit for
+//! bit). Inside [`scoped`] with a CUDA device, a full-batch fit keeps the network, its
+//! optimiser and every activation on the GPU (`cuda::net`: cuBLAS products and the kernels of
+//! `cuda/net_kernels.cu` for bias, BatchNorm, activations, dropout masks and AdamW), so per
+//! iteration only the logits, Z for the method's terms and their gradients cross PCIe; the
+//! exact kernel sums run there through cuBLAS plus three small NVRTC kernels (`cuda::sums`);
+//! the feature matrix is uploaded once ([`Pin`]); other f32 products of at least
+//! [`GPU_MIN_MACS`] multiply-adds (mini-batch training, evaluation) go through cuBLAS. The
+//! loss, the hold-out NLL, BBSE and the guard read n × c outputs on the host.
 //!
 //! CUDA's libraries (driver, cuBLAS, NVRTC) are loaded at run time, so building and testing
 //! need no CUDA toolkit; [`Device::Auto`] falls back to the CPU, with the reason in the report,
@@ -29,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Real, Result};
 
 mod cuda;
+pub(crate) mod training;
 
 pub use cuda::Gpu;
 
@@ -135,7 +141,9 @@ fn active_gpu() -> Option<Arc<Gpu>> {
     ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.gpu.clone()))
 }
 
-fn record_failure(reason: String) {
+/// Notes a GPU failure of the current scope (the work was, or will be, redone on the CPU):
+/// reported as `fallback` under `auto`, an error under `cuda`.
+pub(crate) fn record_failure(reason: String) {
     ACTIVE.with(|a| {
         if let Some(a) = a.borrow_mut().as_mut() {
             a.failure.get_or_insert(reason);

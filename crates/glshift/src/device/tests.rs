@@ -119,3 +119,99 @@ fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
         }
     }
 }
+
+/// On a machine with a usable GPU: full-batch training there (`training::DevNet`: forward,
+/// backward, AdamW, a snapshot restored) follows the CPU's `HostNet` iteration by iteration
+/// to f32 rounding, with BatchNorm on leading rows, dropout, and several activations.
+/// Skipped (reported) without one.
+#[test]
+fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
+    use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig};
+    use training::{HostNet, Snapshots, TrainingNet};
+    use rand::{Rng, SeedableRng};
+    let gpu = match probe() {
+        Ok(gpu) => gpu,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let (n, n_train, d, c) = (3000, 2400, 50, 4);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let x = Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0 - 1.0);
+    let y: Vec<usize> = (0..n_train).map(|i| (i * 7 + (x[[i, 0]] > 0.0) as usize) % c).collect();
+    let configs = [
+        NetworkConfig { hidden: vec![64, 32], dropout: 0.2, ..Default::default() },
+        NetworkConfig { hidden: vec![48], activation: Activation::Tanh, batch_norm: false, ..Default::default() },
+        NetworkConfig { hidden: vec![40, 24], activation: Activation::Elu, activation_on_z: false, ..Default::default() },
+        NetworkConfig { hidden: vec![40, 24], activation: Activation::LeakyRelu, ..Default::default() },
+    ];
+    let rel = |a: &Array2<f32>, b: &Array2<f32>| {
+        let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+        (a - b).iter().fold(0f32, |m, v| m.max(v.abs())) / scale
+    };
+    for cfg in &configs {
+        let net = Network::new(d, c, cfg, 3).unwrap();
+        let adam = Adam::new(&AdamConfig::default(), &net);
+        let mut host = HostNet::new(net.clone(), adam.clone());
+        let mut dev = training::upload(gpu.clone(), net, adam).expect("upload");
+        let (mut rng_h, mut rng_d) = (rand_chacha::ChaCha8Rng::seed_from_u64(1), rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        let fw = Forward::training(n_train);
+        let (mut snap_h, mut snap_d) = (None, None);
+        for it in 0..6 {
+            host.forward(x.view(), &fw, &mut rng_h, true).unwrap();
+            dev.forward(x.view(), &fw, &mut rng_d, true).expect("forward on the GPU");
+            let (lh, ld) = (host.logits().to_owned(), dev.logits().to_owned());
+            let worst = rel(&ld, &lh);
+            assert!(worst < 1e-3, "{cfg:?} iteration {it}: logits relative difference {worst}");
+            let (zh, zd) = (host.z().unwrap().to_owned(), dev.z().expect("Z kept").to_owned());
+            assert!(rel(&zd, &zh) < 1e-3, "{cfg:?} iteration {it}: Z");
+            let (_, dl, _) = weighted_cross_entropy(lh.slice(ndarray::s![..n_train, ..]), &y, &vec![1.0; n_train]);
+            if it % 2 == 0 {
+                // Pre-training's step: the leading rows' cross-entropy only.
+                assert!(host.step(x.view(), dl.view(), None).unwrap());
+                assert!(dev.step(x.view(), dl.view(), None).expect("step on the GPU"));
+            } else {
+                // Adaptation's: every row, with an extra ∂ℓ/∂Z from a kernel term.
+                let mut dl_all = Array2::<f32>::zeros((n, c));
+                dl_all.slice_mut(ndarray::s![..n_train, ..]).assign(&dl);
+                let dz = zh.mapv(|v| 1e-4 * v);
+                assert!(host.step(x.view(), dl_all.view(), Some(dz.view())).unwrap());
+                assert!(dev.step(x.view(), dl_all.view(), Some(dz.view())).expect("step on the GPU"));
+            }
+            if it == 2 {
+                (snap_h, snap_d) = (Some(host.snapshot().unwrap()), Some(dev.snapshot().unwrap()));
+            }
+            let eval = Forward::evaluation(n_train);
+            let (eh, ed) = (host.logits_of(x.view(), &eval, &mut rng_h).unwrap(), dev.logits_of(x.view(), &eval, &mut rng_d).unwrap());
+            assert!(rel(&ed, &eh) < 1e-3, "{cfg:?} iteration {it}: evaluation logits");
+        }
+        host.restore(snap_h.unwrap());
+        dev.restore(snap_d.unwrap());
+        let ((nh, ah), (nd, ad)) = (Box::new(host).into_host().unwrap(), Box::new(dev).into_host().expect("download"));
+        assert_eq!(ah.steps(), ad.steps());
+        // A Linear bias before BatchNorm has a zero gradient up to rounding, which AdamW turns
+        // into ±lr steps of either sign: those tensors are left out (the logits show they
+        // cancel).
+        let mut skip = Vec::new();
+        let mut at = 0;
+        for block in &nh.g.blocks {
+            if block.bn.is_some() {
+                skip.push(at + 1);
+            }
+            at += if block.bn.is_some() { 4 } else { 2 };
+        }
+        let (mh, md) = (ah.moments().0, ad.moments().0);
+        for (i, ((_, ph), (_, pd))) in nh.params().iter().zip(nd.params()).enumerate().filter(|(i, _)| !skip.contains(i)) {
+            for (what, a, b) in [("parameters", *ph, pd), ("first moments", &mh[i][..], &md[i][..])] {
+                let scale = a.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+                let worst = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
+                assert!(worst < 1e-3, "{cfg:?}: tensor {i}, {what}: relative difference {worst}");
+            }
+        }
+        let eval = Forward::evaluation(n_train);
+        let mut rng0 = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let (eh, ed) = (HostNet::new(nh, ah).logits_of(x.view(), &eval, &mut rng0).unwrap(), HostNet::new(nd, ad).logits_of(x.view(), &eval, &mut rng0).unwrap());
+        assert!(rel(&ed, &eh) < 1e-3, "{cfg:?}: restored networks' logits");
+    }
+}

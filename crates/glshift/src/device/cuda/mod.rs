@@ -13,9 +13,15 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
 use ndarray::{Array2, ArrayView2};
 
 mod kernels;
+mod net;
+mod net_kernels;
+#[cfg(test)]
+mod net_kernels_host;
 mod sums;
 
 use kernels::Kernels;
+pub(crate) use net::{DevNet, DevSnapshot};
+use net_kernels::NetKernels;
 
 /// The process's GPU (device 0), shared by every thread; operations are serialised.
 pub struct Gpu {
@@ -27,6 +33,8 @@ struct Inner {
     stream: Arc<CudaStream>,
     blas: CudaBlas,
     kernels: Kernels,
+    /// The network's kernels for full-batch training on the GPU (`net`).
+    net: NetKernels,
     pins: Vec<Pinned>,
     next_pin: usize,
 }
@@ -97,7 +105,8 @@ impl Gpu {
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
         let kernels = Kernels::load(&ctx)?;
-        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }) })
+        let net = NetKernels::load(&ctx)?;
+        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, net, pins: Vec::new(), next_pin: 0 }) })
     }
 
     /// The device's name, e.g. "NVIDIA H100 80GB HBM3".

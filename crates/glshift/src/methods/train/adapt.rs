@@ -18,7 +18,8 @@ use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
 use super::chunked::EvalNet;
 use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Optimizer, Pass};
-use crate::Result;
+use crate::device::training::TrainingNet;
+use crate::{Error, Result};
 
 /// The state the adaptation iterations share.
 pub(super) struct Adaptation<'a, 'd> {
@@ -29,6 +30,10 @@ pub(super) struct Adaptation<'a, 'd> {
     pub net: Network,
     /// AdamW (continued from pre-training) full-batch; SGD from zero momentum by mini-batch.
     pub opt: Optimizer,
+    /// Full-batch adaptation: the network and its AdamW while they train, on the CPU or the
+    /// GPU (`device::training`); `net` and `opt` are stale meanwhile and get them back in
+    /// [`Adaptation::finish`]. `None` for the mini-batch schedules, which train `net` itself.
+    pub full: Option<Box<dyn TrainingNet>>,
     pub rng: ChaCha8Rng,
     /// The label-free stopping rule (`None`: run all the iterations).
     pub stopper: Option<AdaptStopper>,
@@ -36,12 +41,18 @@ pub(super) struct Adaptation<'a, 'd> {
     pub converged: bool,
 }
 
-/// The network's outputs at one iteration: the training-mode pass (kept for backward) and the
-/// calibrated evaluation-mode probabilities of every row of it.
+/// The calibrated evaluation-mode probabilities of every row at one iteration (the
+/// training-mode pass itself is kept by `full` for the backward).
 struct Observation {
-    pass: Pass,
     temperature: f64,
     probs: Array2<f32>,
+}
+
+const FULL: &str = "full-batch adaptation trains through `full`";
+
+/// A GPU failure, as the fit's error (`run_adaptation` then redoes the adaptation on the CPU).
+pub(super) fn device_error(reason: String) -> Error {
+    Error::Device { requested: "cuda".into(), reason }
 }
 
 impl Adaptation<'_, '_> {
@@ -57,7 +68,9 @@ impl Adaptation<'_, '_> {
             _ => layout.source_prior.clone(),
         };
         let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
-        let (z, logits) = (&obs.pass.z, &obs.pass.logits);
+        let full = self.full.as_deref().expect(FULL);
+        let (z, logits) = (full.z().expect("the full-batch forward keeps Z"), full.logits());
+        let dims = (logits.dim(), z.dim());
         let out = if self.tracker.source_fallback() {
             StepOutput::none()
         } else {
@@ -81,7 +94,7 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.backward_and_step(it, &obs.pass, (n_train, off), &d_train_logits, &out)?;
+        self.full_step(it, dims, (n_train, off), &d_train_logits, &out)?;
         if let Some(stopper) = &mut self.stopper {
             let state = AdaptState {
                 prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
@@ -101,34 +114,53 @@ impl Adaptation<'_, '_> {
     /// `pass` and the method's on its source rows (from 0) and target rows (from `rows.1`),
     /// then one optimiser step. Rows in between (the hold-out) get no gradient.
     pub(super) fn backward_and_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
-        let (d_logits, d_z) = output_gradients(rows, pass, d_train_logits, out);
+        let (d_logits, d_z) = output_gradients(rows, (pass.logits.dim(), pass.z.dim()), d_train_logits, out);
         let grads = self.net.backward(pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
-            let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
-                self.method.gradient_name()
-            } else if !all_finite(d_train_logits) {
-                "the gradient of the cross-entropy"
-            } else {
-                "the gradient of the network's parameters"
-            };
-            return Err(gradient_error(Stage::Adapt, it, term, self.cfg));
+            return Err(self.gradient_error(it, d_train_logits, out));
         }
         self.opt.step(&mut self.net, &grads);
         Ok(())
     }
+
+    /// [`Adaptation::backward_and_step`] for the full-batch pass `full` keeps, whose logits and
+    /// Z have the shapes `dims`.
+    fn full_step(&mut self, it: usize, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+        let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
+        let x = rows_seen(self.layout, self.method.sees_target());
+        let full = self.full.as_deref_mut().expect(FULL);
+        if !full.step(x, d_logits.view(), Some(d_z.view())).map_err(device_error)? {
+            return Err(self.gradient_error(it, d_train_logits, out));
+        }
+        Ok(())
+    }
+
+    /// The error of a gradient that is not finite, naming the term it came from.
+    fn gradient_error(&self, it: usize, d_train_logits: &Array2<f32>, out: &StepOutput) -> Error {
+        let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
+            self.method.gradient_name()
+        } else if !all_finite(d_train_logits) {
+            "the gradient of the cross-entropy"
+        } else {
+            "the gradient of the network's parameters"
+        };
+        gradient_error(Stage::Adapt, it, term, self.cfg)
+    }
+
 
     /// Forward of the rows the method sees (`[train; hold-out; target]`, or the source rows
     /// for `source`); pseudo-labels and BBSE read evaluation-mode outputs (dropout off;
     /// pitfall 4), temperature-calibrated on labelled source rows the network never trains on.
     fn observe(&mut self) -> Result<Observation> {
         let layout = self.layout;
-        let x = if self.method.sees_target() { layout.x_all.view() } else { layout.x_source() };
+        let x = rows_seen(layout, self.method.sees_target());
         let n_train = layout.n_train();
-        let pass = self.net.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng);
+        let full = self.full.as_deref_mut().expect(FULL);
+        full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, true).map_err(device_error)?;
         let eval_logits = if self.cfg.network.dropout > 0.0 {
-            self.net.forward(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).logits
+            full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?
         } else {
-            pass.logits.clone()
+            full.logits().to_owned()
         };
         let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
             label_shift::fit_temperature(eval_logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
@@ -136,7 +168,7 @@ impl Adaptation<'_, '_> {
             1.0
         };
         let probs = label_shift::softmax_with_temperature(eval_logits.view(), temperature);
-        Ok(Observation { pass, temperature, probs })
+        Ok(Observation { temperature, probs })
     }
 
     /// BBSE-QP on the hold-out (or, without one, the training rows) and the target rows.
@@ -154,7 +186,10 @@ impl Adaptation<'_, '_> {
     /// Evaluation-mode outputs of the final network, and the fit.
     /// Errors: a file the rows are read from could not be read, or changed.
     pub(super) fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
-        let Adaptation { layout, net, tracker, cfg, .. } = self;
+        let Adaptation { layout, mut net, tracker, cfg, full, .. } = self;
+        if let Some(full) = full {
+            net = full.into_host().map_err(device_error)?.0;
+        }
         let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
             // Chunked, with the statistics training evaluated with (`chunked`).
             let stats_rows = super::chunked::bn_stats_rows(layout, cfg);
@@ -200,6 +235,12 @@ impl Adaptation<'_, '_> {
     }
 }
 
+/// The rows a full-batch iteration forwards: `[train; hold-out; target]`, or the source rows
+/// for a method that does not see the target (`source`).
+fn rows_seen<'a>(layout: &'a Layout, sees_target: bool) -> ArrayView2<'a, f32> {
+    if sees_target { layout.x_all.view() } else { layout.x_source() }
+}
+
 /// τ-confident pseudo-labels (Algorithm 1): target rows whose top probability exceeds `tau`,
 /// excluding classes the prior says are absent. Returns (row indices, labels).
 pub(super) fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
@@ -236,13 +277,13 @@ pub(super) fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighti
     (ce, grad)
 }
 
-/// ∂/∂logits and ∂/∂Z of every row of the pass: the cross-entropy's on the `n_train` training
+/// ∂/∂logits and ∂/∂Z of every row of the pass (shapes `logits_dim`, `z_dim`): the cross-entropy's on the `n_train` training
 /// rows plus the method's on the training rows and the target rows (from `off`); the rows in
 /// between (hold-out) get none.
-fn output_gradients((n_train, off): (usize, usize), pass: &Pass, d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
-    let mut d_logits = Array2::<f32>::zeros(pass.logits.raw_dim());
+fn output_gradients((n_train, off): (usize, usize), (logits_dim, z_dim): ((usize, usize), (usize, usize)), d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
+    let mut d_logits = Array2::<f32>::zeros(logits_dim);
     d_logits.slice_mut(s![..n_train, ..]).assign(d_train_logits);
-    let mut d_z = Array2::<f32>::zeros(pass.z.raw_dim());
+    let mut d_z = Array2::<f32>::zeros(z_dim);
     add_rows(&mut d_z, 0, out.grad_zs.as_ref());
     add_rows(&mut d_z, off, out.grad_zt.as_ref());
     add_rows(&mut d_logits, 0, out.grad_logits_s.as_ref());

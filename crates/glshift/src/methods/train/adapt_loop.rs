@@ -2,7 +2,9 @@
 //! mini-batch with the memory bank), the progress callback and the label-free stop. The
 //! iterations themselves are `adapt` (full-batch), `minibatch` and `bank`.
 
-use super::adapt::Adaptation;
+use std::sync::Arc;
+
+use super::adapt::{device_error, Adaptation};
 use super::bank::{view_units, Bank};
 use super::converge::AdaptStopper;
 use super::layout::Layout;
@@ -12,7 +14,9 @@ use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::methods::config::{build_method, FitConfig};
 use crate::nn::{Optimizer, Sgd};
-use crate::Result;
+use crate::device::training::{gpu_for_training, upload, HostNet, TrainingNet};
+use crate::device::Gpu;
+use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
 enum Schedule {
@@ -24,7 +28,9 @@ enum Schedule {
     Bank(Bank),
 }
 
-/// Runs the adaptation iterations after `state` and returns the fit.
+/// Runs the adaptation iterations after `state` and returns the fit. Full-batch AdamW runs on
+/// the scope's GPU where there is one (`device::training`); if the GPU fails, the adaptation
+/// is redone on the CPU from `state` (and the report says so).
 pub(super) fn run_adaptation(
     data: &FitData,
     layout: &Layout,
@@ -32,6 +38,26 @@ pub(super) fn run_adaptation(
     cfg: &FitConfig,
     pretraining_reused: bool,
     progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    let full_batch = !cfg.baselines.minibatch(cfg.method) && !layout.is_borrowed();
+    if let Some(gpu) = gpu_for_training(layout.x_all.view(), cfg.network.hidden[0]).filter(|_| full_batch) {
+        match adapt_on(data, layout, state.clone(), cfg, pretraining_reused, progress, Some(gpu)) {
+            Err(Error::Device { reason, .. }) => crate::device::record_failure(format!("adaptation on the GPU: {reason}")),
+            done => return done,
+        }
+    }
+    adapt_on(data, layout, state, cfg, pretraining_reused, progress, None)
+}
+
+/// [`run_adaptation`] with full-batch training on `gpu`, or on the CPU.
+fn adapt_on(
+    data: &FitData,
+    layout: &Layout,
+    state: PretrainState,
+    cfg: &FitConfig,
+    pretraining_reused: bool,
+    progress: &mut dyn FnMut(Progress),
+    gpu: Option<Arc<Gpu>>,
 ) -> Result<Fitted> {
     let PretrainState { net, adam, rng, mut history } = state;
     let iters = minibatch::adapt_iterations(cfg);
@@ -41,16 +67,21 @@ pub(super) fn run_adaptation(
     let method = build_method(cfg, net.z_dim(), layout.c)?;
     let tracker = ShiftTracker::new(cfg, layout.c);
     let b = &cfg.baselines;
-    let (opt, mut schedule) = if b.minibatch(cfg.method) {
+    let (opt, mut schedule, full) = if b.minibatch(cfg.method) {
         let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
-        (Optimizer::Sgd(sgd), Schedule::Batches(Batches::new(layout, cfg)))
+        (Optimizer::Sgd(sgd), Schedule::Batches(Batches::new(layout, cfg)), None)
     } else if layout.is_borrowed() {
-        (Optimizer::Adam(adam), Schedule::Bank(Bank::new(layout, cfg)))
+        (Optimizer::Adam(adam), Schedule::Bank(Bank::new(layout, cfg)), None)
     } else {
-        (Optimizer::Adam(adam), Schedule::Full)
+        // `net` and `opt` stay behind, stale, until `finish` takes the trained ones back.
+        let full: Box<dyn TrainingNet> = match gpu {
+            Some(gpu) => Box::new(upload(gpu, net.clone(), adam.clone()).map_err(device_error)?),
+            None => Box::new(HostNet::new(net.clone(), adam.clone())),
+        };
+        (Optimizer::Adam(adam), Schedule::Full, Some(full))
     };
     let stopper = if matches!(schedule, Schedule::Bank(_)) { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
-    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, rng, stopper, converged: false };
+    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, full, rng, stopper, converged: false };
     for it in 0..iters {
         let record = match &mut schedule {
             Schedule::Bank(bank) => a.bank_step(bank, it, pretrain_done + it)?,

@@ -1,5 +1,10 @@
 //! Full-batch pre-training (Algorithm 1, first stage, every row in every iteration); the
 //! mini-batch twin is `minibatch_pretrain`, the shared state and records are in `pretrain`.
+//!
+//! The loop is written once against `device::training::TrainingNet`: inside a GPU scope the
+//! network, its optimiser and its activations live on the GPU (only the logits and their
+//! gradient cross per iteration); elsewhere, or if the GPU fails (then from the start, and the
+//! report says so), the CPU's `Network` and `Adam` run it.
 
 use crate::seeds::{stream_seed, Stream};
 use ndarray::s;
@@ -7,14 +12,15 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::converge::PretrainStopper;
-use super::guard::check_finite;
+use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
-use super::pretrain::{cross_entropy_step, holdout_record, PretrainState};
+use super::pretrain::{holdout_record, PretrainState};
 use super::records::{IterRecord, Progress, Stage};
+use crate::device::training::{gpu_for_training, upload, HostNet, Snapshots};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
-use crate::Result;
+use crate::{Error, Result};
 
 /// Cross-entropy on the source training rows of `x_source = [train; hold-out]`, stopped by the
 /// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_gain_se` (the rule of
@@ -26,10 +32,44 @@ pub(super) fn run_pretraining_full(
     total: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PretrainState> {
+    let net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
+    let adam = Adam::new(&cfg.optimizer, &net);
+    if let Some(gpu) = gpu_for_training(layout.x_source(), cfg.network.hidden[0]) {
+        let outcome = upload(gpu, net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run(layout, cfg, total, progress, dev));
+        match outcome {
+            Ok(state) => return Ok(state),
+            Err(Failure::Fit(e)) => return Err(e),
+            Err(Failure::Device(reason)) => crate::device::record_failure(format!("pre-training on the GPU: {reason}")),
+        }
+    }
+    run(layout, cfg, total, progress, HostNet::new(net, adam)).map_err(|f| match f {
+        Failure::Fit(e) => e,
+        Failure::Device(reason) => Error::Device { requested: "cpu".into(), reason },
+    })
+}
+
+/// Why the loop stopped short: the fit's own error, or the device's.
+enum Failure {
+    Fit(Error),
+    Device(String),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Fit(e)
+    }
+}
+
+/// The loop itself, on whichever network `net` is.
+fn run<N: Snapshots>(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    mut net: N,
+) -> std::result::Result<PretrainState, Failure> {
     let (n_train, n_hold) = (layout.n_train(), layout.n_hold());
     let (x_source, y_train, y_hold) = (layout.x_source(), &layout.y_train, &layout.y_hold);
-    let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
-    let mut adam = Adam::new(&cfg.optimizer, &net);
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
     let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
     let uniform = vec![1.0f32; n_train];
@@ -37,19 +77,19 @@ pub(super) fn run_pretraining_full(
     let eval_fw = Forward { train: false, stats_rows: n_train };
     let needs_eval_pass = cfg.network.dropout > 0.0;
     let mut stopper = PretrainStopper::new(cfg);
-    let mut best: Option<(Network, Adam)> = None;
+    let mut best = None;
     for it in 0..cfg.pretrain_iters {
-        let pass = net.forward(x_source, &train_fw, &mut rng);
-        let (ce, d_train_logits, _) = weighted_cross_entropy(pass.logits.slice(s![..n_train, ..]), y_train, &uniform);
+        net.forward(x_source, &train_fw, &mut rng, false).map_err(Failure::Device)?;
+        let (ce, d_train_logits, _) = weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         let mut holdout = None;
         if n_hold > 0 {
-            let logits = if needs_eval_pass { net.forward(x_source, &eval_fw, &mut rng).logits } else { pass.logits.clone() };
-            let hold_logits = logits.slice(s![n_train.., ..]);
+            let eval_logits = if needs_eval_pass { Some(net.logits_of(x_source, &eval_fw, &mut rng).map_err(Failure::Device)?) } else { None };
+            let hold_logits = eval_logits.as_ref().map_or(net.logits(), |l| l.view()).slice_move(s![n_train.., ..]);
             let rows = label_shift::calibration::nll_rows(hold_logits, y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
-                best = Some((net.clone(), adam.clone()));
+                best = Some(net.snapshot().map_err(Failure::Device)?);
             }
             if verdict.stop {
                 break;
@@ -57,9 +97,15 @@ pub(super) fn run_pretraining_full(
             holdout = Some(holdout_record(&rows, hold_logits, y_hold));
         }
         // Only the training rows (first) carry a gradient; the hold-out rows are skipped.
-        cross_entropy_step(&mut net, &mut adam, &pass, d_train_logits.view(), it, cfg)?;
+        if !net.step(x_source, d_train_logits.view(), None).map_err(Failure::Device)? {
+            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg).into());
+        }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
-    Ok(PretrainState::with_best(net, adam, rng, history, best))
+    if let Some(s) = best {
+        net.restore(s);
+    }
+    let (net, adam) = Box::new(net).into_host().map_err(Failure::Device)?;
+    Ok(PretrainState { net, adam, rng, history })
 }

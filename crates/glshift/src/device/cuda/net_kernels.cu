@@ -1,0 +1,162 @@
+// The network's elementwise and column-reduction kernels for full-batch training on the GPU
+// (`net.rs`): bias, BatchNorm, activations, dropout masks, column sums and AdamW. Row-major
+// buffers, n rows x d columns.
+//
+// One source, two compilers. NVRTC builds it for the GPU (`__CUDACC_RTC__`): `EACH` is a
+// grid-stride loop. A host C compiler builds it for the CPU tests (`net_kernels_host.rs`):
+// `EACH` is a plain loop, so every kernel's arithmetic and indexing is checked against the
+// Rust layers without a GPU. Hence C only: no templates, no shared memory, no atomics on
+// floats; column sums go by fixed chunks of rows, so the GPU's sums are deterministic too.
+
+#ifdef __CUDACC_RTC__
+#define KERNEL extern "C" __global__ void
+#define EACH(i, n) \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (long long)(n); \
+         i += (long long)gridDim.x * blockDim.x)
+#else
+#include <math.h>
+#define KERNEL void
+#define EACH(i, n) for (long long i = 0; i < (long long)(n); ++i)
+#endif
+
+// y[r, j] += b[j] over `total` = rows * d values.
+KERNEL add_bias(float* y, const float* b, long long total, int d) {
+    EACH(i, total) { y[i] += b[i % d]; }
+}
+
+// part[k, j] = sum of x[r, j] over the rows r of chunk k (rows k*chunk .. of `rows`), in row order.
+KERNEL col_sum_part(const float* x, float* part, int rows, int d, int chunk) {
+    long long chunks = ((long long)rows + chunk - 1) / chunk;
+    EACH(i, chunks * d) {
+        long long k = i / d;
+        long long j = i - k * d;
+        long long r0 = k * chunk;
+        long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        float s = 0.0f;
+        for (long long r = r0; r < r1; ++r) s += x[r * d + j];
+        part[i] = s;
+    }
+}
+
+// part[k, j] = sum of (x[r, j] - mean[j])^2 over the rows of chunk k.
+KERNEL col_sqdev_part(const float* x, const float* mean, float* part, int rows, int d, int chunk) {
+    long long chunks = ((long long)rows + chunk - 1) / chunk;
+    EACH(i, chunks * d) {
+        long long k = i / d;
+        long long j = i - k * d;
+        long long r0 = k * chunk;
+        long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        float s = 0.0f;
+        for (long long r = r0; r < r1; ++r) {
+            float t = x[r * d + j] - mean[j];
+            s += t * t;
+        }
+        part[i] = s;
+    }
+}
+
+// part[k, j] = sum of a[r, j] * b[r, j] over the rows of chunk k.
+KERNEL col_dot_part(const float* a, const float* b, float* part, int rows, int d, int chunk) {
+    long long chunks = ((long long)rows + chunk - 1) / chunk;
+    EACH(i, chunks * d) {
+        long long k = i / d;
+        long long j = i - k * d;
+        long long r0 = k * chunk;
+        long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
+        float s = 0.0f;
+        for (long long r = r0; r < r1; ++r) s += a[r * d + j] * b[r * d + j];
+        part[i] = s;
+    }
+}
+
+// out[j] = scale * sum over k < chunks of part[k, j], in chunk order.
+KERNEL col_finish(const float* part, float* out, int chunks, int d, float scale) {
+    EACH(j, d) {
+        float s = 0.0f;
+        for (long long k = 0; k < chunks; ++k) s += part[k * d + j];
+        out[j] = s * scale;
+    }
+}
+
+// v[j] (a sum of squared deviations over m rows) becomes r = (v/m + eps)^(-1/2).
+KERNEL bn_rstd(float* v, int d, float inv_m, float eps) {
+    EACH(j, d) { v[j] = 1.0f / sqrtf(v[j] * inv_m + eps); }
+}
+
+// xhat = (h - mean) * rstd, kept for the backward pass; h becomes gamma * xhat + beta.
+KERNEL bn_forward(float* h, float* xhat, const float* mean, const float* rstd, const float* gamma,
+                  const float* beta, long long total, int d) {
+    EACH(i, total) {
+        long long j = i % d;
+        float x = (h[i] - mean[j]) * rstd[j];
+        xhat[i] = x;
+        h[i] = gamma[j] * x + beta[j];
+    }
+}
+
+// dx of BatchNorm with statistics from the first m rows (batchnorm.rs):
+// dx_i = r*gamma*dy_i - [i < m] * (r/m) * (gamma*dbeta + xhat_i * gamma*dgamma).
+KERNEL bn_backward(float* dy, const float* xhat, const float* gamma, const float* rstd,
+                   const float* dbeta, const float* dgamma, long long total, int d, long long m,
+                   float inv_m) {
+    EACH(i, total) {
+        long long j = i % d;
+        float v = dy[i] * (gamma[j] * rstd[j]);
+        if (i / d < m) {
+            float c = rstd[j] * inv_m;
+            float sg = gamma[j] * dbeta[j];
+            float sgx = gamma[j] * dgamma[j];
+            v = v - c * (sg + xhat[i] * sgx);
+        }
+        dy[i] = v;
+    }
+}
+
+// Activations in place; kind: 0 ReLU, 1 LeakyReLU (slope 0.01), 2 ELU, 3 tanh, 4 identity.
+KERNEL act_forward(float* h, long long total, int kind) {
+    EACH(i, total) {
+        float v = h[i];
+        if (kind == 0) h[i] = v > 0.0f ? v : 0.0f;
+        else if (kind == 1) h[i] = v > 0.0f ? v : 0.01f * v;
+        else if (kind == 2) h[i] = v > 0.0f ? v : expm1f(v);
+        else if (kind == 3) h[i] = tanhf(v);
+    }
+}
+
+// d = dl/da becomes dl/dh, from the activation's output a (activation.rs).
+KERNEL act_backward(float* d, const float* a, long long total, int kind) {
+    EACH(i, total) {
+        float x = a[i];
+        if (kind == 0) d[i] = x <= 0.0f ? 0.0f : d[i];
+        else if (kind == 1) d[i] = x <= 0.0f ? d[i] * 0.01f : d[i];
+        else if (kind == 2) d[i] = x <= 0.0f ? d[i] * (x + 1.0f) : d[i];
+        else if (kind == 3) d[i] = d[i] * (1.0f - x * x);
+    }
+}
+
+// a *= b elementwise (dropout masks).
+KERNEL mul_inplace(float* a, const float* b, long long total) {
+    EACH(i, total) { a[i] *= b[i]; }
+}
+
+// One AdamW step in double per element (adam_update.rs):
+// m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2, p = p*keep - lr (m/bias1) / (sqrt(v/bias2) + eps).
+KERNEL adam(float* p, const float* g, float* m, float* v, long long n, double b1, double b2,
+            double lr, double eps, double bias1, double bias2, double keep) {
+    EACH(i, n) {
+        double gi = (double)g[i];
+        double mn = b1 * (double)m[i] + (1.0 - b1) * gi;
+        double vn = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
+        m[i] = (float)mn;
+        v[i] = (float)vn;
+        double theta = (double)p[i] * keep;
+        p[i] = (float)(theta - lr * (mn / bias1) / (sqrt(vn / bias2) + eps));
+    }
+}
+
+// flag[0] = 1 where some value is NaN or infinite (every writer writes the same 1).
+KERNEL flag_nonfinite(const float* x, long long n, int* flag) {
+    EACH(i, n) {
+        if (!isfinite(x[i])) flag[0] = 1;
+    }
+}

@@ -1,0 +1,178 @@
+//! The network in full-batch training, wherever it lives: the seam through which the training
+//! loop is written once for the CPU and the GPU.
+//!
+//! [`TrainingNet`] is what an iteration asks of the network: the logits of a forward pass
+//! (`n × c`, on the host, where the loss, the hold-out NLL and the stopping rule read them),
+//! one backward-and-AdamW step from ∂ℓ/∂logits, and copies of the state to keep the best.
+//! [`HostNet`] is the CPU's `Network` and `Adam`, the exact calls the loop made before the
+//! seam (results bit for bit as they were); `DevNet` keeps the parameters, the moments and
+//! every activation on the GPU, so per iteration only the logits and their gradient cross PCIe.
+
+use std::sync::Arc;
+
+use ndarray::{Array2, ArrayView2};
+use rand_chacha::ChaCha8Rng;
+
+use super::cuda::{DevNet, DevSnapshot};
+use super::{active_gpu, Gpu, GPU_MIN_MACS};
+use crate::nn::{Adam, Forward, Network, Pass};
+
+/// A network and its optimiser in full-batch training. Errors are the device's (a GPU
+/// failure); the CPU's never fails.
+pub(crate) trait TrainingNet {
+    /// Training-mode forward over `x` (`n × input_dim`; statistics and dropout as `fw` says,
+    /// masks from `rng`), kept for [`TrainingNet::step`]; Z is kept on the host only `with_z`
+    /// (the CPU's always has it).
+    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String>;
+
+    /// The kept pass's logits, `n × c`.
+    fn logits(&self) -> ArrayView2<'_, f32>;
+
+    /// The kept pass's Z, `n × z_dim`, where the forward kept it.
+    fn z(&self) -> Option<ArrayView2<'_, f32>>;
+
+    /// The logits (`n × c`) of a pass that is not kept (evaluation mode, for instance).
+    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String>;
+
+    /// Backward of the kept pass (input `x`) with `d_logits` (`r × c`) on its leading r rows,
+    /// plus an extra ∂ℓ/∂Z `d_z` (`r × z_dim`; then r = n), then one AdamW step. `Ok(false)`:
+    /// a gradient was not finite and nothing changed.
+    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String>;
+
+    /// The network and optimiser on the host.
+    fn into_host(self: Box<Self>) -> Result<(Network, Adam), String>;
+}
+
+/// Copies of a [`TrainingNet`]'s state, to keep the best one (pre-training's stopping rule).
+pub(crate) trait Snapshots: TrainingNet {
+    /// A copy of the parameters and the optimiser's state.
+    type Snapshot;
+
+    /// The state now.
+    fn snapshot(&self) -> Result<Self::Snapshot, String>;
+
+    /// Back to a state [`Snapshots::snapshot`] took.
+    fn restore(&mut self, s: Self::Snapshot);
+}
+
+/// The CPU's network: `Network::forward`, `backward`/`backward_leading` and `Adam::step`.
+pub(crate) struct HostNet {
+    net: Network,
+    adam: Adam,
+    pass: Option<Pass>,
+}
+
+impl HostNet {
+    pub(crate) fn new(net: Network, adam: Adam) -> HostNet {
+        HostNet { net, adam, pass: None }
+    }
+}
+
+const NO_PASS: &str = "no forward pass kept";
+
+impl TrainingNet for HostNet {
+    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, _with_z: bool) -> Result<(), String> {
+        self.pass = Some(self.net.forward(x, fw, rng));
+        Ok(())
+    }
+
+    fn logits(&self) -> ArrayView2<'_, f32> {
+        self.pass.as_ref().expect(NO_PASS).logits.view()
+    }
+
+    fn z(&self) -> Option<ArrayView2<'_, f32>> {
+        self.pass.as_ref().map(|p| p.z.view())
+    }
+
+    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String> {
+        Ok(self.net.forward(x, fw, rng).logits)
+    }
+
+    fn step(&mut self, _x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+        let pass = self.pass.as_ref().ok_or(NO_PASS)?;
+        let grads = match d_z {
+            Some(d_z) => self.net.backward(pass, d_logits, Some(d_z)),
+            None => self.net.backward_leading(pass, d_logits),
+        };
+        if !grads.is_finite() {
+            return Ok(false);
+        }
+        self.adam.step(&mut self.net, &grads);
+        Ok(true)
+    }
+
+    fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
+        Ok((self.net, self.adam))
+    }
+}
+
+impl Snapshots for HostNet {
+    type Snapshot = (Network, Adam);
+
+    fn snapshot(&self) -> Result<(Network, Adam), String> {
+        Ok((self.net.clone(), self.adam.clone()))
+    }
+
+    fn restore(&mut self, (net, adam): (Network, Adam)) {
+        (self.net, self.adam, self.pass) = (net, adam, None);
+    }
+}
+
+/// [`DevNet`] with the host copies of its kept pass's outputs.
+pub(crate) struct GpuNet {
+    dev: DevNet,
+    logits: Array2<f32>,
+    z: Option<Array2<f32>>,
+}
+
+impl TrainingNet for GpuNet {
+    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
+        (self.logits, self.z) = self.dev.forward(x, fw, rng, true, with_z)?;
+        Ok(())
+    }
+
+    fn logits(&self) -> ArrayView2<'_, f32> {
+        self.logits.view()
+    }
+
+    fn z(&self) -> Option<ArrayView2<'_, f32>> {
+        self.z.as_ref().map(|z| z.view())
+    }
+
+    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String> {
+        Ok(self.dev.forward(x, fw, rng, false, false)?.0)
+    }
+
+    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+        self.dev.step(x, d_logits, d_z)
+    }
+
+    fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
+        self.dev.into_host()
+    }
+}
+
+impl Snapshots for GpuNet {
+    type Snapshot = DevSnapshot;
+
+    fn snapshot(&self) -> Result<DevSnapshot, String> {
+        self.dev.snapshot()
+    }
+
+    fn restore(&mut self, s: DevSnapshot) {
+        self.dev.restore(s);
+        self.z = None;
+    }
+}
+
+/// The scope's GPU when a full-batch fit over `x` (`n × d`, first layer `width` wide) should
+/// train there: inside a GPU scope and with a first-layer product of at least [`GPU_MIN_MACS`]
+/// multiply-adds; `None` keeps it on the CPU.
+pub(crate) fn gpu_for_training(x: ArrayView2<f32>, width: usize) -> Option<Arc<Gpu>> {
+    active_gpu().filter(|_| x.len().saturating_mul(width) >= GPU_MIN_MACS)
+}
+
+/// `net` and `adam` uploaded to `gpu` for training.
+pub(crate) fn upload(gpu: Arc<Gpu>, net: Network, adam: Adam) -> Result<GpuNet, String> {
+    Ok(GpuNet { dev: DevNet::upload(gpu, net, adam)?, logits: Array2::zeros((0, 0)), z: None })
+}
