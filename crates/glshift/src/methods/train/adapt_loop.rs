@@ -2,8 +2,6 @@
 //! mini-batch with the memory bank), the progress callback and the label-free stop. The
 //! iterations themselves are `adapt` (full-batch), `minibatch` and `bank`.
 
-use std::sync::Arc;
-
 use super::adapt::{device_error, Adaptation};
 use super::bank::{view_units, Bank};
 use super::converge::AdaptStopper;
@@ -13,9 +11,8 @@ use super::pretrain::PretrainState;
 use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::methods::config::{build_method, FitConfig};
-use crate::nn::{Optimizer, Sgd};
+use crate::nn::{Adam, Network, Optimizer, Sgd};
 use crate::device::training::{gpu_for_training, upload, HostNet, TrainingNet};
-use crate::device::Gpu;
 use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
@@ -40,16 +37,33 @@ pub(super) fn run_adaptation(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     let full_batch = !cfg.baselines.minibatch(cfg.method) && !layout.is_borrowed();
-    if let Some(gpu) = gpu_for_training(layout.x_all.view(), cfg.network.hidden[0]).filter(|_| full_batch) {
-        match adapt_on(data, layout, state.clone(), cfg, pretraining_reused, progress, Some(gpu)) {
+    let gpu = gpu_for_training(layout.x_all.view(), cfg.network.hidden[0]).filter(|_| full_batch);
+    adapt_with_fallback(data, layout, state, cfg, pretraining_reused, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
+}
+
+/// [`run_adaptation`] with full-batch training on the network `device` makes (the GPU's), or
+/// on the CPU. If the device fails, the adaptation is redone on the CPU from `state` (the same
+/// result as a CPU fit, bit for bit) and the failure is recorded for the report.
+pub(super) fn adapt_with_fallback<N: TrainingNet + 'static>(
+    data: &FitData,
+    layout: &Layout,
+    state: PretrainState,
+    cfg: &FitConfig,
+    pretraining_reused: bool,
+    progress: &mut dyn FnMut(Progress),
+    device: Option<impl FnOnce(Network, Adam) -> std::result::Result<N, String>>,
+) -> Result<Fitted> {
+    if let Some(make) = device {
+        let make = |net, adam| make(net, adam).map(|n| Box::new(n) as Box<dyn TrainingNet>);
+        match adapt_on(data, layout, state.clone(), cfg, pretraining_reused, progress, Some(make)) {
             Err(Error::Device { reason, .. }) => crate::device::record_failure(format!("adaptation on the GPU: {reason}")),
             done => return done,
         }
     }
-    adapt_on(data, layout, state, cfg, pretraining_reused, progress, None)
+    adapt_on(data, layout, state, cfg, pretraining_reused, progress, None::<fn(Network, Adam) -> std::result::Result<Box<dyn TrainingNet>, String>>)
 }
 
-/// [`run_adaptation`] with full-batch training on `gpu`, or on the CPU.
+/// The adaptation, full-batch on the network `device` makes or on the CPU's.
 fn adapt_on(
     data: &FitData,
     layout: &Layout,
@@ -57,7 +71,7 @@ fn adapt_on(
     cfg: &FitConfig,
     pretraining_reused: bool,
     progress: &mut dyn FnMut(Progress),
-    gpu: Option<Arc<Gpu>>,
+    device: Option<impl FnOnce(Network, Adam) -> std::result::Result<Box<dyn TrainingNet>, String>>,
 ) -> Result<Fitted> {
     let PretrainState { net, adam, rng, mut history } = state;
     let iters = minibatch::adapt_iterations(cfg);
@@ -74,8 +88,8 @@ fn adapt_on(
         (Optimizer::Adam(adam), Schedule::Bank(Bank::new(layout, cfg)), None)
     } else {
         // `net` and `opt` stay behind, stale, until `finish` takes the trained ones back.
-        let full: Box<dyn TrainingNet> = match gpu {
-            Some(gpu) => Box::new(upload(gpu, net.clone(), adam.clone()).map_err(device_error)?),
+        let full: Box<dyn TrainingNet> = match device {
+            Some(make) => make(net.clone(), adam.clone()).map_err(device_error)?,
             None => Box::new(HostNet::new(net.clone(), adam.clone())),
         };
         (Optimizer::Adam(adam), Schedule::Full, Some(full))

@@ -21,6 +21,8 @@ mod adapt_loop;
 mod bank;
 mod chunked;
 mod converge;
+#[cfg(test)]
+mod fallback_tests;
 mod guard;
 mod layout;
 mod minibatch;

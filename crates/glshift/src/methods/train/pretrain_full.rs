@@ -32,10 +32,24 @@ pub(super) fn run_pretraining_full(
     total: usize,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PretrainState> {
+    let gpu = gpu_for_training(layout.x_source(), cfg.network.hidden[0]);
+    pretrain_on(layout, cfg, total, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
+}
+
+/// [`run_pretraining_full`] on the network `device` makes of the initial one (the GPU's), or on
+/// the CPU's. If the device fails, pre-training is redone on the CPU from the start (the same
+/// result as a CPU fit, bit for bit) and the failure is recorded for the report.
+pub(super) fn pretrain_on<N: Snapshots>(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    device: Option<impl FnOnce(Network, Adam) -> std::result::Result<N, String>>,
+) -> Result<PretrainState> {
     let net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let adam = Adam::new(&cfg.optimizer, &net);
-    if let Some(gpu) = gpu_for_training(layout.x_source(), cfg.network.hidden[0]) {
-        let outcome = upload(gpu, net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run(layout, cfg, total, progress, dev));
+    if let Some(make) = device {
+        let outcome = make(net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run(layout, cfg, total, progress, dev));
         match outcome {
             Ok(state) => return Ok(state),
             Err(Failure::Fit(e)) => return Err(e),

@@ -1,0 +1,111 @@
+//! A device that fails in the middle of a stage: the stage is redone on the CPU from its start,
+//! and the fit is the CPU's bit for bit. The failing device is the CPU's network that reports a
+//! failure at its k-th forward, as a GPU whose driver gave up would (no GPU needed).
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use ndarray::{Array2, ArrayView2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::adapt_loop::adapt_with_fallback;
+use super::layout::Layout;
+use super::pretrain_full::pretrain_on;
+use super::records::FitData;
+use crate::data::Rows;
+use crate::device::training::{HostNet, Snapshots, TrainingNet};
+use crate::methods::config::FitConfig;
+use crate::nn::{Adam, Forward, Network, NetworkConfig};
+
+/// The CPU's network, failing at forward number `fail_at` (counted in `forwards`).
+struct Failing {
+    inner: HostNet,
+    forwards: Rc<Cell<usize>>,
+    fail_at: usize,
+}
+
+impl TrainingNet for Failing {
+    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
+        self.forwards.set(self.forwards.get() + 1);
+        if self.forwards.get() == self.fail_at {
+            return Err("simulated device failure".into());
+        }
+        self.inner.forward(x, fw, rng, with_z)
+    }
+    fn logits(&self) -> ArrayView2<'_, f32> {
+        self.inner.logits()
+    }
+    fn z(&self) -> Option<ArrayView2<'_, f32>> {
+        self.inner.z()
+    }
+    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String> {
+        self.inner.logits_of(x, fw, rng)
+    }
+    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+        self.inner.step(x, d_logits, d_z)
+    }
+    fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
+        Box::new(self.inner).into_host()
+    }
+}
+
+impl Snapshots for Failing {
+    type Snapshot = (Network, Adam);
+    fn snapshot(&self) -> Result<(Network, Adam), String> {
+        self.inner.snapshot()
+    }
+    fn restore(&mut self, s: (Network, Adam)) {
+        self.inner.restore(s)
+    }
+}
+
+/// Four Gaussian classes in 6 dimensions; the target shifted.
+fn blobs(n: usize, shift: f32, rng: &mut ChaCha8Rng) -> (Array2<f32>, Vec<usize>) {
+    let y: Vec<usize> = (0..n).map(|i| i % 4).collect();
+    let x = Array2::from_shape_fn((n, 6), |(i, j)| (y[i] == j % 4) as u8 as f32 * 2.0 + shift + rng.random::<f32>() - 0.5);
+    (x, y)
+}
+
+fn config() -> FitConfig {
+    FitConfig { pretrain_iters: 12, adapt_iters: 5, network: NetworkConfig { hidden: vec![16, 8], ..Default::default() }, ..Default::default() }
+}
+
+type NoDevice = fn(Network, Adam) -> Result<HostNet, String>;
+
+#[test]
+fn a_device_failing_mid_stage_gives_the_cpus_fit_bit_for_bit() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let ((xs, ys), (xt, _)) = (blobs(160, 0.0, &mut rng), blobs(120, 0.4, &mut rng));
+    let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
+    let cfg = config();
+    let layout = Layout::new(&data, &cfg).unwrap();
+    let failing = |fail_at: usize, forwards: &Rc<Cell<usize>>| {
+        let forwards = forwards.clone();
+        move |net, adam| Ok::<_, String>(Failing { inner: HostNet::new(net, adam), forwards, fail_at })
+    };
+
+    let cpu = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
+    let forwards = Rc::new(Cell::new(0));
+    let mut restarts = Vec::new();
+    let redone = pretrain_on(&layout, &cfg, 17, &mut |p| restarts.push(p.done), Some(failing(5, &forwards))).unwrap();
+    assert_eq!(forwards.get(), 5, "the device failed at its fifth forward");
+    assert!(restarts.windows(2).any(|w| w[1] < w[0]), "the progress restarted: {restarts:?}");
+    assert_eq!(redone.net, cpu.net);
+    assert_eq!(redone.history, cpu.history);
+
+    let want = adapt_with_fallback(&data, &layout, cpu.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
+    let forwards = Rc::new(Cell::new(0));
+    let got = adapt_with_fallback(&data, &layout, cpu.clone(), &cfg, false, &mut |_| {}, Some(failing(3, &forwards))).unwrap();
+    assert_eq!(forwards.get(), 3, "the device failed at its third forward");
+    assert_eq!(got.network, want.network);
+    assert_eq!(got.target_probs, want.target_probs);
+    assert_eq!(got.history, want.history);
+    assert_ne!(got.network, cpu.net, "the adaptation trained");
+
+    // A device that never fails trains as the CPU does, through the same loop.
+    let forwards = Rc::new(Cell::new(0));
+    let through = adapt_with_fallback(&data, &layout, cpu, &cfg, false, &mut |_| {}, Some(failing(usize::MAX, &forwards))).unwrap();
+    assert!(forwards.get() >= 1);
+    assert_eq!(through.network, want.network);
+}
