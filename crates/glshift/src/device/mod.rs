@@ -9,7 +9,7 @@
 //!   `ℓ_o = Σ ⟨Γ_o^{ab}, S^{ab}⟩` and `∂ℓ_o/∂Z` — O(n²(d + c)) (`mcmd-math.md`).
 //!
 //! The seam is three pieces: [`dot`] and `run_tiled` (crate-internal), through which training
-//! and every method compute products and kernel sums, and [`training::TrainingNet`], the
+//! and every method compute products and kernel sums, and `training::TrainingNet`, the
 //! network and its AdamW in full-batch training (pre-training and full-batch adaptation are
 //! written once against it). On the CPU they are exactly the code they always were (bit for
 //! bit). Inside [`scoped`] with a CUDA device, a full-batch fit keeps the network, its

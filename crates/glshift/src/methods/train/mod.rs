@@ -12,6 +12,7 @@
 //! | mini-batch pre-training and MUL/`source` adaptation with a memory bank (`training`) | `minibatch_pretrain`, `bank`, `chunked` |
 //! | label-free stopping rules of both stages | `converge` |
 //! | NaN/Inf and memory guards | `guard` |
+//! | the network and its AdamW in full-batch training, on the CPU or the GPU (a failing GPU redoes the stage on the CPU) | `crate::device::training` |
 //!
 //! `fit` = [`pretrain`] then [`adapt`]; [`fit_with_cache`] shares pre-training across the fits
 //! of a grid. Target labels are not an input of this module.
