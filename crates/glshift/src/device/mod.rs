@@ -236,5 +236,12 @@ impl Drop for Pin {
     }
 }
 
+/// The GPU's network kernels built for the CPU (tests: the emulated GPU of
+/// `training::GpuNet`), or `None` without a C compiler.
+#[cfg(test)]
+pub(crate) fn cuda_host_kernels() -> Option<cuda::net_kernels_host::HostKernels> {
+    cuda::net_kernels_host::build()
+}
+
 #[cfg(test)]
 mod tests;

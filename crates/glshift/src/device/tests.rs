@@ -120,22 +120,14 @@ fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
     }
 }
 
-/// On a machine with a usable GPU: full-batch training there (`training::DevNet`: forward,
-/// backward, AdamW, a snapshot restored) follows the CPU's `HostNet` iteration by iteration
-/// to f32 rounding, with BatchNorm on leading rows, dropout, and several activations.
-/// Skipped (reported) without one.
-#[test]
-fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
+/// Full-batch training on a device (`training::GpuNet`: forward, backward, AdamW, a snapshot
+/// restored) follows the CPU's `HostNet` iteration by iteration to f32 rounding, with
+/// BatchNorm on leading rows, dropout, and several activations; pre-training's steps (leading
+/// rows) and adaptation's (every row, an extra ∂ℓ/∂Z) alternate.
+fn device_training_matches_the_cpu<D: cuda::NetBackend>(dev: Arc<D>) {
     use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig};
-    use training::{HostNet, Snapshots, TrainingNet};
+    use training::{GpuNet, HostNet, Snapshots, TrainingNet};
     use rand::{Rng, SeedableRng};
-    let gpu = match probe() {
-        Ok(gpu) => gpu,
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
     let (n, n_train, d, c) = (3000, 2400, 50, 4);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     let x = Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0 - 1.0);
@@ -154,13 +146,13 @@ fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
         let net = Network::new(d, c, cfg, 3).unwrap();
         let adam = Adam::new(&AdamConfig::default(), &net);
         let mut host = HostNet::new(net.clone(), adam.clone());
-        let mut dev = training::upload(gpu.clone(), net, adam).expect("upload");
+        let mut dev = GpuNet::upload(dev.clone(), net, adam).expect("upload");
         let (mut rng_h, mut rng_d) = (rand_chacha::ChaCha8Rng::seed_from_u64(1), rand_chacha::ChaCha8Rng::seed_from_u64(1));
         let fw = Forward::training(n_train);
         let (mut snap_h, mut snap_d) = (None, None);
         for it in 0..6 {
             host.forward(x.view(), &fw, &mut rng_h, true).unwrap();
-            dev.forward(x.view(), &fw, &mut rng_d, true).expect("forward on the GPU");
+            dev.forward(x.view(), &fw, &mut rng_d, true).expect("forward on the device");
             let (lh, ld) = (host.logits().to_owned(), dev.logits().to_owned());
             let worst = rel(&ld, &lh);
             assert!(worst < 1e-3, "{cfg:?} iteration {it}: logits relative difference {worst}");
@@ -170,14 +162,14 @@ fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
             if it % 2 == 0 {
                 // Pre-training's step: the leading rows' cross-entropy only.
                 assert!(host.step(x.view(), dl.view(), None).unwrap());
-                assert!(dev.step(x.view(), dl.view(), None).expect("step on the GPU"));
+                assert!(dev.step(x.view(), dl.view(), None).expect("step on the device"));
             } else {
                 // Adaptation's: every row, with an extra ∂ℓ/∂Z from a kernel term.
                 let mut dl_all = Array2::<f32>::zeros((n, c));
                 dl_all.slice_mut(ndarray::s![..n_train, ..]).assign(&dl);
                 let dz = zh.mapv(|v| 1e-4 * v);
                 assert!(host.step(x.view(), dl_all.view(), Some(dz.view())).unwrap());
-                assert!(dev.step(x.view(), dl_all.view(), Some(dz.view())).expect("step on the GPU"));
+                assert!(dev.step(x.view(), dl_all.view(), Some(dz.view())).expect("step on the device"));
             }
             if it == 2 {
                 (snap_h, snap_d) = (Some(host.snapshot().unwrap()), Some(dev.snapshot().unwrap()));
@@ -213,5 +205,23 @@ fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
         let mut rng0 = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let (eh, ed) = (HostNet::new(nh, ah).logits_of(x.view(), &eval, &mut rng0).unwrap(), HostNet::new(nd, ad).logits_of(x.view(), &eval, &mut rng0).unwrap());
         assert!(rel(&ed, &eh) < 1e-3, "{cfg:?}: restored networks' logits");
+    }
+}
+
+/// The same on the CPU's emulation of the GPU (the kernels built by the host C compiler,
+/// every launch's arguments checked against the kernel's signature and buffer lengths): the
+/// GPU path's buffers, shapes and launches, without a GPU. Skipped without a C compiler.
+#[test]
+fn emulated_device_training_matches_the_cpu() {
+    let Some(kernels) = cuda::net_kernels_host::build() else { return };
+    device_training_matches_the_cpu(Arc::new(kernels));
+}
+
+/// On a machine with a usable GPU: the same there. Skipped (reported) without one.
+#[test]
+fn gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found() {
+    match probe() {
+        Ok(gpu) => device_training_matches_the_cpu(gpu),
+        Err(reason) => eprintln!("skipped: {reason}"),
     }
 }

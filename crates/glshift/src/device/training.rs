@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
-use super::cuda::{DevNet, DevSnapshot};
+use super::cuda::{DevNet, DevSnapshot, NetBackend};
 use super::{active_gpu, Gpu, GPU_MIN_MACS};
 use crate::nn::{Adam, Forward, Network, Pass};
 
@@ -118,14 +118,22 @@ impl Snapshots for HostNet {
     }
 }
 
-/// [`DevNet`] with the host copies of its kept pass's outputs.
-pub(crate) struct GpuNet {
-    dev: DevNet,
+/// [`DevNet`] with the host copies of its kept pass's outputs: on the GPU, or (tests) on the
+/// CPU's emulation of it.
+pub(crate) struct GpuNet<D: NetBackend = Gpu> {
+    dev: DevNet<D>,
     logits: Array2<f32>,
     z: Option<Array2<f32>>,
 }
 
-impl TrainingNet for GpuNet {
+impl<D: NetBackend> GpuNet<D> {
+    /// `net` and `adam` uploaded to `dev`.
+    pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<GpuNet<D>, String> {
+        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None })
+    }
+}
+
+impl<D: NetBackend> TrainingNet for GpuNet<D> {
     fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
         (self.logits, self.z) = self.dev.forward(x, fw, rng, true, with_z)?;
         Ok(())
@@ -152,14 +160,14 @@ impl TrainingNet for GpuNet {
     }
 }
 
-impl Snapshots for GpuNet {
-    type Snapshot = DevSnapshot;
+impl<D: NetBackend> Snapshots for GpuNet<D> {
+    type Snapshot = DevSnapshot<D::Buf>;
 
-    fn snapshot(&self) -> Result<DevSnapshot, String> {
+    fn snapshot(&self) -> Result<DevSnapshot<D::Buf>, String> {
         self.dev.snapshot()
     }
 
-    fn restore(&mut self, s: DevSnapshot) {
+    fn restore(&mut self, s: DevSnapshot<D::Buf>) {
         self.dev.restore(s);
         self.z = None;
     }
@@ -174,5 +182,5 @@ pub(crate) fn gpu_for_training(x: ArrayView2<f32>, width: usize) -> Option<Arc<G
 
 /// `net` and `adam` uploaded to `gpu` for training.
 pub(crate) fn upload(gpu: Arc<Gpu>, net: Network, adam: Adam) -> Result<GpuNet, String> {
-    Ok(GpuNet { dev: DevNet::upload(gpu, net, adam)?, logits: Array2::zeros((0, 0)), z: None })
+    GpuNet::upload(gpu, net, adam)
 }

@@ -14,13 +14,17 @@ use ndarray::{Array2, ArrayView2};
 
 mod kernels;
 mod net;
+mod net_backend;
 mod net_kernels;
 #[cfg(test)]
-mod net_kernels_host;
+pub(crate) mod net_host_backend;
+#[cfg(test)]
+pub(crate) mod net_kernels_host;
 mod sums;
 
 use kernels::Kernels;
 pub(crate) use net::{DevNet, DevSnapshot};
+pub(crate) use net_backend::NetBackend;
 use net_kernels::NetKernels;
 
 /// The process's GPU (device 0), shared by every thread; operations are serialised.

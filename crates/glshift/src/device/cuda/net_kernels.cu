@@ -155,8 +155,8 @@ KERNEL adam(float* p, const float* g, float* m, float* v, long long n, double b1
 }
 
 // flag[0] = 1 where some value is NaN or infinite (every writer writes the same 1).
-KERNEL flag_nonfinite(const float* x, long long n, int* flag) {
+KERNEL flag_nonfinite(const float* x, long long n, float* flag) {
     EACH(i, n) {
-        if (!isfinite(x[i])) flag[0] = 1;
+        if (!isfinite(x[i])) flag[0] = 1.0f;
     }
 }

@@ -5,43 +5,15 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction};
 
+use super::net_backend::K;
+
 /// The CUDA C source; its header says how the same text also builds for the CPU tests.
 pub(super) const SOURCE: &str = include_str!("net_kernels.cu");
 
-/// The kernels, by name, as `net` launches them.
+/// The kernels, loaded, in [`K::ALL`]'s order.
 pub(super) struct NetKernels {
-    pub add_bias: CudaFunction,
-    pub col_sum_part: CudaFunction,
-    pub col_sqdev_part: CudaFunction,
-    pub col_dot_part: CudaFunction,
-    pub col_finish: CudaFunction,
-    pub bn_rstd: CudaFunction,
-    pub bn_forward: CudaFunction,
-    pub bn_backward: CudaFunction,
-    pub act_forward: CudaFunction,
-    pub act_backward: CudaFunction,
-    pub mul_inplace: CudaFunction,
-    pub adam: CudaFunction,
-    pub flag_nonfinite: CudaFunction,
+    fns: Vec<CudaFunction>,
 }
-
-/// Every kernel of [`SOURCE`] (the PTX test checks each is there).
-#[cfg(test)]
-pub(super) const NAMES: [&str; 13] = [
-    "add_bias",
-    "col_sum_part",
-    "col_sqdev_part",
-    "col_dot_part",
-    "col_finish",
-    "bn_rstd",
-    "bn_forward",
-    "bn_backward",
-    "act_forward",
-    "act_backward",
-    "mul_inplace",
-    "adam",
-    "flag_nonfinite",
-];
 
 /// Compiles [`SOURCE`] to PTX with NVRTC (no device needed).
 pub(super) fn compile() -> Result<cudarc::nvrtc::Ptx, String> {
@@ -51,22 +23,16 @@ pub(super) fn compile() -> Result<cudarc::nvrtc::Ptx, String> {
 impl NetKernels {
     pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<NetKernels, String> {
         let module = ctx.load_module(compile()?).map_err(|e| format!("loading the network kernels: {e}"))?;
-        let f = |name: &str| module.load_function(name).map_err(|e| format!("kernel {name}: {e}"));
-        Ok(NetKernels {
-            add_bias: f("add_bias")?,
-            col_sum_part: f("col_sum_part")?,
-            col_sqdev_part: f("col_sqdev_part")?,
-            col_dot_part: f("col_dot_part")?,
-            col_finish: f("col_finish")?,
-            bn_rstd: f("bn_rstd")?,
-            bn_forward: f("bn_forward")?,
-            bn_backward: f("bn_backward")?,
-            act_forward: f("act_forward")?,
-            act_backward: f("act_backward")?,
-            mul_inplace: f("mul_inplace")?,
-            adam: f("adam")?,
-            flag_nonfinite: f("flag_nonfinite")?,
-        })
+        let fns = K::ALL
+            .iter()
+            .map(|k| module.load_function(k.name()).map_err(|e| format!("kernel {}: {e}", k.name())))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(NetKernels { fns })
+    }
+
+    /// Kernel `k`.
+    pub(super) fn get(&self, k: K) -> &CudaFunction {
+        &self.fns[K::ALL.iter().position(|&x| x == k).expect("every kernel is in K::ALL")]
     }
 }
 
@@ -83,8 +49,8 @@ mod tests {
         }
         let ptx = super::compile().expect("network kernels compile");
         let text = ptx.to_src();
-        for name in super::NAMES {
-            assert!(text.contains(&format!(".entry {name}")), "PTX lacks {name}");
+        for k in super::K::ALL {
+            assert!(text.contains(&format!(".entry {}", k.name())), "PTX lacks {}", k.name());
         }
     }
 }

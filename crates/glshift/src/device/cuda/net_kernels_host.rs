@@ -15,14 +15,14 @@ use rand_chacha::ChaCha8Rng;
 use crate::nn::{Activation, BatchNorm, BN_EPS};
 
 /// The kernels as a host shared library (kept alive with its folder).
-struct HostKernels {
+pub(crate) struct HostKernels {
     lib: Library,
     _dir: tempfile::TempDir,
 }
 
 /// Builds the library, or `None` (reported) where no C compiler runs. A compiler that runs
 /// and rejects the source fails the test.
-fn build() -> Option<HostKernels> {
+pub(crate) fn build() -> Option<HostKernels> {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let (src, out) = (dir.path().join("net_kernels.c"), dir.path().join("libnet_kernels.so"));
     std::fs::write(&src, super::net_kernels::SOURCE).expect("write the source");
@@ -42,7 +42,7 @@ fn build() -> Option<HostKernels> {
 }
 
 impl HostKernels {
-    fn get<F>(&self, name: &str) -> Symbol<'_, F> {
+    pub(super) fn get<F>(&self, name: &str) -> Symbol<'_, F> {
         // SAFETY: each caller names a kernel of the source with its C signature.
         unsafe { self.lib.get(name.as_bytes()) }.unwrap_or_else(|e| panic!("kernel {name}: {e}"))
     }
@@ -205,9 +205,9 @@ fn adam_kernel_matches_the_optimiser() {
 #[test]
 fn nonfinite_flag_kernel_sees_nan_and_infinity() {
     let Some(k) = build() else { return };
-    type Flag = unsafe extern "C" fn(*const f32, i64, *mut i32);
-    for (values, want) in [(vec![1.0f32, -2.0, 0.0], 0), (vec![1.0, f32::NAN, 0.0], 1), (vec![f32::NEG_INFINITY, 1.0], 1)] {
-        let mut flag = 0i32;
+    type Flag = unsafe extern "C" fn(*const f32, i64, *mut f32);
+    for (values, want) in [(vec![1.0f32, -2.0, 0.0], 0.0), (vec![1.0, f32::NAN, 0.0], 1.0), (vec![f32::NEG_INFINITY, 1.0], 1.0)] {
+        let mut flag = 0f32;
         unsafe { k.get::<Flag>("flag_nonfinite")(values.as_ptr(), values.len() as i64, &mut flag) };
         assert_eq!(flag, want, "{values:?}");
     }

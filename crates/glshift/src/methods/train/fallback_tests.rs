@@ -1,6 +1,8 @@
-//! A device that fails in the middle of a stage: the stage is redone on the CPU from its start,
-//! and the fit is the CPU's bit for bit. The failing device is the CPU's network that reports a
-//! failure at its k-th forward, as a GPU whose driver gave up would (no GPU needed).
+//! The stages on a device, without a GPU. A device that fails in the middle of a stage: the
+//! stage is redone on the CPU from its start, and the fit is the CPU's bit for bit (the failing
+//! device is the CPU's network reporting a failure at its k-th forward, as a GPU whose driver
+//! gave up would). A whole fit on the CPU's emulation of the GPU (`device::cuda`'s kernels built
+//! by the host C compiler) agrees with the CPU's.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -108,4 +110,32 @@ fn a_device_failing_mid_stage_gives_the_cpus_fit_bit_for_bit() {
     let through = adapt_with_fallback(&data, &layout, cpu, &cfg, false, &mut |_| {}, Some(failing(usize::MAX, &forwards))).unwrap();
     assert!(forwards.get() >= 1);
     assert_eq!(through.network, want.network);
+}
+
+#[test]
+fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
+    use crate::device::training::GpuNet;
+    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
+    let kernels = std::sync::Arc::new(kernels);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let ((xs, ys), (xt, _)) = (blobs(200, 0.0, &mut rng), blobs(150, 0.3, &mut rng));
+    let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
+    let cfg = FitConfig { network: NetworkConfig { hidden: vec![16, 8], dropout: 0.1, ..Default::default() }, ..config() };
+    let layout = Layout::new(&data, &cfg).unwrap();
+    let on_device = |net, adam| GpuNet::upload(kernels.clone(), net, adam);
+    let cpu_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
+    let dev_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, Some(on_device)).unwrap();
+    assert_eq!(dev_pre.history.len(), cpu_pre.history.len());
+    for (a, b) in dev_pre.history.iter().zip(&cpu_pre.history) {
+        assert!((a.ce - b.ce).abs() <= 1e-4 * b.ce.abs().max(1.0), "pre-training CE {} vs {}", a.ce, b.ce);
+    }
+    let cpu = adapt_with_fallback(&data, &layout, cpu_pre.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
+    let dev = adapt_with_fallback(&data, &layout, cpu_pre, &cfg, false, &mut |_| {}, Some(on_device)).unwrap();
+    let label = |p: &Array2<f32>| p.rows().into_iter().map(|r| crate::nn::argmax_row(r).0).collect::<Vec<_>>();
+    let (a, b) = (label(&dev.target_probs), label(&cpu.target_probs));
+    let agree = a.iter().zip(&b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64;
+    assert!(agree >= 0.98, "target predictions agree on {agree}");
+    let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(worst < 1e-3, "target probabilities differ by {worst}");
+    assert_eq!(dev.history.len(), cpu.history.len());
 }
