@@ -39,6 +39,9 @@ pub(crate) trait TrainingNet {
     /// a gradient was not finite and nothing changed.
     fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String>;
 
+    /// A host copy of the network now (for evaluations on the host).
+    fn network(&self) -> Result<Network, String>;
+
     /// The network and optimiser on the host.
     fn into_host(self: Box<Self>) -> Result<(Network, Adam), String>;
 }
@@ -101,6 +104,10 @@ impl TrainingNet for HostNet {
         Ok(true)
     }
 
+    fn network(&self) -> Result<Network, String> {
+        Ok(self.net.clone())
+    }
+
     fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
         Ok((self.net, self.adam))
     }
@@ -155,6 +162,10 @@ impl<D: NetBackend> TrainingNet for GpuNet<D> {
         self.dev.step(x, d_logits, d_z)
     }
 
+    fn network(&self) -> Result<Network, String> {
+        self.dev.network()
+    }
+
     fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
         self.dev.into_host()
     }
@@ -177,7 +188,12 @@ impl<D: NetBackend> Snapshots for GpuNet<D> {
 /// train there: inside a GPU scope and with a first-layer product of at least [`GPU_MIN_MACS`]
 /// multiply-adds; `None` keeps it on the CPU.
 pub(crate) fn gpu_for_training(x: ArrayView2<f32>, width: usize) -> Option<Arc<Gpu>> {
-    active_gpu().filter(|_| x.len().saturating_mul(width) >= GPU_MIN_MACS)
+    gpu_for_rows(x.nrows(), x.ncols(), width)
+}
+
+/// [`gpu_for_training`] for passes over `rows` rows of `d` features (a mini-batch).
+pub(crate) fn gpu_for_rows(rows: usize, d: usize, width: usize) -> Option<Arc<Gpu>> {
+    active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)
 }
 
 /// `net` and `adam` uploaded to `gpu` for training.

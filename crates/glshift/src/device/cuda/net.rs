@@ -259,6 +259,15 @@ impl<D: NetBackend> DevNet<D> {
         (self.params, self.m, self.v, self.adam, self.cache) = (s.params, s.m, s.v, s.adam, None);
     }
 
+    /// A host copy of the network with the device's parameters now.
+    pub(crate) fn network(&self) -> Result<Network, String> {
+        let mut net = self.net.clone();
+        for (dev, (_, host)) in self.params.iter().zip(net.params_mut()) {
+            self.dev.download_into(dev, host)?;
+        }
+        Ok(net)
+    }
+
     /// The network and optimiser with the device's tensors.
     pub(crate) fn into_host(mut self) -> Result<(Network, Adam), String> {
         for (dev, (_, host)) in self.params.iter().zip(self.net.params_mut()) {

@@ -47,6 +47,9 @@ impl TrainingNet for Failing {
     fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
         self.inner.step(x, d_logits, d_z)
     }
+    fn network(&self) -> Result<Network, String> {
+        self.inner.network()
+    }
     fn into_host(self: Box<Self>) -> Result<(Network, Adam), String> {
         Box::new(self.inner).into_host()
     }
@@ -138,4 +141,35 @@ fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
     let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(worst < 1e-3, "target probabilities differ by {worst}");
     assert_eq!(dev.history.len(), cpu.history.len());
+}
+
+/// Mini-batch pre-training on the emulated GPU follows the CPU's (the same batches, losses
+/// within rounding), and a device failing in its middle gives the CPU's result bit for bit.
+#[test]
+fn minibatch_pretraining_on_a_device_follows_the_cpus() {
+    use crate::device::training::GpuNet;
+    use crate::methods::training::{MiniBatchConfig, Training};
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let ((xs, ys), (xt, _)) = (blobs(400, 0.0, &mut rng), blobs(200, 0.3, &mut rng));
+    let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
+    let minibatch = MiniBatchConfig { batch_size: 64, eval_every: 4, bn_stats_rows: 128, chunk_rows: 100, ..Default::default() };
+    let cfg = FitConfig { training: Training::MiniBatch, minibatch, pretrain_iters: 20, ..config() };
+    let layout = Layout::new(&data, &cfg).unwrap();
+    assert!(layout.is_borrowed(), "a mini-batch layout");
+    let cpu = pretrain_on(&layout, &cfg, 20, &mut |_| {}, None::<NoDevice>).unwrap();
+    let forwards = Rc::new(Cell::new(0));
+    let fwd = forwards.clone();
+    let redone = pretrain_on(&layout, &cfg, 20, &mut |_| {}, Some(move |net, adam| Ok::<_, String>(Failing { inner: HostNet::new(net, adam), forwards: fwd, fail_at: 7 }))).unwrap();
+    assert_eq!(forwards.get(), 7);
+    assert_eq!(redone.net, cpu.net);
+    assert_eq!(redone.history, cpu.history);
+    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
+    let kernels = std::sync::Arc::new(kernels);
+    let dev = pretrain_on(&layout, &cfg, 20, &mut |_| {}, Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam))).unwrap();
+    assert_eq!(dev.history.len(), cpu.history.len());
+    for (a, b) in dev.history.iter().zip(&cpu.history) {
+        assert!((a.ce - b.ce).abs() <= 1e-4 * b.ce.abs().max(1.0), "mini-batch CE {} vs {}", a.ce, b.ce);
+        assert_eq!(a.holdout.is_some(), b.holdout.is_some());
+    }
+    assert!(cpu.history.iter().filter(|h| h.holdout.is_some()).count() >= 2, "the hold-out was evaluated");
 }

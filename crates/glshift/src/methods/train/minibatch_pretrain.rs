@@ -12,21 +12,21 @@ use rand_chacha::ChaCha8Rng;
 
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::PretrainStopper;
-use super::guard::check_finite;
+use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
-use super::pretrain::{cross_entropy_step, holdout_record, PretrainState};
+use super::pretrain::{holdout_record, PretrainState};
+use super::pretrain_full::Failure;
 use super::records::{IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
-use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
-use crate::Result;
+use crate::device::training::Snapshots;
+use crate::nn::{weighted_cross_entropy, Forward};
 
-/// Mini-batch pre-training; the state has the same meaning as full-batch pre-training's.
-pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
+/// Mini-batch pre-training on `net` (the CPU's or a device's, `pretrain_full::pretrain_on`);
+/// the state has the same meaning as full-batch pre-training's.
+pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), mut net: N) -> std::result::Result<PretrainState, Failure> {
     let mb = &cfg.minibatch;
     let n_train = layout.n_train();
-    let mut net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
-    let mut adam = Adam::new(&cfg.optimizer, &net);
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
     let mut batch_rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::PretrainBatches));
     let train_rows: Vec<usize> = (0..n_train).collect();
@@ -34,16 +34,17 @@ pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total:
     let stats_rows = bn_stats_rows(layout, cfg);
     let mut stopper = PretrainStopper::new(&evaluation_units(cfg));
     let mut history = Vec::with_capacity(cfg.pretrain_iters + cfg.adapt_iters);
-    let mut best: Option<(Network, Adam)> = None;
+    let mut best = None;
     for it in 0..cfg.pretrain_iters {
         let mut holdout = None;
         if layout.n_hold() > 0 && it % mb.eval_every == 0 {
-            let eval = EvalNet::new(&net, layout, &stats_rows, mb.chunk_rows)?;
+            let host = net.network().map_err(Failure::Device)?;
+            let eval = EvalNet::new(&host, layout, &stats_rows, mb.chunk_rows)?;
             let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
             let rows = label_shift::calibration::nll_rows(hold_logits.view(), &layout.y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
-                best = Some((net.clone(), adam.clone()));
+                best = Some(net.snapshot().map_err(Failure::Device)?);
             }
             if verdict.stop {
                 break;
@@ -53,14 +54,20 @@ pub(super) fn run_pretraining_minibatch(layout: &Layout, cfg: &FitConfig, total:
         let idx = sampler.next(&mut batch_rng);
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
         let x = layout.gather(&idx)?;
-        let pass = net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng);
-        let (ce, d_logits, _) = weighted_cross_entropy(pass.logits.view(), &y, &vec![1.0f32; y.len()]);
+        net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false).map_err(Failure::Device)?;
+        let (ce, d_logits, _) = weighted_cross_entropy(net.logits(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
-        cross_entropy_step(&mut net, &mut adam, &pass, d_logits.view(), it, cfg)?;
+        if !net.step(x.view(), d_logits.view(), None).map_err(Failure::Device)? {
+            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg).into());
+        }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
     }
-    Ok(PretrainState::with_best(net, adam, rng, history, best))
+    if let Some(s) = best {
+        net.restore(s);
+    }
+    let (net, adam) = Box::new(net).into_host().map_err(Failure::Device)?;
+    Ok(PretrainState { net, adam, rng, history })
 }
 
 /// The stopping rule's settings counted in hold-out evaluations instead of steps.

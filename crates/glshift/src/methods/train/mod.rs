@@ -43,14 +43,10 @@ use layout::Layout;
 use pretrain::{PretrainKey, PretrainState};
 pub use pretrain::{PretrainCache, Pretrained};
 
-/// Pre-training, full-batch or by mini-batch as the layout says (rows borrowed: mini-batch).
-/// `total` is the iteration count the progress callback reports against.
+/// Pre-training, full-batch or by mini-batch as the layout says (rows borrowed: mini-batch),
+/// on the scope's GPU where it pays (`pretrain_full::run_pretraining`).
 fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
-    if layout.is_borrowed() {
-        minibatch_pretrain::run_pretraining_minibatch(layout, cfg, total, progress)
-    } else {
-        pretrain_full::run_pretraining_full(layout, cfg, total, progress)
-    }
+    pretrain_full::run_pretraining(layout, cfg, total, progress)
 }
 
 /// The checks of a fit before anything is allocated: the settings ([`FitConfig::validate`]) and

@@ -6,11 +6,10 @@ use ndarray::ArrayView2;
 use rand_chacha::ChaCha8Rng;
 
 use super::converge::mean_and_se;
-use super::guard::gradient_error;
 use super::layout::Layout;
-use super::records::{HoldoutRecord, IterRecord, Stage};
+use super::records::{HoldoutRecord, IterRecord};
 use crate::methods::config::FitConfig;
-use crate::nn::{argmax_row, Adam, Network, Pass};
+use crate::nn::{argmax_row, Adam, Network};
 use crate::Result;
 
 /// Network, optimiser and random-stream state at the end of pre-training, with its records.
@@ -116,25 +115,6 @@ impl PretrainCache {
 
     pub(super) fn insert(&mut self, pre: Pretrained) {
         self.entries.push(pre);
-    }
-}
-
-/// Backward of the cross-entropy's gradient on the leading rows of `pass`, then one Adam step.
-pub(super) fn cross_entropy_step(net: &mut Network, adam: &mut Adam, pass: &Pass, d_logits: ArrayView2<f32>, it: usize, cfg: &FitConfig) -> Result<()> {
-    let grads = net.backward_leading(pass, d_logits);
-    if !grads.is_finite() {
-        return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
-    }
-    adam.step(net, &grads);
-    Ok(())
-}
-
-impl PretrainState {
-    /// The state at the end of pre-training: the best network by hold-out NLL (with its
-    /// optimiser state) when the rule kept one, else the last.
-    pub(super) fn with_best(net: Network, adam: Adam, rng: ChaCha8Rng, history: Vec<IterRecord>, best: Option<(Network, Adam)>) -> Self {
-        let (net, adam) = best.unwrap_or((net, adam));
-        PretrainState { net, adam, rng, history }
     }
 }
 

@@ -1,10 +1,10 @@
 //! Full-batch pre-training (Algorithm 1, first stage, every row in every iteration); the
 //! mini-batch twin is `minibatch_pretrain`, the shared state and records are in `pretrain`.
 //!
-//! The loop is written once against `device::training::TrainingNet`: inside a GPU scope the
+//! Both loops are written once against `device::training::TrainingNet`: inside a GPU scope the
 //! network, its optimiser and its activations live on the GPU (only the logits and their
 //! gradient cross per iteration); elsewhere, or if the GPU fails (then from the start, and the
-//! report says so), the CPU's `Network` and `Adam` run it.
+//! report says so), the CPU's `Network` and `Adam` run them. [`pretrain_on`] chooses.
 
 use crate::seeds::{stream_seed, Stream};
 use ndarray::s;
@@ -16,27 +16,22 @@ use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
 use super::pretrain::{holdout_record, PretrainState};
 use super::records::{IterRecord, Progress, Stage};
-use crate::device::training::{gpu_for_training, upload, HostNet, Snapshots};
+use crate::device::training::{gpu_for_rows, gpu_for_training, upload, HostNet, Snapshots};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
 use crate::{Error, Result};
 
-/// Cross-entropy on the source training rows of `x_source = [train; hold-out]`, stopped by the
-/// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_gain_se` (the rule of
-/// `converge`), and the best network by that NLL (with its optimiser state) restored. Without a
-/// hold-out it runs `cfg.pretrain_iters` iterations. `total` is the iteration count the progress callback reports against.
-pub(super) fn run_pretraining_full(
-    layout: &Layout,
-    cfg: &FitConfig,
-    total: usize,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<PretrainState> {
-    let gpu = gpu_for_training(layout.x_source(), cfg.network.hidden[0]);
+/// Pre-training, full-batch or by mini-batch as the layout says, on the scope's GPU where it
+/// pays (a pass of at least `GPU_MIN_MACS` multiply-adds in the first layer), else on the CPU.
+/// `total` is the iteration count the progress callback reports against.
+pub(super) fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
+    let width = cfg.network.hidden[0];
+    let gpu = if layout.is_borrowed() { gpu_for_rows(cfg.minibatch.batch_size, layout.d, width) } else { gpu_for_training(layout.x_source(), width) };
     pretrain_on(layout, cfg, total, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
 }
 
-/// [`run_pretraining_full`] on the network `device` makes of the initial one (the GPU's), or on
+/// [`run_pretraining`] on the network `device` makes of the initial one (the GPU's), or on
 /// the CPU's. If the device fails, pre-training is redone on the CPU from the start (the same
 /// result as a CPU fit, bit for bit) and the failure is recorded for the report.
 pub(super) fn pretrain_on<N: Snapshots>(
@@ -49,21 +44,30 @@ pub(super) fn pretrain_on<N: Snapshots>(
     let net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let adam = Adam::new(&cfg.optimizer, &net);
     if let Some(make) = device {
-        let outcome = make(net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run(layout, cfg, total, progress, dev));
+        let outcome = make(net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run_stage(layout, cfg, total, progress, dev));
         match outcome {
             Ok(state) => return Ok(state),
             Err(Failure::Fit(e)) => return Err(e),
             Err(Failure::Device(reason)) => crate::device::record_failure(format!("pre-training on the GPU: {reason}")),
         }
     }
-    run(layout, cfg, total, progress, HostNet::new(net, adam)).map_err(|f| match f {
+    run_stage(layout, cfg, total, progress, HostNet::new(net, adam)).map_err(|f| match f {
         Failure::Fit(e) => e,
         Failure::Device(reason) => Error::Device { requested: "cpu".into(), reason },
     })
 }
 
-/// Why the loop stopped short: the fit's own error, or the device's.
-enum Failure {
+/// The full-batch loop, or the mini-batch one (`minibatch_pretrain`) for borrowed rows.
+fn run_stage<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), net: N) -> std::result::Result<PretrainState, Failure> {
+    if layout.is_borrowed() {
+        super::minibatch_pretrain::run(layout, cfg, total, progress, net)
+    } else {
+        run(layout, cfg, total, progress, net)
+    }
+}
+
+/// Why a loop stopped short: the fit's own error, or the device's.
+pub(super) enum Failure {
     Fit(Error),
     Device(String),
 }
@@ -74,7 +78,10 @@ impl From<Error> for Failure {
     }
 }
 
-/// The loop itself, on whichever network `net` is.
+/// Cross-entropy on the source training rows of `x_source = [train; hold-out]`, stopped by the
+/// hold-out NLL with `cfg.pretrain_patience` and `cfg.pretrain_min_gain_se` (the rule of
+/// `converge`), and the best network by that NLL (with its optimiser state) restored. Without a
+/// hold-out it runs `cfg.pretrain_iters` iterations.
 fn run<N: Snapshots>(
     layout: &Layout,
     cfg: &FitConfig,
