@@ -30,9 +30,10 @@ pub(super) struct Adaptation<'a, 'd> {
     pub net: Network,
     /// AdamW (continued from pre-training) full-batch; SGD from zero momentum by mini-batch.
     pub opt: Optimizer,
-    /// Full-batch adaptation: the network and its AdamW while they train, on the CPU or the
-    /// GPU (`device::training`); `net` and `opt` are stale meanwhile and get them back in
-    /// [`Adaptation::finish`]. `None` for the mini-batch schedules, which train `net` itself.
+    /// AdamW adaptation (full-batch, or by mini-batch with the memory bank): the network and its
+    /// optimiser while they train, on the CPU or the GPU (`device::training`); `net` and `opt`
+    /// are stale meanwhile and get them back in [`Adaptation::finish`]. `None` for the
+    /// baselines' SGD schedule, which trains `net` itself.
     pub full: Option<Box<dyn TrainingNet>>,
     pub rng: ChaCha8Rng,
     /// The label-free stopping rule (`None`: run all the iterations).
@@ -48,7 +49,7 @@ struct Observation {
     probs: Array2<f32>,
 }
 
-const FULL: &str = "full-batch adaptation trains through `full`";
+pub(super) const FULL: &str = "AdamW adaptation trains through `full`";
 
 /// A GPU failure, as the fit's error (`run_adaptation` then redoes the adaptation on the CPU).
 pub(super) fn device_error(reason: String) -> Error {
@@ -94,7 +95,7 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.full_step(it, dims, (n_train, off), &d_train_logits, &out)?;
+        self.full_step(it, rows_seen(layout, self.method.sees_target()), dims, (n_train, off), &d_train_logits, &out)?;
         if let Some(stopper) = &mut self.stopper {
             let state = AdaptState {
                 prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
@@ -123,11 +124,10 @@ impl Adaptation<'_, '_> {
         Ok(())
     }
 
-    /// [`Adaptation::backward_and_step`] for the full-batch pass `full` keeps, whose logits and
-    /// Z have the shapes `dims`.
-    fn full_step(&mut self, it: usize, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+    /// [`Adaptation::backward_and_step`] for the pass `full` keeps (input `x`), whose logits
+    /// and Z have the shapes `dims`.
+    pub(super) fn full_step(&mut self, it: usize, x: ArrayView2<f32>, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
-        let x = rows_seen(self.layout, self.method.sees_target());
         let full = self.full.as_deref_mut().expect(FULL);
         if !full.step(x, d_logits.view(), Some(d_z.view())).map_err(device_error)? {
             return Err(self.gradient_error(it, d_train_logits, out));

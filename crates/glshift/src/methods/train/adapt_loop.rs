@@ -12,7 +12,7 @@ use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::methods::config::{build_method, FitConfig};
 use crate::nn::{Adam, Network, Optimizer, Sgd};
-use crate::device::training::{gpu_for_training, upload, HostNet, TrainingNet};
+use crate::device::training::{gpu_for_rows, gpu_for_training, upload, HostNet, TrainingNet};
 use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
@@ -25,9 +25,10 @@ enum Schedule {
     Bank(Bank),
 }
 
-/// Runs the adaptation iterations after `state` and returns the fit. Full-batch AdamW runs on
-/// the scope's GPU where there is one (`device::training`); if the GPU fails, the adaptation
-/// is redone on the CPU from `state` (and the report says so).
+/// Runs the adaptation iterations after `state` and returns the fit. AdamW adaptation
+/// (full-batch, or by mini-batch with the bank) runs on the scope's GPU where it pays
+/// (`device::training`); if the GPU fails, the adaptation is redone on the CPU from `state`
+/// (and the report says so).
 pub(super) fn run_adaptation(
     data: &FitData,
     layout: &Layout,
@@ -36,13 +37,20 @@ pub(super) fn run_adaptation(
     pretraining_reused: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
-    let full_batch = !cfg.baselines.minibatch(cfg.method) && !layout.is_borrowed();
-    let gpu = gpu_for_training(layout.x_all.view(), cfg.network.hidden[0]).filter(|_| full_batch);
+    // AdamW schedules (full-batch, or the bank's batches) train through `TrainingNet`.
+    let width = cfg.network.hidden[0];
+    let gpu = if cfg.baselines.minibatch(cfg.method) {
+        None
+    } else if layout.is_borrowed() {
+        gpu_for_rows(cfg.minibatch.batch_size, layout.d, width)
+    } else {
+        gpu_for_training(layout.x_all.view(), width)
+    };
     adapt_with_fallback(data, layout, state, cfg, pretraining_reused, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
 }
 
-/// [`run_adaptation`] with full-batch training on the network `device` makes (the GPU's), or
-/// on the CPU. If the device fails, the adaptation is redone on the CPU from `state` (the same
+/// [`run_adaptation`] with AdamW training (full-batch or the bank's) on the network `device`
+/// makes (the GPU's), or on the CPU. If the device fails, the adaptation is redone on the CPU from `state` (the same
 /// result as a CPU fit, bit for bit) and the failure is recorded for the report.
 pub(super) fn adapt_with_fallback<N: TrainingNet + 'static>(
     data: &FitData,
@@ -84,15 +92,14 @@ fn adapt_on(
     let (opt, mut schedule, full) = if b.minibatch(cfg.method) {
         let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
         (Optimizer::Sgd(sgd), Schedule::Batches(Batches::new(layout, cfg)), None)
-    } else if layout.is_borrowed() {
-        (Optimizer::Adam(adam), Schedule::Bank(Bank::new(layout, cfg)), None)
     } else {
         // `net` and `opt` stay behind, stale, until `finish` takes the trained ones back.
         let full: Box<dyn TrainingNet> = match device {
             Some(make) => make(net.clone(), adam.clone()).map_err(device_error)?,
             None => Box::new(HostNet::new(net.clone(), adam.clone())),
         };
-        (Optimizer::Adam(adam), Schedule::Full, Some(full))
+        let schedule = if layout.is_borrowed() { Schedule::Bank(Bank::new(layout, cfg)) } else { Schedule::Full };
+        (Optimizer::Adam(adam), schedule, Some(full))
     };
     let stopper = if matches!(schedule, Schedule::Bank(_)) { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
     let mut a = Adaptation { layout, cfg, method, tracker, net, opt, full, rng, stopper, converged: false };

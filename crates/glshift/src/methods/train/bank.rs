@@ -21,11 +21,11 @@
 //! does not grow with n. Deterministic per seed.
 
 use crate::seeds::{stream_seed, Stream};
-use ndarray::{concatenate, s, Array2, Axis};
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::adapt::{adapt_record, pseudo_labels, source_cross_entropy, Adaptation};
+use super::adapt::{adapt_record, device_error, pseudo_labels, source_cross_entropy, Adaptation, FULL};
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::AdaptState;
 use super::guard::check_finite;
@@ -35,6 +35,7 @@ use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, StepOutput};
+use crate::device::training::TrainingNet;
 use crate::Result;
 
 /// The memory bank and samplers of a mini-batch adaptation.
@@ -116,27 +117,33 @@ impl Adaptation<'_, '_> {
         if !sees_target || self.tracker.source_fallback() {
             // `source`, or MUL under the prior guard's `source` fallback: cross-entropy alone.
             let x = layout.gather(&src)?;
-            let pass = self.net.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng);
+            let full = self.full.as_deref_mut().expect(FULL);
+            full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
+            let dims = outputs_dims(full);
             let out = StepOutput::none();
-            let (ce, d) = source_cross_entropy(pass.logits.view(), &ys, &out.ce_weights);
+            let (ce, d) = source_cross_entropy(full.logits(), &ys, &out.ce_weights);
             check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
-            self.backward_and_step(it, &pass, (nb, nb), &d, &out)?;
+            self.full_step(it, x.view(), dims, (nb, nb), &d, &out)?;
             return Ok(adapt_record(iter, (ce, ce), &out, bank.n_confident, bank.temperature, None));
         }
         let tgt = bank.target.next(&mut bank.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
         let x = layout.gather(&rows)?;
-        let pass = self.net.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng);
-        update_bank(bank, &pass.z, &src, &tgt);
-        let out = self.method_on_batch(bank, &pass, &ys, &tgt, it)?;
-        let (ce, d_train_logits) = source_cross_entropy(pass.logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
+        let full = self.full.as_deref_mut().expect(FULL);
+        full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
+        let dims = outputs_dims(full);
+        let z = full.z().expect("the forward keeps Z").to_owned();
+        update_bank(bank, z.view(), &src, &tgt);
+        let out = self.method_on_batch(bank, z.view(), &ys, &tgt, it)?;
+        let logits = self.full.as_deref().expect(FULL).logits();
+        let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.backward_and_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
+        self.full_step(it, x.view(), dims, (nb, nb), &d_train_logits, &out)?;
         bank.j_tu_sum += out.mul.map_or(0.0, |m| m.j_tu);
         bank.j_tu_steps += 1;
         bank.du_pooled = out.mul.is_some_and(|m| m.du_pooled);
@@ -146,13 +153,13 @@ impl Adaptation<'_, '_> {
 
     /// The method's term on `[source batch; source context]` and `[target batch; target
     /// context]`, its gradients cut to the batch rows (the context rows are constants).
-    fn method_on_batch(&mut self, bank: &mut Bank, pass: &crate::nn::Pass, ys: &[usize], tgt: &[usize], it: usize) -> Result<StepOutput> {
+    fn method_on_batch(&mut self, bank: &mut Bank, z: ArrayView2<f32>, ys: &[usize], tgt: &[usize], it: usize) -> Result<StepOutput> {
         let (c, nb, nbt) = (self.layout.c, ys.len(), tgt.len());
         let context = self.cfg.minibatch.context_rows > 0;
         let cs = if context { bank.context_s.next(&mut bank.rng) } else { Vec::new() };
         let ct = if context && !bank.context_t.is_empty() { bank.context_t.next(&mut bank.rng) } else { Vec::new() };
-        let zs = concatenate![Axis(0), pass.z.slice(s![..nb, ..]), bank.zs_pool.select(Axis(0), &cs)];
-        let zt = concatenate![Axis(0), pass.z.slice(s![nb.., ..]), bank.zt.select(Axis(0), &ct)];
+        let zs = concatenate![Axis(0), z.slice(s![..nb, ..]), bank.zs_pool.select(Axis(0), &cs)];
+        let zt = concatenate![Axis(0), z.slice(s![nb.., ..]), bank.zt.select(Axis(0), &ct)];
         let mut ys_all = ys.to_vec();
         ys_all.extend(cs.iter().map(|&p| self.layout.y_train[bank.pool[p]]));
         let target_rows: Vec<usize> = tgt.iter().chain(&ct).copied().collect();
@@ -188,7 +195,8 @@ impl Adaptation<'_, '_> {
         let (layout, cfg) = (self.layout, self.cfg);
         // The pool is gathered once: its statistics, its Z and (without a hold-out) its logits.
         let x_pool = layout.gather(&bank.pool)?;
-        let eval = EvalNet::from_rows(&self.net, x_pool.view(), cfg.minibatch.chunk_rows);
+        let net = self.full.as_deref().expect(FULL).network().map_err(device_error)?;
+        let eval = EvalNet::from_rows(&net, x_pool.view(), cfg.minibatch.chunk_rows);
         let (zs_pool, pool_logits) = eval.rows(crate::data::Rows::Memory(x_pool.view()))?;
         drop(x_pool);
         bank.zs_pool = zs_pool;
@@ -247,7 +255,7 @@ impl Adaptation<'_, '_> {
 }
 
 /// The batch's training-mode Z replace the bank's for its target rows and pooled source rows.
-fn update_bank(bank: &mut Bank, z: &Array2<f32>, src: &[usize], tgt: &[usize]) {
+fn update_bank(bank: &mut Bank, z: ArrayView2<f32>, src: &[usize], tgt: &[usize]) {
     let nb = src.len();
     for (r, &i) in src.iter().enumerate() {
         let p = bank.pool_pos[i];
@@ -267,4 +275,9 @@ pub(super) fn view_units(cfg: &FitConfig) -> FitConfig {
     units.adapt_stop.window = cfg.adapt_stop.window.div_ceil(every);
     units.adapt_stop.min_iters = cfg.adapt_stop.min_iters.div_ceil(every);
     units
+}
+
+/// The shapes of the kept pass's logits and Z.
+fn outputs_dims(full: &dyn TrainingNet) -> ((usize, usize), (usize, usize)) {
+    (full.logits().dim(), full.z().expect("the forward keeps Z").dim())
 }

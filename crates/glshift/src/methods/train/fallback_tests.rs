@@ -143,10 +143,11 @@ fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
     assert_eq!(dev.history.len(), cpu.history.len());
 }
 
-/// Mini-batch pre-training on the emulated GPU follows the CPU's (the same batches, losses
-/// within rounding), and a device failing in its middle gives the CPU's result bit for bit.
+/// Mini-batch pre-training and the memory bank's adaptation on the emulated GPU follow the
+/// CPU's (the same batches, losses within rounding), and a device failing in the middle of
+/// either gives the CPU's result bit for bit.
 #[test]
-fn minibatch_pretraining_on_a_device_follows_the_cpus() {
+fn minibatch_training_on_a_device_follows_the_cpus() {
     use crate::device::training::GpuNet;
     use crate::methods::training::{MiniBatchConfig, Training};
     let mut rng = ChaCha8Rng::seed_from_u64(6);
@@ -172,4 +173,20 @@ fn minibatch_pretraining_on_a_device_follows_the_cpus() {
         assert_eq!(a.holdout.is_some(), b.holdout.is_some());
     }
     assert!(cpu.history.iter().filter(|h| h.holdout.is_some()).count() >= 2, "the hold-out was evaluated");
+
+    // Adaptation with the memory bank: on the emulated GPU as on the CPU; a failing device
+    // gives the CPU's fit bit for bit.
+    let cfg = FitConfig { adapt_iters: 12, minibatch: MiniBatchConfig { refresh_every: 5, context_rows: 64, ..cfg.minibatch.clone() }, ..cfg };
+    let want = adapt_with_fallback(&data, &layout, cpu.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
+    let fwd = Rc::new(Cell::new(0));
+    let f2 = fwd.clone();
+    let failed = adapt_with_fallback(&data, &layout, cpu.clone(), &cfg, false, &mut |_| {}, Some(move |net, adam| Ok::<_, String>(Failing { inner: HostNet::new(net, adam), forwards: f2, fail_at: 4 }))).unwrap();
+    assert_eq!(fwd.get(), 4);
+    assert_eq!(failed.network, want.network);
+    let got = adapt_with_fallback(&data, &layout, cpu, &cfg, false, &mut |_| {}, Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam))).unwrap();
+    assert_eq!(got.history.len(), want.history.len());
+    let label = |p: &Array2<f32>| p.rows().into_iter().map(|r| crate::nn::argmax_row(r).0).collect::<Vec<_>>();
+    let (a, b) = (label(&got.target_probs), label(&want.target_probs));
+    let agree = a.iter().zip(&b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64;
+    assert!(agree >= 0.98, "target predictions agree on {agree}");
 }
