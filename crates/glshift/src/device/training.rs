@@ -184,19 +184,11 @@ impl<D: NetBackend> Snapshots for GpuNet<D> {
     }
 }
 
-/// The scope's GPU when a full-batch fit over `x` (`n × d`, first layer `width` wide) should
-/// train there: inside a GPU scope and with a first-layer product of at least [`GPU_MIN_MACS`]
-/// multiply-adds; `None` keeps it on the CPU.
-pub(crate) fn gpu_for_training(x: ArrayView2<f32>, width: usize) -> Option<Arc<Gpu>> {
-    gpu_for_rows(x.nrows(), x.ncols(), width)
-}
-
-/// [`gpu_for_training`] for passes over `rows` rows of `d` features (a mini-batch).
-pub(crate) fn gpu_for_rows(rows: usize, d: usize, width: usize) -> Option<Arc<Gpu>> {
-    active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)
-}
-
-/// `net` and `adam` uploaded to `gpu` for training.
-pub(crate) fn upload(gpu: Arc<Gpu>, net: Network, adam: Adam) -> Result<GpuNet, String> {
-    GpuNet::upload(gpu, net, adam)
+/// The maker of the GPU's network when passes of `rows` rows of `d` features (all of a
+/// full-batch fit's rows, or a mini-batch) should train on the scope's GPU: inside a GPU scope
+/// and with a first-layer product (`width` wide) of at least [`GPU_MIN_MACS`] multiply-adds.
+/// `None` keeps them on the CPU.
+pub(crate) fn gpu_net_maker(rows: usize, d: usize, width: usize) -> Option<impl FnOnce(Network, Adam) -> Result<GpuNet, String>> {
+    let gpu = active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)?;
+    Some(move |net, adam| GpuNet::upload(gpu, net, adam))
 }

@@ -17,7 +17,7 @@ use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
 use super::chunked::EvalNet;
-use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Optimizer, Pass};
+use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Pass, Sgd};
 use crate::device::training::TrainingNet;
 use crate::{Error, Result};
 
@@ -27,14 +27,8 @@ pub(super) struct Adaptation<'a, 'd> {
     pub cfg: &'a FitConfig,
     pub method: Box<dyn Method>,
     pub tracker: ShiftTracker,
-    pub net: Network,
-    /// AdamW (continued from pre-training) full-batch; SGD from zero momentum by mini-batch.
-    pub opt: Optimizer,
-    /// AdamW adaptation (full-batch, or by mini-batch with the memory bank): the network and its
-    /// optimiser while they train, on the CPU or the GPU (`device::training`); `net` and `opt`
-    /// are stale meanwhile and get them back in [`Adaptation::finish`]. `None` for the
-    /// baselines' SGD schedule, which trains `net` itself.
-    pub full: Option<Box<dyn TrainingNet>>,
+    /// The network and how it trains.
+    pub trainer: Trainer,
     pub rng: ChaCha8Rng,
     /// The label-free stopping rule (`None`: run all the iterations).
     pub stopper: Option<AdaptStopper>,
@@ -49,7 +43,48 @@ struct Observation {
     probs: Array2<f32>,
 }
 
-pub(super) const FULL: &str = "AdamW adaptation trains through `full`";
+/// How the adaptation trains the network: the baselines' SGD schedule (`super::minibatch`)
+/// steps the CPU's `Network` itself (SGD from zero momentum); the AdamW schedules (full-batch,
+/// and by mini-batch with the memory bank) go through [`TrainingNet`], on the CPU or the GPU
+/// (`device::training`), AdamW continued from pre-training.
+pub(super) enum Trainer {
+    Sgd(Network, Sgd),
+    AdamW(Box<dyn TrainingNet>),
+}
+
+impl Trainer {
+    /// The AdamW schedules' network.
+    pub(super) fn adamw(&self) -> &dyn TrainingNet {
+        match self {
+            Trainer::AdamW(full) => full.as_ref(),
+            Trainer::Sgd(..) => unreachable!("the SGD schedule does not train through TrainingNet"),
+        }
+    }
+
+    /// [`Trainer::adamw`], mutable.
+    pub(super) fn adamw_mut(&mut self) -> &mut dyn TrainingNet {
+        match self {
+            Trainer::AdamW(full) => full.as_mut(),
+            Trainer::Sgd(..) => unreachable!("the SGD schedule does not train through TrainingNet"),
+        }
+    }
+
+    /// The SGD schedule's network and optimiser.
+    pub(super) fn sgd(&mut self) -> (&mut Network, &mut Sgd) {
+        match self {
+            Trainer::Sgd(net, sgd) => (net, sgd),
+            Trainer::AdamW(_) => unreachable!("AdamW schedules train through TrainingNet"),
+        }
+    }
+
+    /// The trained network, on the host.
+    fn into_network(self) -> Result<Network> {
+        match self {
+            Trainer::Sgd(net, _) => Ok(net),
+            Trainer::AdamW(full) => Ok(full.into_host().map_err(device_error)?.0),
+        }
+    }
+}
 
 /// A GPU failure, as the fit's error (`run_adaptation` then redoes the adaptation on the CPU).
 pub(super) fn device_error(reason: String) -> Error {
@@ -69,7 +104,7 @@ impl Adaptation<'_, '_> {
             _ => layout.source_prior.clone(),
         };
         let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
-        let full = self.full.as_deref().expect(FULL);
+        let full = self.trainer.adamw();
         let (z, logits) = (full.z().expect("the full-batch forward keeps Z"), full.logits());
         let dims = (logits.dim(), z.dim());
         let out = if self.tracker.source_fallback() {
@@ -95,7 +130,7 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.full_step(it, rows_seen(layout, self.method.sees_target()), dims, (n_train, off), &d_train_logits, &out)?;
+        self.adamw_step(it, rows_seen(layout, self.method.sees_target()), dims, (n_train, off), &d_train_logits, &out)?;
         if let Some(stopper) = &mut self.stopper {
             let state = AdaptState {
                 prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
@@ -113,22 +148,24 @@ impl Adaptation<'_, '_> {
 
     /// Backward through G and F of the cross-entropy's gradient on the first `rows.0` rows of
     /// `pass` and the method's on its source rows (from 0) and target rows (from `rows.1`),
-    /// then one optimiser step. Rows in between (the hold-out) get no gradient.
-    pub(super) fn backward_and_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+    /// then one SGD step (the baselines' mini-batch schedule). Rows in between (the hold-out)
+    /// get no gradient.
+    pub(super) fn sgd_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let (d_logits, d_z) = output_gradients(rows, (pass.logits.dim(), pass.z.dim()), d_train_logits, out);
-        let grads = self.net.backward(pass, d_logits.view(), Some(d_z.view()));
+        let (net, sgd) = self.trainer.sgd();
+        let grads = net.backward(pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
             return Err(self.gradient_error(it, d_train_logits, out));
         }
-        self.opt.step(&mut self.net, &grads);
+        sgd.step(net, &grads);
         Ok(())
     }
 
-    /// [`Adaptation::backward_and_step`] for the pass `full` keeps (input `x`), whose logits
-    /// and Z have the shapes `dims`.
-    pub(super) fn full_step(&mut self, it: usize, x: ArrayView2<f32>, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+    /// [`Adaptation::sgd_step`] for the AdamW schedules: the pass the trainer keeps (input
+    /// `x`), whose logits and Z have the shapes `dims`, then one AdamW step.
+    pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
-        let full = self.full.as_deref_mut().expect(FULL);
+        let full = self.trainer.adamw_mut();
         if !full.step(x, d_logits.view(), Some(d_z.view())).map_err(device_error)? {
             return Err(self.gradient_error(it, d_train_logits, out));
         }
@@ -155,7 +192,7 @@ impl Adaptation<'_, '_> {
         let layout = self.layout;
         let x = rows_seen(layout, self.method.sees_target());
         let n_train = layout.n_train();
-        let full = self.full.as_deref_mut().expect(FULL);
+        let full = self.trainer.adamw_mut();
         full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, true).map_err(device_error)?;
         let eval_logits = if self.cfg.network.dropout > 0.0 {
             full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?
@@ -186,10 +223,8 @@ impl Adaptation<'_, '_> {
     /// Evaluation-mode outputs of the final network, and the fit.
     /// Errors: a file the rows are read from could not be read, or changed.
     pub(super) fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
-        let Adaptation { layout, mut net, tracker, cfg, full, .. } = self;
-        if let Some(full) = full {
-            net = full.into_host().map_err(device_error)?.0;
-        }
+        let Adaptation { layout, trainer, tracker, cfg, .. } = self;
+        let net = trainer.into_network()?;
         let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
             // Chunked, with the statistics training evaluated with (`chunked`).
             let stats_rows = super::chunked::bn_stats_rows(layout, cfg);

@@ -2,7 +2,7 @@
 //! mini-batch with the memory bank), the progress callback and the label-free stop. The
 //! iterations themselves are `adapt` (full-batch), `minibatch` and `bank`.
 
-use super::adapt::{device_error, Adaptation};
+use super::adapt::{device_error, Adaptation, Trainer};
 use super::bank::{view_units, Bank};
 use super::converge::AdaptStopper;
 use super::layout::Layout;
@@ -11,8 +11,8 @@ use super::pretrain::PretrainState;
 use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::methods::config::{build_method, FitConfig};
-use crate::nn::{Adam, Network, Optimizer, Sgd};
-use crate::device::training::{gpu_for_rows, gpu_for_training, upload, HostNet, TrainingNet};
+use crate::nn::{Adam, Network, Sgd};
+use crate::device::training::{gpu_net_maker, HostNet, TrainingNet};
 use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
@@ -38,15 +38,9 @@ pub(super) fn run_adaptation(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Fitted> {
     // AdamW schedules (full-batch, or the bank's batches) train through `TrainingNet`.
-    let width = cfg.network.hidden[0];
-    let gpu = if cfg.baselines.minibatch(cfg.method) {
-        None
-    } else if layout.is_borrowed() {
-        gpu_for_rows(cfg.minibatch.batch_size, layout.d, width)
-    } else {
-        gpu_for_training(layout.x_all.view(), width)
-    };
-    adapt_with_fallback(data, layout, state, cfg, pretraining_reused, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
+    let rows = layout.rows_per_step(cfg, layout.n_rows());
+    let device = gpu_net_maker(rows, layout.d, cfg.network.hidden[0]).filter(|_| !cfg.baselines.minibatch(cfg.method));
+    adapt_with_fallback(data, layout, state, cfg, pretraining_reused, progress, device)
 }
 
 /// [`run_adaptation`] with AdamW training (full-batch or the bank's) on the network `device`
@@ -89,20 +83,19 @@ fn adapt_on(
     let method = build_method(cfg, net.z_dim(), layout.c)?;
     let tracker = ShiftTracker::new(cfg, layout.c);
     let b = &cfg.baselines;
-    let (opt, mut schedule, full) = if b.minibatch(cfg.method) {
+    let (trainer, mut schedule) = if b.minibatch(cfg.method) {
         let sgd = Sgd::new(&net, b.lr, b.momentum, b.nesterov, b.weight_decay);
-        (Optimizer::Sgd(sgd), Schedule::Batches(Batches::new(layout, cfg)), None)
+        (Trainer::Sgd(net, sgd), Schedule::Batches(Batches::new(layout, cfg)))
     } else {
-        // `net` and `opt` stay behind, stale, until `finish` takes the trained ones back.
         let full: Box<dyn TrainingNet> = match device {
-            Some(make) => make(net.clone(), adam.clone()).map_err(device_error)?,
-            None => Box::new(HostNet::new(net.clone(), adam.clone())),
+            Some(make) => make(net, adam).map_err(device_error)?,
+            None => Box::new(HostNet::new(net, adam)),
         };
         let schedule = if layout.is_borrowed() { Schedule::Bank(Bank::new(layout, cfg)) } else { Schedule::Full };
-        (Optimizer::Adam(adam), schedule, Some(full))
+        (Trainer::AdamW(full), schedule)
     };
     let stopper = if matches!(schedule, Schedule::Bank(_)) { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
-    let mut a = Adaptation { layout, cfg, method, tracker, net, opt, full, rng, stopper, converged: false };
+    let mut a = Adaptation { layout, cfg, method, tracker, trainer, rng, stopper, converged: false };
     for it in 0..iters {
         let record = match &mut schedule {
             Schedule::Bank(bank) => a.bank_step(bank, it, pretrain_done + it)?,

@@ -25,7 +25,7 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::adapt::{adapt_record, device_error, pseudo_labels, source_cross_entropy, Adaptation, FULL};
+use super::adapt::{adapt_record, device_error, pseudo_labels, source_cross_entropy, Adaptation};
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::AdaptState;
 use super::guard::check_finite;
@@ -117,33 +117,33 @@ impl Adaptation<'_, '_> {
         if !sees_target || self.tracker.source_fallback() {
             // `source`, or MUL under the prior guard's `source` fallback: cross-entropy alone.
             let x = layout.gather(&src)?;
-            let full = self.full.as_deref_mut().expect(FULL);
+            let full = self.trainer.adamw_mut();
             full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
             let dims = outputs_dims(full);
             let out = StepOutput::none();
             let (ce, d) = source_cross_entropy(full.logits(), &ys, &out.ce_weights);
             check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
-            self.full_step(it, x.view(), dims, (nb, nb), &d, &out)?;
+            self.adamw_step(it, x.view(), dims, (nb, nb), &d, &out)?;
             return Ok(adapt_record(iter, (ce, ce), &out, bank.n_confident, bank.temperature, None));
         }
         let tgt = bank.target.next(&mut bank.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
         let x = layout.gather(&rows)?;
-        let full = self.full.as_deref_mut().expect(FULL);
+        let full = self.trainer.adamw_mut();
         full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
         let dims = outputs_dims(full);
         let z = full.z().expect("the forward keeps Z").to_owned();
         update_bank(bank, z.view(), &src, &tgt);
         let out = self.method_on_batch(bank, z.view(), &ys, &tgt, it)?;
-        let logits = self.full.as_deref().expect(FULL).logits();
+        let logits = self.trainer.adamw().logits();
         let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.full_step(it, x.view(), dims, (nb, nb), &d_train_logits, &out)?;
+        self.adamw_step(it, x.view(), dims, (nb, nb), &d_train_logits, &out)?;
         bank.j_tu_sum += out.mul.map_or(0.0, |m| m.j_tu);
         bank.j_tu_steps += 1;
         bank.du_pooled = out.mul.is_some_and(|m| m.du_pooled);
@@ -195,7 +195,7 @@ impl Adaptation<'_, '_> {
         let (layout, cfg) = (self.layout, self.cfg);
         // The pool is gathered once: its statistics, its Z and (without a hold-out) its logits.
         let x_pool = layout.gather(&bank.pool)?;
-        let net = self.full.as_deref().expect(FULL).network().map_err(device_error)?;
+        let net = self.trainer.adamw().network().map_err(device_error)?;
         let eval = EvalNet::from_rows(&net, x_pool.view(), cfg.minibatch.chunk_rows);
         let (zs_pool, pool_logits) = eval.rows(crate::data::Rows::Memory(x_pool.view()))?;
         drop(x_pool);

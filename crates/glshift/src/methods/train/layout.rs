@@ -111,6 +111,12 @@ impl<'a> Layout<'a> {
         Ok(x)
     }
 
+    /// Rows one training step forwards, for choosing its device: a mini-batch when the rows are
+    /// borrowed, else `full` (the full-batch pass's rows).
+    pub fn rows_per_step(&self, cfg: &FitConfig, full: usize) -> usize {
+        if self.is_borrowed() { cfg.minibatch.batch_size } else { full }
+    }
+
     /// Rows `range` of the stacked order, copied when borrowed (a chunk of a full pass).
     pub fn chunk(&self, range: Range<usize>) -> Result<ndarray::CowArray<'_, f32, ndarray::Ix2>> {
         match &self.borrowed {

@@ -28,7 +28,7 @@ use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::AdaptInputs;
-use crate::nn::{Forward, Optimizer};
+use crate::nn::Forward;
 use crate::Result;
 
 /// Adaptation iterations of `cfg.method`: `baselines.iterations` by mini-batch, else `adapt_iters`.
@@ -111,7 +111,7 @@ impl Adaptation<'_, '_> {
         let x = layout.gather(&rows)?;
         let ys: Vec<usize> = src.iter().map(|&i| layout.y_train[i]).collect();
         let nb = src.len();
-        let pass = self.net.forward(x.view(), &Forward::training(nb), &mut self.rng);
+        let pass = self.trainer.sgd().0.forward(x.view(), &Forward::training(nb), &mut self.rng);
         let (z, logits) = (&pass.z, &pass.logits);
         let out = self.method.step(&AdaptInputs {
             zs: z.slice(s![..nb, ..]),
@@ -132,9 +132,8 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.opt.set_lr(cfg.baselines.annealed_lr(progress));
-        debug_assert!(matches!(self.opt, Optimizer::Sgd(_)));
-        self.backward_and_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
+        self.trainer.sgd().1.lr = cfg.baselines.annealed_lr(progress);
+        self.sgd_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
         let target_prior = batches.estimate.as_ref().map(|e| e.target_prior.clone());
         Ok(adapt_record(iter, (ce, total), &out, 0, temperature, target_prior))
     }
@@ -152,11 +151,11 @@ impl Adaptation<'_, '_> {
         let logits = if layout.is_borrowed() {
             // Large data (`training`): in chunks, BatchNorm frozen on the sample of `chunked`.
             let stats_rows = super::chunked::bn_stats_rows(layout, self.cfg);
-            let eval = super::chunked::EvalNet::new(&self.net, layout, &stats_rows, self.cfg.minibatch.chunk_rows)?;
+            let eval = super::chunked::EvalNet::new(self.trainer.sgd().0, layout, &stats_rows, self.cfg.minibatch.chunk_rows)?;
             eval.range(layout, 0..layout.n_rows())?.1
         } else {
             let fw = Forward::evaluation(layout.n_train());
-            self.net.forward(layout.x_all.view(), &fw, &mut self.rng).logits
+            self.trainer.sgd().0.forward(layout.x_all.view(), &fw, &mut self.rng).logits
         };
         let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
             label_shift::fit_temperature(logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?

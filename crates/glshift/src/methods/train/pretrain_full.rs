@@ -16,7 +16,7 @@ use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
 use super::pretrain::{holdout_record, PretrainState};
 use super::records::{IterRecord, Progress, Stage};
-use crate::device::training::{gpu_for_rows, gpu_for_training, upload, HostNet, Snapshots};
+use crate::device::training::{gpu_net_maker, HostNet, Snapshots};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
 use crate::nn::{weighted_cross_entropy, Adam, Forward, Network};
@@ -26,9 +26,8 @@ use crate::{Error, Result};
 /// pays (a pass of at least `GPU_MIN_MACS` multiply-adds in the first layer), else on the CPU.
 /// `total` is the iteration count the progress callback reports against.
 pub(super) fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
-    let width = cfg.network.hidden[0];
-    let gpu = if layout.is_borrowed() { gpu_for_rows(cfg.minibatch.batch_size, layout.d, width) } else { gpu_for_training(layout.x_source(), width) };
-    pretrain_on(layout, cfg, total, progress, gpu.map(|gpu| move |net, adam| upload(gpu, net, adam)))
+    let device = gpu_net_maker(layout.rows_per_step(cfg, layout.n_train() + layout.n_hold()), layout.d, cfg.network.hidden[0]);
+    pretrain_on(layout, cfg, total, progress, device)
 }
 
 /// [`run_pretraining`] on the network `device` makes of the initial one (the GPU's), or on
