@@ -46,16 +46,25 @@ pub(super) struct Kernels {
     pub finish: CudaFunction,
 }
 
-/// Compiles [`SOURCE`] to PTX with NVRTC (no device needed).
-pub(super) fn compile() -> Result<cudarc::nvrtc::Ptx, String> {
-    cudarc::nvrtc::compile_ptx(SOURCE).map_err(|e| format!("NVRTC could not compile the kernels: {e}"))
+/// The kernel sums' kernel names in [`SOURCE`].
+const NAMES: [&str; 3] = ["gauss", "hadamard", "finish"];
+
+/// Compiles `source` (`what`, for errors) to PTX with NVRTC (no device needed).
+pub(super) fn compile(source: &str, what: &str) -> Result<cudarc::nvrtc::Ptx, String> {
+    cudarc::nvrtc::compile_ptx(source).map_err(|e| format!("NVRTC could not compile {what}: {e}"))
+}
+
+/// Compiles `source`, loads it into `ctx` and returns its kernels `names`, in that order.
+pub(super) fn load_functions(ctx: &Arc<CudaContext>, source: &str, what: &str, names: &[&str]) -> Result<Vec<CudaFunction>, String> {
+    let module = ctx.load_module(compile(source, what)?).map_err(|e| format!("loading {what}: {e}"))?;
+    names.iter().map(|name| module.load_function(name).map_err(|e| format!("kernel {name}: {e}"))).collect()
 }
 
 impl Kernels {
     pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, String> {
-        let module = ctx.load_module(compile()?).map_err(|e| format!("loading the kernels: {e}"))?;
-        let f = |name: &str| module.load_function(name).map_err(|e| format!("kernel {name}: {e}"));
-        Ok(Kernels { gauss: f("gauss")?, hadamard: f("hadamard")?, finish: f("finish")? })
+        let [gauss, hadamard, finish]: [CudaFunction; 3] =
+            load_functions(ctx, SOURCE, "the kernels", &NAMES)?.try_into().map_err(|_| "a kernel is missing".to_string())?;
+        Ok(Kernels { gauss, hadamard, finish })
     }
 }
 
@@ -68,7 +77,10 @@ pub(super) fn launch_config(total: usize) -> cudarc::driver::LaunchConfig {
 
 #[cfg(test)]
 mod tests {
-    /// The kernels compile wherever NVRTC can be loaded (no GPU needed); skipped without it.
+    use super::super::{net_backend::K, net_kernels};
+
+    /// Both kernel sources (the kernel sums', the network's) compile wherever NVRTC can be
+    /// loaded (no GPU needed), every kernel in the PTX; skipped without NVRTC.
     #[test]
     fn kernels_compile_with_nvrtc_where_it_is_installed() {
         // SAFETY: only probes whether the shared library can be opened.
@@ -76,10 +88,12 @@ mod tests {
             eprintln!("skipped: NVRTC (libnvrtc) not found");
             return;
         }
-        let ptx = super::compile().expect("kernels compile");
-        let text = ptx.to_src();
-        for name in ["gauss", "hadamard", "finish"] {
-            assert!(text.contains(&format!(".entry {name}")), "PTX lacks {name}");
+        let net_names: Vec<&str> = K::ALL.iter().map(|k| k.name()).collect();
+        for (source, names) in [(super::SOURCE, &super::NAMES[..]), (net_kernels::SOURCE, &net_names[..])] {
+            let text = super::compile(source, "the kernels").expect("the kernels compile").to_src();
+            for name in names {
+                assert!(text.contains(&format!(".entry {name}")), "PTX lacks {name}");
+            }
         }
     }
 }

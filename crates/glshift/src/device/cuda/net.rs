@@ -364,15 +364,15 @@ fn col_reduce<D: NetBackend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Opti
 fn col_reduce_into<D: NetBackend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32, out: &mut D::Buf) -> Result<(), String> {
     let chunks = rows.div_ceil(CHUNK_ROWS).max(1);
     let mut part = dev.zeros(chunks * d)?;
-    let shape = [Arg::I32(rows as i32), Arg::I32(d as i32), Arg::I32(CHUNK_ROWS as i32)];
-    let (k, mut args): (K, Vec<Arg<'_, D::Buf>>) = match (what, b) {
-        (Reduce::Sum, _) => (K::ColSumPart, vec![Arg::In(a), Arg::Out(&mut part)]),
-        (Reduce::SqDev, Some(b)) => (K::ColSqdevPart, vec![Arg::In(a), Arg::In(b), Arg::Out(&mut part)]),
-        (Reduce::Dot, Some(b)) => (K::ColDotPart, vec![Arg::In(a), Arg::In(b), Arg::Out(&mut part)]),
+    // The kernel's mode; a sum reads no second operand (`a` stands in for it).
+    let (mode, b) = match (what, b) {
+        (Reduce::Sum, _) => (0, a),
+        (Reduce::SqDev, Some(b)) => (1, b),
+        (Reduce::Dot, Some(b)) => (2, b),
         (_, None) => return Err("a column reduction lacks its second operand".into()),
     };
-    args.extend(shape);
-    dev.launch(k, chunks * d, &mut args)?;
-    drop(args);
+    let [rows, d_, chunk, mode] = [rows, d, CHUNK_ROWS, mode].map(|v| Arg::I32(v as i32));
+    let mut args = [Arg::In(a), Arg::In(b), Arg::Out(&mut part), rows, d_, chunk, mode];
+    dev.launch(K::ColPart, chunks * d, &mut args)?;
     dev.launch(K::ColFinish, d, &mut [Arg::In(&part), Arg::Out(out), Arg::I32(chunks as i32), Arg::I32(d as i32), Arg::F32(scale)])
 }

@@ -14,9 +14,7 @@ use super::{err, Buf as DevBuf, Gpu, Inner};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum K {
     AddBias,
-    ColSumPart,
-    ColSqdevPart,
-    ColDotPart,
+    ColPart,
     ColFinish,
     BnRstd,
     BnForward,
@@ -30,11 +28,9 @@ pub(crate) enum K {
 
 impl K {
     /// Every kernel, in `net_kernels.cu`'s order.
-    pub(crate) const ALL: [K; 13] = [
+    pub(crate) const ALL: [K; 11] = [
         K::AddBias,
-        K::ColSumPart,
-        K::ColSqdevPart,
-        K::ColDotPart,
+        K::ColPart,
         K::ColFinish,
         K::BnRstd,
         K::BnForward,
@@ -50,9 +46,7 @@ impl K {
     pub(crate) fn name(self) -> &'static str {
         match self {
             K::AddBias => "add_bias",
-            K::ColSumPart => "col_sum_part",
-            K::ColSqdevPart => "col_sqdev_part",
-            K::ColDotPart => "col_dot_part",
+            K::ColPart => "col_part",
             K::ColFinish => "col_finish",
             K::BnRstd => "bn_rstd",
             K::BnForward => "bn_forward",

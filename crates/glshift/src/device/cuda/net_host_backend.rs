@@ -32,8 +32,7 @@ fn signature(k: K) -> &'static [C] {
     use C::*;
     match k {
         K::AddBias => &[Out, In, I64, I32],
-        K::ColSumPart => &[In, Out, I32, I32, I32],
-        K::ColSqdevPart | K::ColDotPart => &[In, In, Out, I32, I32, I32],
+        K::ColPart => &[In, In, Out, I32, I32, I32, I32],
         K::ColFinish => &[In, Out, I32, I32, F32],
         K::BnRstd => &[Out, I32, F32, F32],
         K::BnForward => &[Out, Out, In, In, In, In, I64, I32],
@@ -59,9 +58,16 @@ fn needs(k: K, a: &[Arg<'_, Vec<f32>>]) -> Vec<(usize, usize)> {
     let chunks = |rows: usize, chunk: usize| rows.div_ceil(chunk);
     match k {
         K::AddBias => vec![(0, int(&a[2])), (1, int(&a[3]))],
-        K::ColSumPart => vec![(0, int(&a[2]) * int(&a[3])), (1, chunks(int(&a[2]), int(&a[4])) * int(&a[3]))],
-        K::ColSqdevPart => vec![(0, int(&a[3]) * int(&a[4])), (1, int(&a[4])), (2, chunks(int(&a[3]), int(&a[5])) * int(&a[4]))],
-        K::ColDotPart => vec![(0, int(&a[3]) * int(&a[4])), (1, int(&a[3]) * int(&a[4])), (2, chunks(int(&a[3]), int(&a[5])) * int(&a[4]))],
+        K::ColPart => {
+            let (rows, d) = (int(&a[3]), int(&a[4]));
+            // The second operand: unread (mode 0), the column means (1), a matrix (2).
+            let b = match int(&a[6]) {
+                1 => d,
+                2 => rows * d,
+                _ => 0,
+            };
+            vec![(0, rows * d), (1, b), (2, chunks(rows, int(&a[5])) * d)]
+        }
         K::ColFinish => vec![(0, int(&a[2]) * int(&a[3])), (1, int(&a[3]))],
         K::BnRstd => vec![(0, int(&a[1]))],
         K::BnForward => {
@@ -121,6 +127,14 @@ fn len(a: &Arg<'_, Vec<f32>>) -> usize {
     }
 }
 
+/// A product operand's values and leading dimension.
+fn raw<'a>(s: &Src<'a, HostKernels>) -> (&'a [f32], usize) {
+    match *s {
+        Src::Buf(b, ld) => (b, ld),
+        Src::Feat(f) => (&f.x, f.ld),
+    }
+}
+
 /// A row-major operand `(values, ld)` as the `rows × cols` matrix it stores.
 fn stored<'a>((v, ld): (&'a [f32], usize), rows: usize, cols: usize) -> Result<ArrayView2<'a, f32>, String> {
     let need = if rows == 0 { 0 } else { (rows - 1) * ld + cols };
@@ -161,15 +175,9 @@ impl NetBackend for HostKernels {
     }
 
     fn gemm(&self, (ta, tb): (bool, bool), (m, n, k): (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut Vec<f32>) -> Result<(), String> {
-        let raw = |s: &Src<'_, Self>| -> (Vec<f32>, usize) {
-            match s {
-                Src::Buf(b, ld) => ((*b).clone(), *ld),
-                Src::Feat(f) => (f.x.clone(), f.ld),
-            }
-        };
-        let ((av, lda), (bv, ldb)) = (raw(&a), raw(&b));
-        let a = if ta { stored((&av, lda), k, m)?.reversed_axes() } else { stored((&av, lda), m, k)? };
-        let b = if tb { stored((&bv, ldb), n, k)?.reversed_axes() } else { stored((&bv, ldb), k, n)? };
+        let (av, bv) = (raw(&a), raw(&b));
+        let a = if ta { stored(av, k, m)?.reversed_axes() } else { stored(av, m, k)? };
+        let b = if tb { stored(bv, n, k)?.reversed_axes() } else { stored(bv, k, n)? };
         if c.len() < m * n {
             return Err(format!("the product is {m} × {n}, its buffer {} values", c.len()));
         }
@@ -198,8 +206,7 @@ impl NetBackend for HostKernels {
         unsafe {
             match k {
                 K::AddBias => self.get::<unsafe extern "C" fn(P, P, i64, i32)>(name)(p[0], p[1], i64_(2), i32_(3)),
-                K::ColSumPart => self.get::<unsafe extern "C" fn(P, P, i32, i32, i32)>(name)(p[0], p[1], i32_(2), i32_(3), i32_(4)),
-                K::ColSqdevPart | K::ColDotPart => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5)),
+                K::ColPart => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), i32_(6)),
                 K::ColFinish => self.get::<unsafe extern "C" fn(P, P, i32, i32, f32)>(name)(p[0], p[1], i32_(2), i32_(3), f32_(&args[4])),
                 K::BnRstd => self.get::<unsafe extern "C" fn(P, i32, f32, f32)>(name)(p[0], i32_(1), f32_(&args[2]), f32_(&args[3])),
                 K::BnForward => self.get::<unsafe extern "C" fn(P, P, P, P, P, P, i64, i32)>(name)(p[0], p[1], p[2], p[3], p[4], p[5], i64_(6), i32_(7)),

@@ -24,22 +24,9 @@ KERNEL add_bias(float* y, const float* b, long long total, int d) {
     EACH(i, total) { y[i] += b[i % d]; }
 }
 
-// part[k, j] = sum of x[r, j] over the rows r of chunk k (rows k*chunk .. of `rows`), in row order.
-KERNEL col_sum_part(const float* x, float* part, int rows, int d, int chunk) {
-    long long chunks = ((long long)rows + chunk - 1) / chunk;
-    EACH(i, chunks * d) {
-        long long k = i / d;
-        long long j = i - k * d;
-        long long r0 = k * chunk;
-        long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
-        float s = 0.0f;
-        for (long long r = r0; r < r1; ++r) s += x[r * d + j];
-        part[i] = s;
-    }
-}
-
-// part[k, j] = sum of (x[r, j] - mean[j])^2 over the rows of chunk k.
-KERNEL col_sqdev_part(const float* x, const float* mean, float* part, int rows, int d, int chunk) {
+// part[k, j] = the sum over the rows r of chunk k (rows k*chunk .. of `rows`), in row order, of
+// a[r, j] (mode 0), (a[r, j] - b[j])^2 (mode 1: b the column means) or a[r, j] * b[r, j] (mode 2).
+KERNEL col_part(const float* a, const float* b, float* part, int rows, int d, int chunk, int mode) {
     long long chunks = ((long long)rows + chunk - 1) / chunk;
     EACH(i, chunks * d) {
         long long k = i / d;
@@ -48,23 +35,16 @@ KERNEL col_sqdev_part(const float* x, const float* mean, float* part, int rows, 
         long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
         float s = 0.0f;
         for (long long r = r0; r < r1; ++r) {
-            float t = x[r * d + j] - mean[j];
-            s += t * t;
+            float v = a[r * d + j];
+            if (mode == 1) {
+                float t = v - b[j];
+                s += t * t;
+            } else if (mode == 2) {
+                s += v * b[r * d + j];
+            } else {
+                s += v;
+            }
         }
-        part[i] = s;
-    }
-}
-
-// part[k, j] = sum of a[r, j] * b[r, j] over the rows of chunk k.
-KERNEL col_dot_part(const float* a, const float* b, float* part, int rows, int d, int chunk) {
-    long long chunks = ((long long)rows + chunk - 1) / chunk;
-    EACH(i, chunks * d) {
-        long long k = i / d;
-        long long j = i - k * d;
-        long long r0 = k * chunk;
-        long long r1 = r0 + chunk < rows ? r0 + chunk : rows;
-        float s = 0.0f;
-        for (long long r = r0; r < r1; ++r) s += a[r * d + j] * b[r * d + j];
         part[i] = s;
     }
 }

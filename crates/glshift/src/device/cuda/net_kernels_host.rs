@@ -47,13 +47,20 @@ impl HostKernels {
         unsafe { self.lib.get(name.as_bytes()) }.unwrap_or_else(|e| panic!("kernel {name}: {e}"))
     }
 
-    /// `scale`·column sums of the first `rows` rows of `x` (width `d`), by chunks of `chunk` rows.
-    fn col_sum(&self, x: &[f32], rows: usize, d: usize, chunk: usize, scale: f32) -> Vec<f32> {
+    /// `scale`·(the column reduction `mode` of `col_part` over the first `rows` rows of `a`,
+    /// width `d`, second operand `b`), by chunks of `chunk` rows.
+    #[allow(clippy::too_many_arguments)]
+    fn col_reduce(&self, a: &[f32], b: &[f32], rows: usize, d: usize, chunk: usize, mode: i32, scale: f32) -> Vec<f32> {
         let chunks = rows.div_ceil(chunk);
         let mut part = vec![0f32; chunks * d];
-        type Part = unsafe extern "C" fn(*const f32, *mut f32, i32, i32, i32);
-        unsafe { self.get::<Part>("col_sum_part")(x.as_ptr(), part.as_mut_ptr(), rows as i32, d as i32, chunk as i32) };
+        type Part = unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32, i32, i32);
+        unsafe { self.get::<Part>("col_part")(a.as_ptr(), b.as_ptr(), part.as_mut_ptr(), rows as i32, d as i32, chunk as i32, mode) };
         self.finish(&part, chunks, d, scale)
+    }
+
+    /// `scale`·column sums of the first `rows` rows of `x` (width `d`), by chunks of `chunk` rows.
+    fn col_sum(&self, x: &[f32], rows: usize, d: usize, chunk: usize, scale: f32) -> Vec<f32> {
+        self.col_reduce(x, x, rows, d, chunk, 0, scale)
     }
 
     fn finish(&self, part: &[f32], chunks: usize, d: usize, scale: f32) -> Vec<f32> {
@@ -93,11 +100,7 @@ fn batch_norm_kernels_match_the_layer() {
     let hs = h.as_slice().unwrap();
     let inv_m = 1.0 / m as f32;
     let mean = k.col_sum(hs, m, d, chunk, inv_m);
-    let chunks = m.div_ceil(chunk);
-    let mut part = vec![0f32; chunks * d];
-    type Sq = unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32, i32);
-    unsafe { k.get::<Sq>("col_sqdev_part")(hs.as_ptr(), mean.as_ptr(), part.as_mut_ptr(), m as i32, d as i32, chunk as i32) };
-    let mut rstd = k.finish(&part, chunks, d, 1.0);
+    let mut rstd = k.col_reduce(hs, &mean, m, d, chunk, 1, 1.0);
     type Rstd = unsafe extern "C" fn(*mut f32, i32, f32, f32);
     unsafe { k.get::<Rstd>("bn_rstd")(rstd.as_mut_ptr(), d as i32, inv_m, BN_EPS as f32) };
     let (want_mean, want_rstd) = crate::nn::column_stats(h.slice(s![..m, ..]));
@@ -115,10 +118,7 @@ fn batch_norm_kernels_match_the_layer() {
     let (want_g, want_dx) = bn.backward(&cache, dy.clone());
     let mut dx = dy.into_raw_vec_and_offset().0;
     let dbeta = k.col_sum(&dx, r, d, chunk, 1.0);
-    let mut part = vec![0f32; r.div_ceil(chunk) * d];
-    type Dot = unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32, i32);
-    unsafe { k.get::<Dot>("col_dot_part")(dx.as_ptr(), xhat.as_ptr(), part.as_mut_ptr(), r as i32, d as i32, chunk as i32) };
-    let dgamma = k.finish(&part, r.div_ceil(chunk), d, 1.0);
+    let dgamma = k.col_reduce(&dx, &xhat, r, d, chunk, 2, 1.0);
     assert_close(&dbeta, want_g.dbeta.as_slice().unwrap(), 1e-5, "dbeta");
     assert_close(&dgamma, want_g.dgamma.as_slice().unwrap(), 1e-4, "dgamma");
     type Bwd = unsafe extern "C" fn(*mut f32, *const f32, *const f32, *const f32, *const f32, *const f32, i64, i32, i64, f32);
