@@ -14,9 +14,9 @@
 //! written once against it). On the CPU they are exactly the code they always were (bit for
 //! bit). Inside [`scoped`] with a CUDA device, a full-batch fit keeps the network, its
 //! optimiser and every activation on the GPU (`cuda::net`: cuBLAS products and the kernels of
-//! `cuda/net_kernels.cu` for bias, BatchNorm, activations, dropout masks and AdamW), so per
+//! `cuda/kernels.cu` for bias, BatchNorm, activations, dropout masks and AdamW), so per
 //! iteration only the logits, Z for the method's terms and their gradients cross PCIe; the
-//! exact kernel sums run there through cuBLAS plus three small NVRTC kernels (`cuda::sums`);
+//! exact kernel sums run there through cuBLAS plus two kernels of the same source (`cuda::sums`);
 //! the feature matrix is uploaded once ([`Pin`]); other f32 products of at least
 //! [`GPU_MIN_MACS`] multiply-adds (mini-batch training, evaluation) go through cuBLAS. The
 //! loss, the hold-out NLL, BBSE and the guard read n × c outputs on the host.
@@ -239,8 +239,8 @@ impl Drop for Pin {
 /// The GPU's network kernels built for the CPU (tests: the emulated GPU of
 /// `training::GpuNet`), or `None` without a C compiler.
 #[cfg(test)]
-pub(crate) fn cuda_host_kernels() -> Option<cuda::net_kernels_host::HostKernels> {
-    cuda::net_kernels_host::build()
+pub(crate) fn cuda_host_kernels() -> Option<cuda::kernels_host::HostKernels> {
+    cuda::kernels_host::build()
 }
 
 #[cfg(test)]

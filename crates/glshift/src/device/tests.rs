@@ -70,20 +70,15 @@ fn gpu_products_match_the_cpu_where_a_gpu_is_found() {
     }
 }
 
-/// On a machine with a usable GPU: the exact kernel sums there (S blocks, objective values,
-/// gradients) match the CPU's tiled pass, for one-hot and soft labels, one and two domains,
-/// tiles of several sizes. Skipped (reported) without one.
-#[test]
-fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
+/// The exact kernel sums of `device` (S blocks, objective values, gradients) match the CPU's
+/// tiled pass on each case (ns, nt, soft labels), two domains, objectives on the symmetric
+/// blocks (0, 0), (1, 1) and on (0, 1).
+fn kernel_sums_match_the_cpu(cases: &[(usize, usize, bool)], device: impl Fn(&crate::kernel::tiled::Request<f32>) -> crate::kernel::tiled::request::Output<f32>) {
     use crate::kernel::tiled::{run, Domain, Objective, Request};
     use rand::{Rng, SeedableRng};
-    if let Err(reason) = probe() {
-        eprintln!("skipped: {reason}");
-        return;
-    }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let (d, c) = (37, 4);
-    for &(ns, nt, soft) in &[(300, 200, false), (5000, 4500, false), (700, 650, true)] {
+    for &(ns, nt, soft) in cases {
         let z = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0);
         let y = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| {
             Array2::from_shape_fn((n, c), |(i, k)| if soft { rng.random::<f32>() } else { (i % c == k) as u8 as f32 })
@@ -100,31 +95,56 @@ fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
             ],
             h: 40.0,
         };
-        let want = run(&req);
-        let (got, used) = scoped(Device::Cuda, || Ok(run(&req))).expect("cuda");
-        assert_eq!(used.kind, "cuda");
+        let (want, got) = (run(&req), device(&req));
         for (k, sw) in &want.s {
             let sg = got.s_block(k.0, k.1);
             let scale = sw.iter().fold(0f64, |m, v| m.max(v.abs()));
             let worst = (sw - sg).iter().fold(0f64, |m, v| m.max(v.abs())) / scale;
-            assert!(worst < 1e-4, "S{k:?}: relative error {worst}");
+            assert!(worst < 1e-4, "({ns}, {nt}): S{k:?}: relative error {worst}");
         }
         for (w, g) in want.values.iter().zip(&got.values) {
-            assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "value {w} vs {g}");
+            assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "({ns}, {nt}): value {w} vs {g}");
         }
         for (gw, gg) in want.grads.iter().flatten().zip(got.grads.iter().flatten()) {
             let scale = gw.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
             let worst = (gw - gg).iter().fold(0f32, |m, v| m.max(v.abs())) / scale;
-            assert!(worst < 1e-3, "gradient: relative error {worst}");
+            assert!(worst < 1e-3, "({ns}, {nt}): gradient: relative error {worst}");
         }
     }
+}
+
+/// On the CPU's emulation of the GPU (the kernels built by the host C compiler, every launch
+/// and product checked against its signature and buffer lengths): the GPU's kernel sums with
+/// small tiles, so that blocks have several tiles, a partial last one, and mirrored pairs; and
+/// with one tile. Skipped without a C compiler.
+#[test]
+fn emulated_kernel_sums_match_the_cpu() {
+    let Some(kernels) = cuda::kernels_host::build() else { return };
+    for (tile, cases) in [(64, &[(300, 200, false), (130, 97, true)][..]), (4096, &[(90, 70, false)][..])] {
+        kernel_sums_match_the_cpu(cases, |req| cuda::sums::kernel_sums(&kernels, req, tile).expect("emulated kernel sums"));
+    }
+}
+
+/// On a machine with a usable GPU: the same there, through the crate's seam. Skipped
+/// (reported) without one.
+#[test]
+fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
+    if let Err(reason) = probe() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    kernel_sums_match_the_cpu(&[(300, 200, false), (5000, 4500, false), (700, 650, true)], |req| {
+        let (got, used) = scoped(Device::Cuda, || Ok(crate::kernel::tiled::run(req))).expect("cuda");
+        assert_eq!(used.kind, "cuda");
+        got
+    });
 }
 
 /// Full-batch training on a device (`training::GpuNet`: forward, backward, AdamW, a snapshot
 /// restored) follows the CPU's `HostNet` iteration by iteration to f32 rounding, with
 /// BatchNorm on leading rows, dropout, and several activations; pre-training's steps (leading
 /// rows) and adaptation's (every row, an extra ∂ℓ/∂Z) alternate.
-fn device_training_matches_the_cpu<D: cuda::NetBackend>(dev: Arc<D>) {
+fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
     use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig};
     use training::{GpuNet, HostNet, Snapshots, TrainingNet};
     use rand::{Rng, SeedableRng};
@@ -213,7 +233,7 @@ fn device_training_matches_the_cpu<D: cuda::NetBackend>(dev: Arc<D>) {
 /// GPU path's buffers, shapes and launches, without a GPU. Skipped without a C compiler.
 #[test]
 fn emulated_device_training_matches_the_cpu() {
-    let Some(kernels) = cuda::net_kernels_host::build() else { return };
+    let Some(kernels) = cuda::kernels_host::build() else { return };
     device_training_matches_the_cpu(Arc::new(kernels));
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
-use super::cuda::{DevNet, DevSnapshot, NetBackend};
+use super::cuda::{DevNet, DevSnapshot, Backend};
 use super::{active_gpu, Gpu, GPU_MIN_MACS};
 use crate::nn::{Adam, Forward, Network, Pass};
 
@@ -127,20 +127,20 @@ impl Snapshots for HostNet {
 
 /// [`DevNet`] with the host copies of its kept pass's outputs: on the GPU, or (tests) on the
 /// CPU's emulation of it.
-pub(crate) struct GpuNet<D: NetBackend = Gpu> {
+pub(crate) struct GpuNet<D: Backend = Gpu> {
     dev: DevNet<D>,
     logits: Array2<f32>,
     z: Option<Array2<f32>>,
 }
 
-impl<D: NetBackend> GpuNet<D> {
+impl<D: Backend> GpuNet<D> {
     /// `net` and `adam` uploaded to `dev`.
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<GpuNet<D>, String> {
         Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None })
     }
 }
 
-impl<D: NetBackend> TrainingNet for GpuNet<D> {
+impl<D: Backend> TrainingNet for GpuNet<D> {
     fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
         (self.logits, self.z) = self.dev.forward(x, fw, rng, true, with_z)?;
         Ok(())
@@ -171,7 +171,7 @@ impl<D: NetBackend> TrainingNet for GpuNet<D> {
     }
 }
 
-impl<D: NetBackend> Snapshots for GpuNet<D> {
+impl<D: Backend> Snapshots for GpuNet<D> {
     type Snapshot = DevSnapshot<D::Buf>;
 
     fn snapshot(&self) -> Result<DevSnapshot<D::Buf>, String> {

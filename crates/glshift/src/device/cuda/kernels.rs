@@ -1,70 +1,35 @@
-//! The three elementwise kernels of the GPU kernel sums, compiled by NVRTC when the GPU is
-//! first used (no CUDA toolkit at build time). Row-major buffers; grid-stride loops.
+//! The GPU's kernels (`kernels.cu`), compiled by NVRTC when the GPU is first used (no CUDA
+//! toolkit at build time), loaded into its context and launched through [`super::Backend`].
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction};
 
-/// CUDA C source. `gauss` turns a tile of inner products D = Z_I Z_Jᵀ (p×q) into the Gaussian
-/// K = exp(min(2D − ‖z_i‖² − ‖z_j‖², 0)/h) in place, as the CPU's `simd::gauss_tile` does;
-/// `hadamard` is M ← M ∘ K; `finish` turns the accumulated Σ_j H_ij z_j (G) and row sums r
-/// into the gradient scale·(G − r ∘ Z).
-pub(super) const SOURCE: &str = r#"
-extern "C" __global__ void gauss(float* d, const float* na, const float* nb, int p, int q, float inv_h) {
-    long long total = (long long)p * q;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        long long r = i / q;
-        long long c = i - r * q;
-        float v = d[i];
-        float e = ((v + v) - na[r] - nb[c]) * inv_h;
-        d[i] = expf(fminf(e, 0.0f));
-    }
-}
+use super::backend::K;
 
-extern "C" __global__ void hadamard(float* m, const float* k, long long total) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        m[i] *= k[i];
-    }
-}
+/// The CUDA C source; its header says how the same text also builds for the CPU tests.
+pub(super) const SOURCE: &str = include_str!("kernels.cu");
 
-extern "C" __global__ void finish(float* g, const float* z, const float* r, int n, int d, float scale) {
-    long long total = (long long)n * d;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        long long row = i / d;
-        g[i] = scale * (g[i] - r[row] * z[i]);
-    }
-}
-"#;
-
-/// The loaded kernels.
+/// The kernels, loaded, in [`K::ALL`]'s order.
 pub(super) struct Kernels {
-    pub gauss: CudaFunction,
-    pub hadamard: CudaFunction,
-    pub finish: CudaFunction,
+    fns: Vec<CudaFunction>,
 }
 
-/// The kernel sums' kernel names in [`SOURCE`].
-const NAMES: [&str; 3] = ["gauss", "hadamard", "finish"];
-
-/// Compiles `source` (`what`, for errors) to PTX with NVRTC (no device needed).
-pub(super) fn compile(source: &str, what: &str) -> Result<cudarc::nvrtc::Ptx, String> {
-    cudarc::nvrtc::compile_ptx(source).map_err(|e| format!("NVRTC could not compile {what}: {e}"))
-}
-
-/// Compiles `source`, loads it into `ctx` and returns its kernels `names`, in that order.
-pub(super) fn load_functions(ctx: &Arc<CudaContext>, source: &str, what: &str, names: &[&str]) -> Result<Vec<CudaFunction>, String> {
-    let module = ctx.load_module(compile(source, what)?).map_err(|e| format!("loading {what}: {e}"))?;
-    names.iter().map(|name| module.load_function(name).map_err(|e| format!("kernel {name}: {e}"))).collect()
+/// Compiles [`SOURCE`] to PTX with NVRTC (no device needed).
+fn compile() -> Result<cudarc::nvrtc::Ptx, String> {
+    cudarc::nvrtc::compile_ptx(SOURCE).map_err(|e| format!("NVRTC could not compile the kernels: {e}"))
 }
 
 impl Kernels {
     pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, String> {
-        let [gauss, hadamard, finish]: [CudaFunction; 3] =
-            load_functions(ctx, SOURCE, "the kernels", &NAMES)?.try_into().map_err(|_| "a kernel is missing".to_string())?;
-        Ok(Kernels { gauss, hadamard, finish })
+        let module = ctx.load_module(compile()?).map_err(|e| format!("loading the kernels: {e}"))?;
+        let fns = K::ALL.iter().map(|k| module.load_function(k.name()).map_err(|e| format!("kernel {}: {e}", k.name())));
+        Ok(Kernels { fns: fns.collect::<Result<_, _>>()? })
+    }
+
+    /// Kernel `k`.
+    pub(super) fn get(&self, k: K) -> &CudaFunction {
+        &self.fns[K::ALL.iter().position(|&x| x == k).expect("every kernel is in K::ALL")]
     }
 }
 
@@ -77,10 +42,10 @@ pub(super) fn launch_config(total: usize) -> cudarc::driver::LaunchConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{net_backend::K, net_kernels};
+    use super::K;
 
-    /// Both kernel sources (the kernel sums', the network's) compile wherever NVRTC can be
-    /// loaded (no GPU needed), every kernel in the PTX; skipped without NVRTC.
+    /// The kernels compile wherever NVRTC can be loaded (no GPU needed), every kernel of
+    /// [`K::ALL`] in the PTX; skipped without NVRTC.
     #[test]
     fn kernels_compile_with_nvrtc_where_it_is_installed() {
         // SAFETY: only probes whether the shared library can be opened.
@@ -88,12 +53,9 @@ mod tests {
             eprintln!("skipped: NVRTC (libnvrtc) not found");
             return;
         }
-        let net_names: Vec<&str> = K::ALL.iter().map(|k| k.name()).collect();
-        for (source, names) in [(super::SOURCE, &super::NAMES[..]), (net_kernels::SOURCE, &net_names[..])] {
-            let text = super::compile(source, "the kernels").expect("the kernels compile").to_src();
-            for name in names {
-                assert!(text.contains(&format!(".entry {name}")), "PTX lacks {name}");
-            }
+        let text = super::compile().expect("the kernels compile").to_src();
+        for k in K::ALL {
+            assert!(text.contains(&format!(".entry {}", k.name())), "PTX lacks {}", k.name());
         }
     }
 }

@@ -12,20 +12,18 @@ use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
 use ndarray::{Array2, ArrayView2};
 
+mod backend;
+#[cfg(test)]
+pub(crate) mod host_backend;
 mod kernels;
+#[cfg(test)]
+pub(crate) mod kernels_host;
 mod net;
-mod net_backend;
-mod net_kernels;
-#[cfg(test)]
-pub(crate) mod net_host_backend;
-#[cfg(test)]
-pub(crate) mod net_kernels_host;
-mod sums;
+pub(crate) mod sums;
 
+pub(crate) use backend::Backend;
 use kernels::Kernels;
 pub(crate) use net::{DevNet, DevSnapshot};
-pub(crate) use net_backend::NetBackend;
-use net_kernels::NetKernels;
 
 /// The process's GPU (device 0), shared by every thread; operations are serialised.
 pub struct Gpu {
@@ -36,9 +34,8 @@ pub struct Gpu {
 struct Inner {
     stream: Arc<CudaStream>,
     blas: CudaBlas,
+    /// The kernels of `kernels.cu`, for the network (`net`) and the kernel sums (`sums`).
     kernels: Kernels,
-    /// The network's kernels for full-batch training on the GPU (`net`).
-    net: NetKernels,
     pins: Vec<Pinned>,
     next_pin: usize,
 }
@@ -109,8 +106,12 @@ impl Gpu {
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
         let kernels = Kernels::load(&ctx)?;
-        let net = NetKernels::load(&ctx)?;
-        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, net, pins: Vec::new(), next_pin: 0 }) })
+        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }) })
+    }
+
+    /// `kernel::tiled::run` on the GPU (`sums`).
+    pub(crate) fn kernel_sums(&self, req: &crate::kernel::tiled::request::Request<f32>) -> Result<crate::kernel::tiled::request::Output<f32>, String> {
+        sums::kernel_sums(self, req, sums::TILE)
     }
 
     /// The device's name, e.g. "NVIDIA H100 80GB HBM3".

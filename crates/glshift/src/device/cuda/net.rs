@@ -1,12 +1,12 @@
 //! The network and its AdamW state kept on a device for full-batch training: every layer's
-//! forward and backward (the device's products, `net_kernels.cu` for bias, BatchNorm,
+//! forward and backward (the device's products, `kernels.cu` for bias, BatchNorm,
 //! activations, dropout masks, column sums), the finiteness check and the AdamW step run there;
 //! per iteration only the logits (n × c), and Z when asked, come back, and ∂ℓ/∂logits (plus an
 //! extra ∂ℓ/∂Z) goes up. The same operations as `nn` in the same order, so results agree with
 //! the CPU's to f32 rounding (the column sums add by chunks of rows).
 //!
-//! Written against [`NetBackend`]: the GPU is one implementation; the tests' CPU emulation with
-//! the same kernels built by the host C compiler (`net_host_backend`) is the other, so all of
+//! Written against [`Backend`]: the GPU is one implementation; the tests' CPU emulation with
+//! the same kernels built by the host C compiler (`host_backend`) is the other, so all of
 //! this runs in CI (`device::tests::emulated_device_training_matches_the_cpu`; on a GPU,
 //! `gpu_full_batch_training_matches_the_cpu_where_a_gpu_is_found`).
 //!
@@ -18,13 +18,13 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
-use super::net_backend::{Arg, NetBackend, Src, K};
+use super::backend::{Arg, Backend, Src, K};
 use crate::nn::{dropout_mask, Activation, Adam, Forward, Network, ParamKind, BN_EPS};
 
 /// Rows per partial column sum: chunks × width threads keep the GPU busy at any width.
 const CHUNK_ROWS: usize = 128;
 
-/// The kernel's code for an activation (`net_kernels.cu`, `act_forward`).
+/// The kernel's code for an activation (`kernels.cu`, `act_forward`).
 pub(crate) fn act_kind(a: Activation) -> i32 {
     match a {
         Activation::Relu => 0,
@@ -70,7 +70,7 @@ pub(crate) struct DevSnapshot<B> {
 /// A [`Network`] and its [`Adam`] on device `D`. `net` and `adam` hold the architecture, the
 /// optimiser's settings and step count; their tensors are brought up to date by
 /// [`DevNet::into_host`].
-pub(crate) struct DevNet<D: NetBackend> {
+pub(crate) struct DevNet<D: Backend> {
     dev: Arc<D>,
     net: Network,
     adam: Adam,
@@ -101,7 +101,7 @@ fn layers_of(net: &Network) -> Vec<Layer> {
     layers
 }
 
-impl<D: NetBackend> DevNet<D> {
+impl<D: Backend> DevNet<D> {
     /// Uploads `net` and `adam`'s moments to `dev`.
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<DevNet<D>, String> {
         let layers = layers_of(&net);
@@ -284,7 +284,7 @@ impl<D: NetBackend> DevNet<D> {
 /// Backward through block `l`'s dropout, activation and BatchNorm: `d` (r × width) goes from
 /// ∂ℓ/∂output to ∂ℓ/∂(linear output); dγ and dβ are written into `grads`.
 #[allow(clippy::too_many_arguments)]
-fn block_tail_backward<D: NetBackend + ?Sized>(
+fn block_tail_backward<D: Backend + ?Sized>(
     dev: &D,
     layer: &Layer,
     cache: &Cache<D::Buf>,
@@ -352,7 +352,7 @@ enum Reduce {
 }
 
 /// `scale`·(the reduction over the first `rows` rows of `a`, width `d`) into a new buffer.
-fn col_reduce<D: NetBackend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32) -> Result<D::Buf, String> {
+fn col_reduce<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32) -> Result<D::Buf, String> {
     let mut out = dev.zeros(d)?;
     col_reduce_into(dev, what, a, b, rows, d, scale, &mut out)?;
     Ok(out)
@@ -361,7 +361,7 @@ fn col_reduce<D: NetBackend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Opti
 /// [`col_reduce`] into `out` (length d): partial sums over chunks of [`CHUNK_ROWS`] rows,
 /// then their sum in chunk order (deterministic).
 #[allow(clippy::too_many_arguments)]
-fn col_reduce_into<D: NetBackend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32, out: &mut D::Buf) -> Result<(), String> {
+fn col_reduce_into<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32, out: &mut D::Buf) -> Result<(), String> {
     let chunks = rows.div_ceil(CHUNK_ROWS).max(1);
     let mut part = dev.zeros(chunks * d)?;
     // The kernel's mode; a sum reads no second operand (`a` stands in for it).

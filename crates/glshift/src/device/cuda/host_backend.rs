@@ -1,14 +1,15 @@
-//! The CPU's emulation of the GPU for `net` (tests only): buffers are vectors, products are
-//! ndarray's, and every launch calls the kernel of `net_kernels.cu` built by the host C
+//! The CPU's emulation of the GPU for `net` and `sums` (tests only): buffers are vectors,
+//! products are ndarray's, and every launch calls the kernel of `kernels.cu` built by the host C
 //! compiler. Each launch first checks its arguments against the kernel's C signature (kind and
-//! order) and every buffer against the lengths its scalars imply, so a wrong launch in `net`
-//! fails here with a message instead of reading out of bounds on a GPU.
+//! order) and every buffer against the lengths its scalars imply, and each product its
+//! operands against its shapes, so a wrong launch or product fails here with a message instead
+//! of reading out of bounds on a GPU.
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
-use super::net_backend::{Arg, NetBackend, Src, K};
-use super::net_kernels_host::HostKernels;
+use super::backend::{check_operand, stored_shapes, Arg, Backend, Src, K};
+use super::kernels_host::HostKernels;
 
 /// The fit's features, copied (row-major, `ld` columns).
 pub(crate) struct HostFeat {
@@ -27,7 +28,7 @@ enum C {
     F64,
 }
 
-/// Each kernel's signature (as in `net_kernels.cu`).
+/// Each kernel's signature (as in `kernels.cu`).
 fn signature(k: K) -> &'static [C] {
     use C::*;
     match k {
@@ -42,6 +43,8 @@ fn signature(k: K) -> &'static [C] {
         K::MulInplace => &[Out, In, I64],
         K::Adam => &[Out, In, Out, Out, I64, F64, F64, F64, F64, F64, F64, F64],
         K::FlagNonfinite => &[In, I64, Out],
+        K::Gauss => &[Out, In, In, I32, I32, I32, I32, F32],
+        K::GradFinish => &[Out, In, In, I32, I32, F32],
     }
 }
 
@@ -82,6 +85,14 @@ fn needs(k: K, a: &[Arg<'_, Vec<f32>>]) -> Vec<(usize, usize)> {
         K::ActBackward | K::MulInplace => vec![(0, int(&a[2])), (1, int(&a[2]))],
         K::Adam => (0..4).map(|i| (i, int(&a[4]))).collect(),
         K::FlagNonfinite => vec![(0, int(&a[1])), (2, 1)],
+        K::Gauss => {
+            let (p, q) = (int(&a[5]), int(&a[6]));
+            vec![(0, p * q), (1, int(&a[3]) + p), (2, int(&a[4]) + q)]
+        }
+        K::GradFinish => {
+            let (n, d) = (int(&a[3]), int(&a[4]));
+            vec![(0, n * d), (1, n * d), (2, n)]
+        }
     }
 }
 
@@ -128,23 +139,22 @@ fn len(a: &Arg<'_, Vec<f32>>) -> usize {
 }
 
 /// A product operand's values and leading dimension.
-fn raw<'a>(s: &Src<'a, HostKernels>) -> (&'a [f32], usize) {
+fn raw<'a>(s: &Src<'a, HostKernels>) -> Result<(&'a [f32], usize), String> {
     match *s {
-        Src::Buf(b, ld) => (b, ld),
-        Src::Feat(f) => (&f.x, f.ld),
+        Src::Buf(b, ld) => Ok((b, ld)),
+        Src::At(b, at, ld) => b.get(at..).map(|v| (v, ld)).ok_or_else(|| format!("an operand from offset {at} of a buffer of {} values", b.len())),
+        Src::Feat(f) => Ok((&f.x, f.ld)),
     }
 }
 
-/// A row-major operand `(values, ld)` as the `rows × cols` matrix it stores.
-fn stored<'a>((v, ld): (&'a [f32], usize), rows: usize, cols: usize) -> Result<ArrayView2<'a, f32>, String> {
+/// A row-major operand `(values, ld)` as the `(rows, cols)` matrix it stores.
+fn stored<'a>((v, ld): (&'a [f32], usize), (rows, cols): (usize, usize)) -> Result<ArrayView2<'a, f32>, String> {
+    check_operand(v.len(), rows, cols, ld)?;
     let need = if rows == 0 { 0 } else { (rows - 1) * ld + cols };
-    if ld < cols || v.len() < need {
-        return Err(format!("a {rows} × {cols} operand with leading dimension {ld} needs {need} values, has {}", v.len()));
-    }
     ArrayView2::from_shape((rows, cols).strides((ld, 1)), &v[..need]).map_err(|e| e.to_string())
 }
 
-impl NetBackend for HostKernels {
+impl Backend for HostKernels {
     type Buf = Vec<f32>;
     type Feat = HostFeat;
 
@@ -174,14 +184,13 @@ impl NetBackend for HostKernels {
         Ok(HostFeat { x: x.as_standard_layout().iter().copied().collect(), ld: x.ncols() })
     }
 
-    fn gemm(&self, (ta, tb): (bool, bool), (m, n, k): (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut Vec<f32>) -> Result<(), String> {
-        let (av, bv) = (raw(&a), raw(&b));
-        let a = if ta { stored(av, k, m)?.reversed_axes() } else { stored(av, m, k)? };
-        let b = if tb { stored(bv, n, k)?.reversed_axes() } else { stored(bv, k, n)? };
-        if c.len() < m * n {
-            return Err(format!("the product is {m} × {n}, its buffer {} values", c.len()));
-        }
-        let mut cv = ArrayViewMut2::from_shape((m, n), &mut c[..m * n]).map_err(|e| e.to_string())?;
+    fn gemm_at(&self, trans: (bool, bool), (m, n, k): (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, (c, at): (&mut Vec<f32>, usize)) -> Result<(), String> {
+        let (sa, sb) = stored_shapes(trans, (m, n, k));
+        let (a, b) = (stored(raw(&a)?, sa)?, stored(raw(&b)?, sb)?);
+        let a = if trans.0 { a.reversed_axes() } else { a };
+        let b = if trans.1 { b.reversed_axes() } else { b };
+        check_operand(c.len().saturating_sub(at), m, n, n)?;
+        let mut cv = ArrayViewMut2::from_shape((m, n), &mut c[at..at + m * n]).map_err(|e| e.to_string())?;
         general_mat_mul(1.0, &a, &b, beta, &mut cv);
         Ok(())
     }
@@ -223,6 +232,10 @@ impl NetBackend for HostKernels {
                     )
                 }
                 K::FlagNonfinite => self.get::<unsafe extern "C" fn(P, i64, P)>(name)(p[0], i64_(1), p[2]),
+                K::Gauss => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32, f32)>(name)(
+                    p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), i32_(6), f32_(&args[7]),
+                ),
+                K::GradFinish => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, f32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), f32_(&args[5])),
             }
         }
         Ok(())

@@ -1,9 +1,10 @@
-//! The network kernels (`net_kernels.cu`) built by the host C compiler, where `EACH` is a plain
-//! loop, and checked against the Rust layers they stand in for on the GPU: BatchNorm forward
-//! and backward with statistics from leading rows, every activation both ways, bias, dropout
-//! masks, AdamW, the non-finite flag. This checks each kernel's arithmetic and indexing on any
-//! machine with a C compiler; what only a GPU can check (launches, cuBLAS, the buffers of
-//! `net`) is `device::tests::gpu_*`. Skipped (reported) without a C compiler.
+//! The GPU's kernels (`kernels.cu`) built by the host C compiler, where `EACH` is a plain loop,
+//! and the network's checked against the Rust layers they stand in for on the GPU: BatchNorm
+//! forward and backward with statistics from leading rows, every activation both ways, bias,
+//! dropout masks, AdamW, the non-finite flag. (The kernel sums' two kernels are checked through
+//! the emulated `sums`, against the CPU's tiled pass.) This checks each kernel's arithmetic and
+//! indexing on any machine with a C compiler; what only a GPU can check (launches, cuBLAS) is
+//! `device::tests::gpu_*`. Skipped (reported) without a C compiler.
 
 use std::process::Command;
 
@@ -24,8 +25,8 @@ pub(crate) struct HostKernels {
 /// and rejects the source fails the test.
 pub(crate) fn build() -> Option<HostKernels> {
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let (src, out) = (dir.path().join("net_kernels.c"), dir.path().join("libnet_kernels.so"));
-    std::fs::write(&src, super::net_kernels::SOURCE).expect("write the source");
+    let (src, out) = (dir.path().join("kernels.c"), dir.path().join("libkernels.so"));
+    std::fs::write(&src, super::kernels::SOURCE).expect("write the source");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let run = Command::new(&cc).args(["-O2", "-std=c99", "-shared", "-fPIC", "-o"]).arg(&out).arg(&src).arg("-lm").output();
     let run = match run {
@@ -35,7 +36,7 @@ pub(crate) fn build() -> Option<HostKernels> {
             return None;
         }
     };
-    assert!(run.status.success(), "{cc} rejected net_kernels.cu:\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{cc} rejected kernels.cu:\n{}", String::from_utf8_lossy(&run.stderr));
     // SAFETY: the library was just built from the kernels' source; it has no initialisers.
     let lib = unsafe { Library::new(&out) }.expect("load the kernels");
     Some(HostKernels { lib, _dir: dir })

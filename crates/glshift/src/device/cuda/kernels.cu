@@ -1,11 +1,12 @@
-// The network's elementwise and column-reduction kernels for full-batch training on the GPU
-// (`net.rs`): bias, BatchNorm, activations, dropout masks, column sums and AdamW. Row-major
-// buffers, n rows x d columns.
+// The GPU's elementwise and column-reduction kernels: for the network of full-batch training
+// (`net.rs`: bias, BatchNorm, activations, dropout masks, column sums, AdamW) and for the exact
+// kernel sums (`sums.rs`: the Gaussian of a tile of inner products, the gradient's last step).
+// Row-major buffers, n rows x d columns.
 //
 // One source, two compilers. NVRTC builds it for the GPU (`__CUDACC_RTC__`): `EACH` is a
-// grid-stride loop. A host C compiler builds it for the CPU tests (`net_kernels_host.rs`):
-// `EACH` is a plain loop, so every kernel's arithmetic and indexing is checked against the
-// Rust layers without a GPU. Hence C only: no templates, no shared memory, no atomics on
+// grid-stride loop. A host C compiler builds it for the CPU tests (`kernels_host.rs`): `EACH`
+// is a plain loop, so every kernel's arithmetic and indexing is checked against the Rust code
+// it stands in for without a GPU. Hence C only: no templates, no shared memory, no atomics on
 // floats; column sums go by fixed chunks of rows, so the GPU's sums are deterministic too.
 
 #ifdef __CUDACC_RTC__
@@ -138,5 +139,27 @@ KERNEL adam(float* p, const float* g, float* m, float* v, long long n, double b1
 KERNEL flag_nonfinite(const float* x, long long n, float* flag) {
     EACH(i, n) {
         if (!isfinite(x[i])) flag[0] = 1.0f;
+    }
+}
+
+// A tile of inner products D = Z_I Z_J^T (p x q) becomes the Gaussian
+// K = exp(min(2D - |z_i|^2 - |z_j|^2, 0) / h) in place, as the CPU's `simd::gauss_tile` does;
+// the squared norms of tile I start at na[oa], those of tile J at nb[ob].
+KERNEL gauss(float* k, const float* na, const float* nb, int oa, int ob, int p, int q, float inv_h) {
+    EACH(i, (long long)p * q) {
+        long long r = i / q;
+        long long c = i - r * q;
+        float v = k[i];
+        float e = ((v + v) - na[oa + r] - nb[ob + c]) * inv_h;
+        k[i] = expf(fminf(e, 0.0f));
+    }
+}
+
+// The kernel sums' gradient from its sums G (n x d, sum_j H_ij z_j) and r (n, sum_j H_ij):
+// G becomes scale * (G - r o Z).
+KERNEL grad_finish(float* g, const float* z, const float* r, int n, int d, float scale) {
+    EACH(i, (long long)n * d) {
+        long long row = i / d;
+        g[i] = scale * (g[i] - r[row] * z[i]);
     }
 }

@@ -1,8 +1,9 @@
-//! What the network on a device (`net`) asks of the device: f32 buffers, uploads and downloads,
-//! row-major products, and launches of the kernels of `net_kernels.cu`. The GPU implements it
-//! through cudarc (cuBLAS, the NVRTC-compiled kernels); the tests implement it on the CPU with
-//! the same kernels built by the host C compiler (`net_host_backend`), so `net`'s buffers,
-//! shapes and launch arguments are checked against the CPU's network without a GPU.
+//! What the device code (the network of `net`, the kernel sums of `sums`) asks of the device:
+//! f32 buffers, uploads and downloads, row-major products, and launches of the kernels of
+//! `kernels.cu`. The GPU implements it through cudarc (cuBLAS, the NVRTC-compiled kernels); the
+//! tests implement it on the CPU with the same kernels built by the host C compiler
+//! (`host_backend`), so the device code's buffers, shapes and launch arguments are checked
+//! against the CPU's network and kernel sums without a GPU.
 
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use ndarray::ArrayView2;
@@ -10,7 +11,7 @@ use ndarray::ArrayView2;
 use super::kernels::launch_config;
 use super::{err, Buf as DevBuf, Gpu, Inner};
 
-/// The kernels of `net_kernels.cu`, by the name they are compiled under.
+/// The kernels of `kernels.cu`, by the name they are compiled under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum K {
     AddBias,
@@ -24,11 +25,13 @@ pub(crate) enum K {
     MulInplace,
     Adam,
     FlagNonfinite,
+    Gauss,
+    GradFinish,
 }
 
 impl K {
-    /// Every kernel, in `net_kernels.cu`'s order.
-    pub(crate) const ALL: [K; 11] = [
+    /// Every kernel, in `kernels.cu`'s order.
+    pub(crate) const ALL: [K; 13] = [
         K::AddBias,
         K::ColPart,
         K::ColFinish,
@@ -40,6 +43,8 @@ impl K {
         K::MulInplace,
         K::Adam,
         K::FlagNonfinite,
+        K::Gauss,
+        K::GradFinish,
     ];
 
     /// The kernel's name in the source.
@@ -56,6 +61,8 @@ impl K {
             K::MulInplace => "mul_inplace",
             K::Adam => "adam",
             K::FlagNonfinite => "flag_nonfinite",
+            K::Gauss => "gauss",
+            K::GradFinish => "grad_finish",
         }
     }
 }
@@ -71,15 +78,41 @@ pub(crate) enum Arg<'a, B> {
     F64(f64),
 }
 
-/// A product's operand: a buffer of the device (row-major, with its leading dimension) or the
-/// fit's features ([`NetBackend::features`]).
-pub(crate) enum Src<'a, D: NetBackend + ?Sized> {
+/// A product's operand: a buffer of the device (row-major, with its leading dimension), the
+/// same from an offset (values skipped, leading dimension), or the fit's features
+/// ([`Backend::features`]).
+pub(crate) enum Src<'a, D: Backend + ?Sized> {
     Buf(&'a D::Buf, usize),
+    At(&'a D::Buf, usize, usize),
     Feat(&'a D::Feat),
 }
 
-/// The device operations of `net`. Errors say what failed.
-pub(crate) trait NetBackend {
+/// The values a row-major `rows × cols` operand with leading dimension `ld` spans, or why the
+/// leading dimension cannot describe it.
+pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> Result<usize, String> {
+    if ld < cols {
+        return Err(format!("a {rows} × {cols} operand cannot have leading dimension {ld}"));
+    }
+    Ok(if rows == 0 { 0 } else { (rows - 1) * ld + cols })
+}
+
+/// Checks that an operand of `have` values holds the stored `rows × cols` matrix (leading
+/// dimension `ld`) a product reads.
+pub(crate) fn check_operand(have: usize, rows: usize, cols: usize, ld: usize) -> Result<(), String> {
+    let need = span(rows, cols, ld)?;
+    if have < need {
+        return Err(format!("a {rows} × {cols} operand with leading dimension {ld} needs {need} values, has {have}"));
+    }
+    Ok(())
+}
+
+/// The stored shape (rows, columns) of a product's operands: op(A) is m×k, op(B) k×n.
+pub(crate) fn stored_shapes((ta, tb): (bool, bool), (m, n, k): (usize, usize, usize)) -> ((usize, usize), (usize, usize)) {
+    (if ta { (k, m) } else { (m, k) }, if tb { (n, k) } else { (k, n) })
+}
+
+/// The device operations of `net` and `sums`. Errors say what failed.
+pub(crate) trait Backend {
     /// An f32 buffer on the device.
     type Buf;
     /// Row-major features on the device (the pinned matrix, or an upload).
@@ -96,7 +129,12 @@ pub(crate) trait NetBackend {
     fn features(&self, x: ArrayView2<f32>) -> Result<Self::Feat, String>;
     /// Row-major C (m×n, leading dimension n) = op(A)·op(B) + beta·C, op(A) m×k and op(B) k×n;
     /// `trans` says which operand is stored transposed.
-    fn gemm(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut Self::Buf) -> Result<(), String>;
+    fn gemm(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut Self::Buf) -> Result<(), String> {
+        self.gemm_at(trans, mnk, a, b, beta, (c, 0))
+    }
+    /// [`Backend::gemm`] into the m×n values of `c.0` from offset `c.1`. Every operand is
+    /// checked to hold what the shapes read ([`check_operand`]).
+    fn gemm_at(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: (&mut Self::Buf, usize)) -> Result<(), String>;
     /// Runs kernel `k` over `total` elements with `args`.
     fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>]) -> Result<(), String>;
     /// Waits for the device's work.
@@ -110,7 +148,7 @@ pub(crate) struct GpuFeat {
     ld: usize,
 }
 
-impl NetBackend for Gpu {
+impl Backend for Gpu {
     type Buf = CudaSlice<f32>;
     type Feat = GpuFeat;
 
@@ -156,15 +194,19 @@ impl NetBackend for Gpu {
         Ok(GpuFeat { buf, ld: o.ld })
     }
 
-    fn gemm(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut CudaSlice<f32>) -> Result<(), String> {
+    fn gemm_at(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, (c, at): (&mut CudaSlice<f32>, usize)) -> Result<(), String> {
         let g = self.lock()?;
         let ((av, lda), (bv, ldb)) = (operand_view(&g, &a)?, operand_view(&g, &b)?);
-        g.gemm_rm(trans, mnk, 1.0, (&av, lda), (&bv, ldb), beta, (&mut c.slice_mut(..), mnk.1))
+        let ((ar, ac), (br, bc)) = stored_shapes(trans, mnk);
+        check_operand(av.len(), ar, ac, lda)?;
+        check_operand(bv.len(), br, bc, ldb)?;
+        check_operand(c.len().saturating_sub(at), mnk.0, mnk.1, mnk.1)?;
+        g.gemm_rm(trans, mnk, 1.0, (&av, lda), (&bv, ldb), beta, (&mut c.slice_mut(at..), mnk.1))
     }
 
     fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, CudaSlice<f32>>]) -> Result<(), String> {
         let g = self.lock()?;
-        let f = g.net.get(k);
+        let f = g.kernels.get(k);
         let mut lb = g.stream.launch_builder(f);
         for a in args.iter_mut() {
             match a {
@@ -176,9 +218,9 @@ impl NetBackend for Gpu {
                 Arg::F64(v) => lb.arg(&*v),
             };
         }
-        // SAFETY: `net` sizes every buffer it passes for the `total` elements of the kernel's
-        // loop and passes the arguments in the kernel's parameter order and C types (the host
-        // build of the same kernels checks both, `net_host_backend`).
+        // SAFETY: `net` and `sums` size every buffer they pass for the `total` elements of the
+        // kernel's loop and pass the arguments in the kernel's parameter order and C types (the
+        // host build of the same kernels checks both, `host_backend`).
         unsafe { lb.launch(launch_config(total.max(1))) }.map(|_| ()).map_err(|e| format!("kernel {}: {e:?}", k.name()))
     }
 
@@ -191,6 +233,8 @@ impl NetBackend for Gpu {
 fn operand_view<'a>(g: &'a Inner, s: &'a Src<'a, Gpu>) -> Result<(CudaView<'a, f32>, usize), String> {
     match s {
         Src::Buf(b, ld) => Ok((b.slice(..), *ld)),
+        Src::At(b, at, ld) if *at <= b.len() => Ok((b.slice(*at..), *ld)),
+        Src::At(b, at, _) => Err(format!("an operand from offset {at} of a buffer of {} values", b.len())),
         Src::Feat(GpuFeat { buf: Err(own), ld }) => Ok((own.slice(..), *ld)),
         Src::Feat(GpuFeat { buf: Ok((id, offset, len)), ld }) => {
             let pin = g.pins.iter().find(|p| p.id == *id).ok_or("the pinned features were released during training")?;
