@@ -98,13 +98,19 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
     let mut bar: Option<(usize, TrainBar)> = None;
     let outcome = params.select(&source, &target, &mut |i, p| {
         if bar.as_ref().map(|b| b.0) != Some(i) {
-            bar.take().map(|(_, b)| b.finish());
+            if let Some((_, b)) = bar.take() {
+                b.finish();
+            }
             let label = format!("candidate {}/{} {}→{}", i + 1, params.configs().len(), args.pair.source, args.pair.target);
             bar = Some((i, TrainBar::new(&label, args.run.quiet)));
         }
-        bar.as_ref().map(|(_, b)| b.update(p));
+        if let Some((_, b)) = bar.as_ref() {
+            b.update(p);
+        }
     });
-    bar.take().map(|(_, b)| b.finish());
+    if let Some((_, b)) = bar.take() {
+        b.finish();
+    }
     let mut outcome = outcome.with_context(|| format!("selecting on {} → {} failed", args.pair.source, args.pair.target))?;
     let elapsed = started.elapsed().as_secs_f64();
     outcome.chosen.report.protocol = proto;

@@ -16,6 +16,7 @@ use glshift::methods::{FitConfig, Training};
 
 /// Runs `glshift ARGS` and returns (success, peak RSS in bytes) from `wait4`.
 fn run_measured(args: &[&str]) -> (bool, f64) {
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reports its peak RSS
     let child = glshift().args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let pid = child.id() as libc::pid_t;
     let mut status = 0;

@@ -56,8 +56,11 @@ pub fn apply_owned(p: Protocol, source: Domain, target: Domain) -> Result<(Domai
     Ok((take(source, s_rows), take(target, t_rows)))
 }
 
-/// The rows each domain keeps under `p` (`None`: all of them, in order).
-fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Option<Vec<usize>>, Option<Vec<usize>>)> {
+/// Rows a domain keeps: `None` for all of them, in order.
+type Kept = Option<Vec<usize>>;
+
+/// The rows each domain keeps under `p`.
+fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Kept, Kept)> {
     let c = source.n_classes();
     match p {
         Protocol::Uda => Ok((None, None)),

@@ -40,6 +40,7 @@ impl Depthwise {
     }
 
     /// One channel plane: fills `o` (`oh × ow`).
+    #[allow(clippy::too_many_arguments)] // the plane's geometry, passed flat in the hot loop
     fn plane(&self, x: &[f32], h: usize, w: usize, ow: usize, wk: &[f32], b: f32, o: &mut [f32]) {
         let (k, s, p) = (self.kernel, self.stride, self.pad_before as isize);
         // Valid output column range per kernel column: 0 <= ox*s + kx - p < w.
@@ -83,6 +84,7 @@ mod tests {
     use super::*;
 
     /// Naive reference with explicit padding.
+    #[allow(clippy::too_many_arguments)]
     fn naive(x: &[f32], h: usize, w: usize, k: usize, s: usize, pb: usize, oh: usize, ow: usize, wk: &[f32]) -> Vec<f32> {
         let mut o = vec![0f32; oh * ow];
         for oy in 0..oh {

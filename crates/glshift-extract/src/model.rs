@@ -200,7 +200,7 @@ impl EffNetLite2 {
         let x = relu6(&self.head.forward(&x)?)?;
         observe("head", x.dims());
         let pooled = x.mean_keepdim(3)?.mean_keepdim(2)?;
-        observe("pool", &pooled.dims()[..]);
+        observe("pool", pooled.dims());
         Ok(pooled.flatten_from(1)?)
     }
 }

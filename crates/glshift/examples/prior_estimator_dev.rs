@@ -98,7 +98,7 @@ fn score(run: &Path) -> Vec<(String, f64, f64)> {
     let support: Vec<bool> = tracker.iter().map(|&p| p > 0.0).collect();
     let mut out = Vec::new();
     for (name, est) in candidates(cfg.label_shift.soft, &support, cfg.prior_floor_for(c)) {
-        let iv = bootstrap(est.as_ref(), &inp, 200, cfg.seed ^ 0x5eed_c1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
+        let iv = bootstrap(est.as_ref(), &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
         if name == "final-qp" {
             // `tracker`: its interval is the unfloored BBSE-QP's, widened to hold it.
             let (lo, hi) = hull(&iv.q_low, &iv.q_high, &tracker);
@@ -122,7 +122,8 @@ fn score(run: &Path) -> Vec<(String, f64, f64)> {
 
 fn main() {
     let runs: Vec<String> = std::env::args().skip(1).collect();
-    let mut all: Vec<(String, Vec<(String, f64, f64)>)> = Vec::new();
+    type Scores = Vec<(String, f64, f64)>;
+    let mut all: Vec<(String, Scores)> = Vec::new();
     for r in &runs {
         let s = score(Path::new(r));
         for (name, l1, cov) in &s {

@@ -36,7 +36,7 @@ mod saved_run;
 use saved_run::{vec_of, SavedRun};
 
 /// Per variant: (lows, highs) for one run.
-fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
+fn variants(run: &Path) -> (Vec<Bounds>, Vec<f64>) {
     let run_data = SavedRun::load(run);
     let SavedRun { cfg, c, report, truth, .. } = &run_data;
     let c = *c;
@@ -44,7 +44,7 @@ fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
     let old = (vec_of(&report["estimated_target_prior_ci_low"]), vec_of(&report["estimated_target_prior_ci_high"]));
     let inp = run_data.inputs();
     let raw = FitPrior { soft: cfg.label_shift.soft, floor: 0.0, support: None };
-    let iv = bootstrap(&raw, &inp, 200, cfg.seed ^ 0x5eed_c1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
+    let iv = bootstrap(&raw, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
     // The old construction, rebuilt: floored replicates, deviations from the final network's
     // floored estimate placed around the report. It must match the report of a fit made before
     // the change (the check that the split and the network's outputs are rebuilt exactly).
@@ -53,7 +53,7 @@ fn variants(run: &Path) -> (Vec<(Vec<f64>, Vec<f64>)>, Vec<f64>) {
         floor: cfg.prior_floor_for(c),
         support: cfg.label_shift.fixed_support_for(cfg.method).then(|| reported.iter().map(|&p| p > 0.0).collect()),
     };
-    let fl = bootstrap(&floored, &inp, 200, cfg.seed ^ 0x5eed_c1, 0.9, IntervalMethod::Basic).expect("bootstrap");
+    let fl = bootstrap(&floored, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Basic).expect("bootstrap");
     let sh = |q: &[f64]| -> Vec<f64> { (0..c).map(|k| q[k] - fl.point[k] + reported[k]).collect() };
     let rebuilt = IntervalMethod::Basic.bounds(&reported, &sh(&fl.q_low), &sh(&fl.q_high));
     let gap = rebuilt.0.iter().zip(&old.0).chain(rebuilt.1.iter().zip(&old.1)).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);

@@ -52,7 +52,7 @@ impl Stream {
             Stream::BaselineSampler => 0xba7c_0000,
             Stream::BnStats => 0x5747_0000,
             Stream::Bank => 0xba4c_0000,
-            Stream::PriorInterval => 0x5eed_c1,
+            Stream::PriorInterval => 0x5e_edc1,
             Stream::Guard => 0x9a1d_07e5_3c4b_11f2,
             Stream::Diagnostics => 0x5f37_59df_0a1b_c2d3,
             Stream::SndRows => 0x5_4d,

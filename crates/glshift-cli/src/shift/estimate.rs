@@ -219,10 +219,13 @@ fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Source probabilities and labels, target probabilities, rows each model trained on.
+type SourceClassifier = (Array2<f32>, Vec<usize>, Array2<f32>, Vec<usize>);
+
 /// The source classifier of `--data`, one with a hold-out or `--cross-fit k` fold models:
 /// (probabilities and labels the estimators see, target probabilities, rows each model
 /// trained on).
-fn source_classifier(a: &EstimateArgs, source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<(Array2<f32>, Vec<usize>, Array2<f32>, Vec<usize>)> {
+fn source_classifier(a: &EstimateArgs, source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<SourceClassifier> {
     let src = a.source.as_deref().unwrap_or_default();
     Ok(match a.cross_fit {
         0 => bail!("--cross-fit 0: must be ≥ 1 (1 = one classifier with a hold-out)"),

@@ -198,6 +198,14 @@ fn recalibrate(p: ArrayView2<f32>, temperature: f64) -> Array2<f32> {
     super::softmax_with_temperature(log_probs(p).view(), temperature)
 }
 
+/// ‖q − C ŵ‖ from the BBSE-QP solution (the solver always reports its objective ‖q − C ŵ‖²).
+fn qp_residual(est: &super::ShiftEstimate) -> Result<f64> {
+    let objective = est
+        .objective
+        .ok_or_else(|| Error::numerical("label-shift residual", "BBSE-QP returned no objective"))?;
+    Ok(objective.max(0.0).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,12 +273,4 @@ mod tests {
         let few = DiagnosticsParams { resamples: 1, ..p };
         assert!(fit_diagnostics(hold.view(), &[0, 1, 2, 0], hold.view(), &[1.0 / 3.0; 3], &few).is_err());
     }
-}
-
-/// ‖q − C ŵ‖ from the BBSE-QP solution (the solver always reports its objective ‖q − C ŵ‖²).
-fn qp_residual(est: &super::ShiftEstimate) -> Result<f64> {
-    let objective = est
-        .objective
-        .ok_or_else(|| Error::numerical("label-shift residual", "BBSE-QP returned no objective"))?;
-    Ok(objective.max(0.0).sqrt())
 }

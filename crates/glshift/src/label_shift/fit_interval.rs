@@ -274,9 +274,9 @@ pub(super) mod tests {
             let iv = fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, false, 100, 0.9, seed).unwrap();
             let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hy, target_probs: tp.view(), source_prior: Some(&ps) };
             let old = bootstrap(&floored, &inp, 100, seed, 0.9, IntervalMethod::Basic).unwrap();
-            for k in 0..C {
+            for (k, &truth) in TRUTH.iter().enumerate() {
                 assert!(iv.low[k] <= rep.target_prior[k] && rep.target_prior[k] <= iv.high[k], "holds the report: {iv:?}");
-                covered += usize::from(iv.low[k] <= TRUTH[k] && TRUTH[k] <= iv.high[k]);
+                covered += usize::from(iv.low[k] <= truth && truth <= iv.high[k]);
                 if rep.target_prior[k] == 0.0 {
                     // Flooring every replicate gave [0, 0] (the old interval); the unfloored
                     // replicates keep a positive width.

@@ -268,6 +268,11 @@ pub fn evidence_floor(n_t: usize, alpha: f64) -> f64 {
     }
 }
 
+/// The [`Method`] of `cfg.method` for a Z of `z_dim` columns and `c` classes.
+pub fn build_method(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Box<dyn Method>> {
+    cfg.method.build(&cfg.build_context(z_dim, c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,9 +326,4 @@ mod tests {
         assert_eq!(FitConfig::default().mul.label_kernel, LabelKernel::Linear);
         assert!(toml::from_str::<FitConfig>("[mul]\nlabel_kernel = \"cubic\"").is_err());
     }
-}
-
-/// The [`Method`] of `cfg.method` for a Z of `z_dim` columns and `c` classes.
-pub fn build_method(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Box<dyn Method>> {
-    cfg.method.build(&cfg.build_context(z_dim, c))
 }

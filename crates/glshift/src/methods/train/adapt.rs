@@ -47,6 +47,7 @@ struct Observation {
 /// steps the CPU's `Network` itself (SGD from zero momentum); the AdamW schedules (full-batch,
 /// and by mini-batch with the memory bank) go through [`TrainingNet`], on the CPU or the GPU
 /// (`device::training`), AdamW continued from pre-training.
+#[allow(clippy::large_enum_variant)] // one per adaptation, never moved in a loop
 pub(super) enum Trainer {
     Sgd(Network, Sgd),
     AdamW(Box<dyn TrainingNet>),

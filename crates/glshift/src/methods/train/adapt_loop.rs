@@ -16,6 +16,7 @@ use crate::device::training::{gpu_net_maker, HostNet, TrainingNet};
 use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
+#[allow(clippy::large_enum_variant)] // one per adaptation, never moved in a loop
 enum Schedule {
     /// Every row in every iteration (AdamW).
     Full,

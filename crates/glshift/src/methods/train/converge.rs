@@ -60,7 +60,7 @@ impl PretrainStopper {
     /// pre-training stops after it (the window's gain fell under k standard errors).
     pub fn observe(&mut self, rows: &[f64]) -> PretrainVerdict {
         let (nll, se) = mean_and_se(rows);
-        let improved = self.best.map_or(true, |b| nll < b);
+        let improved = self.best.is_none_or(|b| nll < b);
         if improved {
             self.best = Some(nll);
         }
