@@ -14,9 +14,12 @@
 #      rules on the GPU (the goal: at most 60 s), timed out after 200 s;
 #   5. `million`: a 1M-row source (1,000,000 + 100,000 rows × 256, 12 classes) fitted with the
 #      default settings, which train it by mini-batch (20 pre-training + 10 adaptation
-#      iterations here, timed out after 200 s), on the GPU.
-# Sections run as named: `gpu_check.sh DIR [tests] [oc10] [visda] [full] [million]` (the
-# first three by default: about 5 minutes).
+#      iterations here, timed out after 200 s), on the GPU;
+#   6. `sums`: one exact J_TU + J_DU pass with both gradients (`glshift perf`, Z 256 wide, 12
+#      classes, half source and half target) on the GPU at the VisDA row count (207,785), and
+#      on each device at 50,000 rows for their ratio (well under a minute).
+# Sections run as named: `gpu_check.sh DIR [tests] [sums] [oc10] [visda] [full] [million]`
+# (tests, sums, oc10 and visda by default: about 5 minutes).
 #
 # Prepare here (x86-64, release build), then run through the device tool with `carry: [".gpu"]`:
 #   cargo build --release -p glshift-cli && cargo test -p glshift --lib --no-run
@@ -27,7 +30,7 @@
 set -u
 B=${1:-.gpu}
 shift || true
-SECTIONS=${*:-tests oc10 visda}
+SECTIONS=${*:-tests sums oc10 visda}
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 G=$B/glshift
 W=${GPU_CHECK_WORK:-/tmp/gpu_check}
@@ -44,11 +47,19 @@ done
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 nproc
-echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 
 if want tests; then
 echo "== 1. device tests (products and kernel sums, GPU vs CPU)"
 timeout 120 "$B/glshift-lib-tests" device:: --test-threads 1 2>&1 | tail -15
+fi
+
+if want sums; then
+echo "== 6. one exact J_TU + J_DU pass with gradients (glshift perf): seconds per pass"
+for run in "207785 cuda" "50000 cuda" "50000 cpu"; do
+  set -- $run
+  timeout 150 "$G" perf --n "$1" --c 12 --runs 3 --device "$2" 2>&1 | tail -2 || echo "perf --n $1 on $2 failed or timed out"
+done
 fi
 
 if want oc10; then

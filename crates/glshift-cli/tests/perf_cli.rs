@@ -58,3 +58,27 @@ fn perf_rejects_bad_sizes_before_work() {
         assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// `--device`: the object says where the kernel sums ran (`auto` on a machine without a GPU:
+/// the CPU, and why); `cuda` runs there or is one error naming the device; the grid refuses
+/// a device it would not use.
+#[test]
+fn perf_device_is_reported_and_cuda_without_a_gpu_is_an_error() {
+    let v = perf_json(&["--n", "200", "--d", "8", "--c", "3", "--runs", "1", "--device", "auto"]);
+    match v["device"]["kind"].as_str() {
+        Some("cpu") => assert!(v["device"]["fallback"].as_str().is_some_and(|w| w.contains("CPU")), "{v}"),
+        Some("cuda") => assert!(v["device"]["name"].is_string(), "{v}"),
+        other => panic!("device kind {other:?}: {v}"),
+    }
+    assert_eq!(perf_json(&["--n", "200", "--d", "8", "--c", "3", "--runs", "1"])["device"]["kind"], "cpu", "the CPU by default");
+    let o = glshift().args(["perf", "--n", "200", "--d", "8", "--c", "3", "--runs", "1", "--json", "--device", "cuda"]).output().unwrap();
+    if o.status.success() {
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["device"]["kind"], "cuda", "{v}");
+    } else {
+        assert!(stderr(&o).contains("device cuda"), "{}", stderr(&o));
+        assert!(o.stdout.is_empty(), "no object from a failed run");
+    }
+    let o = glshift().args(["perf", "--device", "cuda", "--grid-n", "200"]).output().unwrap();
+    assert!(!o.status.success() && stderr(&o).contains("--device applies to one measurement"), "{}", stderr(&o));
+}

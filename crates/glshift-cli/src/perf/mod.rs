@@ -75,6 +75,11 @@ pub struct PerfArgs {
     /// Grid: sizes n of the random-feature timing (r = 2048), to check linear time.
     #[arg(long, value_delimiter = ',', default_value = "20000,50000,100000,200000")]
     pub rff_n: Vec<usize>,
+    /// Where the kernel sums of `--n` run: `cpu`, `cuda` (an error without a usable GPU) or
+    /// `auto`. The FLOP count and GEMM rate stay the CPU's (the ratio compares a GPU's time
+    /// with the CPU's bound). The grid runs on the CPU.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub device: crate::pair::DeviceArg,
     /// Office-Caltech10 features for the random-feature error and the MUL iteration time.
     #[arg(long, default_value = "../shared/data/office_caltech10_effnetlite2")]
     pub data: PathBuf,
@@ -84,6 +89,9 @@ pub fn run(args: PerfArgs) -> Result<()> {
     let est: McmdEstimator = args.mcmd.parse()?;
     if args.runs == 0 {
         bail!("invalid parameter `--runs` = 0: at least one timed run is needed");
+    }
+    if args.n.is_none() && args.device != crate::pair::DeviceArg::Cpu {
+        bail!("--device applies to one measurement (--n); the grid runs on the CPU");
     }
     match args.n {
         Some(n) => {
@@ -100,7 +108,7 @@ pub fn run(args: PerfArgs) -> Result<()> {
 }
 
 fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool) -> Result<Measurement> {
-    let spec = MeasureSpec { n, d: args.d, c, seed: args.seed, runs: args.runs, estimator: est };
+    let spec = MeasureSpec { n, d: args.d, c, seed: args.seed, runs: args.runs, estimator: est, device: args.device.into() };
     // The peers' input is written after the warm-up run, before the timed runs.
     let (mut m, peer_dir) = perf::measure(&spec, |w, first| -> Result<Option<PeerInput>> {
         if peers { prepare_peers(args, w, first, est) } else { Ok(None) }
@@ -126,7 +134,7 @@ fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool)
 fn print_measurement(m: &Measurement) {
     println!(
         "n = {} ({} + {}), d = {}, c = {}, {}: {:.4} s (median of {}), {:.1} GFLOP/s, GEMM {:.1} GFLOP/s, \
-         FLOP-bound ratio {:.2}, peak RSS {}, J_TU = {:.6e}, J_DU = {:.6e}, load {}",
+         FLOP-bound ratio {:.2}, peak RSS {}, J_TU = {:.6e}, J_DU = {:.6e}, load {}, device {}",
         m.n,
         m.n_source,
         m.n_target,
@@ -142,6 +150,7 @@ fn print_measurement(m: &Measurement) {
         m.j_tu,
         m.j_du,
         m.load_avg_1m_before.map_or("n/a".into(), |l| format!("{l:.2}")),
+        crate::fit::device_line(&m.device),
     );
     if let Some(p) = &m.peers {
         for peer in ["numpy", "jax", "dense_inverse"] {

@@ -8,6 +8,7 @@ mod workload;
 use std::path::Path;
 use std::time::Instant;
 
+use glshift::device::{self, Device, DeviceUsed};
 use glshift::kernel::{self, McmdEstimator, TuDuGrad};
 use glshift::methods::{FitConfig, Stage};
 use serde::Serialize;
@@ -44,6 +45,8 @@ pub struct Measurement {
     pub j_tu: f64,
     pub j_du: f64,
     pub threads: usize,
+    /// Where the timed runs' kernel sums ran (the warm-up's and every timed run's scope).
+    pub device: DeviceUsed,
     pub load_avg_1m_before: Option<f64>,
     pub load_avg_1m_after: Option<f64>,
     /// The Python peers' results (filled in by the caller that ran them).
@@ -62,6 +65,8 @@ pub struct MeasureSpec {
     /// Timed runs (the median is reported), after one untimed warm-up run.
     pub runs: usize,
     pub estimator: McmdEstimator,
+    /// Where the kernel sums run (`glshift::device::scoped`); the GEMM rate is the CPU's.
+    pub device: Device,
 }
 
 /// Median of `v` (NaN-free input).
@@ -112,17 +117,21 @@ pub fn measure<P, E: From<Error>>(
     let est = spec.estimator;
     let w = Workload::synthetic(spec.n, spec.d, spec.c, spec.seed)?;
     let flops = w.flops(est)?;
-    let first = w.evaluate(est)?;
+    let (first, _) = device::scoped(spec.device, || w.tu_du(est)).map_err(Error::from)?;
     let (j_tu, j_du) = (first.tu.as_ref().expect("tu").value, first.du.as_ref().expect("du").value);
     let prepared = after_warm_up(&w, &first)?;
     drop(first);
-    let mut times = Vec::with_capacity(spec.runs);
-    for _ in 0..spec.runs {
-        let t0 = Instant::now();
-        let r = w.evaluate(est)?;
-        times.push(t0.elapsed().as_secs_f64());
-        drop(std::hint::black_box(r));
-    }
+    let (times, used) = device::scoped(spec.device, || {
+        let mut times = Vec::with_capacity(spec.runs);
+        for _ in 0..spec.runs {
+            let t0 = Instant::now();
+            let r = w.tu_du(est)?;
+            times.push(t0.elapsed().as_secs_f64());
+            drop(std::hint::black_box(r));
+        }
+        Ok(times)
+    })
+    .map_err(Error::from)?;
     let peak_rss = peak_rss_bytes();
     let seconds = median(&times);
     let gemm_gflops = gemm_peak(spec.d);
@@ -147,6 +156,7 @@ pub fn measure<P, E: From<Error>>(
         j_tu,
         j_du,
         threads: kernel::threads(),
+        device: used,
         load_avg_1m_before: load_before,
         load_avg_1m_after: None,
         peers: None,

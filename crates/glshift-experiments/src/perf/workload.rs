@@ -92,8 +92,13 @@ impl Workload {
 
     /// J_TU and pooled J_DU with their gradients.
     pub fn evaluate(&self, est: McmdEstimator) -> Result<TuDuGrad<f32>> {
+        Ok(self.tu_du(est)?)
+    }
+
+    /// [`Workload::evaluate`] with the core's error (inside `glshift::device::scoped`).
+    pub fn tu_du(&self, est: McmdEstimator) -> glshift::Result<TuDuGrad<f32>> {
         let (s, t) = self.views();
-        Ok(j_tu_du(&s, &t, &self.spec(est), &self.params, self.h)?)
+        j_tu_du(&s, &t, &self.spec(est), &self.params, self.h)
     }
 
     /// FLOPs of [`Workload::evaluate`].
