@@ -9,6 +9,7 @@ use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use ndarray::ArrayView2;
 
 use super::kernels::launch_config;
+use super::signatures::check_launch;
 use super::{err, Buf as DevBuf, Gpu, Inner};
 
 /// The kernels of `kernels.cu`, by the name they are compiled under.
@@ -205,6 +206,7 @@ impl Backend for Gpu {
     }
 
     fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, CudaSlice<f32>>]) -> Result<(), String> {
+        check_launch(k, args, CudaSlice::len)?;
         let g = self.lock()?;
         let f = g.kernels.get(k);
         let mut lb = g.stream.launch_builder(f);
@@ -218,9 +220,9 @@ impl Backend for Gpu {
                 Arg::F64(v) => lb.arg(&*v),
             };
         }
-        // SAFETY: `net` and `sums` size every buffer they pass for the `total` elements of the
-        // kernel's loop and pass the arguments in the kernel's parameter order and C types (the
-        // host build of the same kernels checks both, `host_backend`).
+        // SAFETY: the arguments match the kernel's parameter order and C types and every
+        // buffer holds what the kernel's loops read or write (`check_launch` above); `total`
+        // only sizes the grid of its grid-stride loops.
         unsafe { lb.launch(launch_config(total.max(1))) }.map(|_| ()).map_err(|e| format!("kernel {}: {e:?}", k.name()))
     }
 

@@ -1,99 +1,20 @@
 //! The CPU's emulation of the GPU for `net` and `sums` (tests only): buffers are vectors,
 //! products are ndarray's, and every launch calls the kernel of `kernels.cu` built by the host C
-//! compiler. Each launch first checks its arguments against the kernel's C signature (kind and
-//! order) and every buffer against the lengths its scalars imply, and each product its
-//! operands against its shapes, so a wrong launch or product fails here with a message instead
-//! of reading out of bounds on a GPU.
+//! compiler. As on the GPU, each launch first checks its arguments against the kernel's C
+//! signature and buffer lengths (`signatures`) and each product its operands against its
+//! shapes, so a wrong launch or product fails with a message.
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 use super::backend::{check_operand, stored_shapes, Arg, Backend, Src, K};
+use super::signatures::{check_launch, int};
 use super::kernels_host::HostKernels;
 
 /// The fit's features, copied (row-major, `ld` columns).
 pub(crate) struct HostFeat {
     x: Vec<f32>,
     ld: usize,
-}
-
-/// A parameter's C type in a kernel's signature.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum C {
-    In,
-    Out,
-    I32,
-    I64,
-    F32,
-    F64,
-}
-
-/// Each kernel's signature (as in `kernels.cu`).
-fn signature(k: K) -> &'static [C] {
-    use C::*;
-    match k {
-        K::AddBias => &[Out, In, I64, I32],
-        K::ColPart => &[In, In, Out, I32, I32, I32, I32],
-        K::ColFinish => &[In, Out, I32, I32, F32],
-        K::BnRstd => &[Out, I32, F32, F32],
-        K::BnForward => &[Out, Out, In, In, In, In, I64, I32],
-        K::BnBackward => &[Out, In, In, In, In, In, I64, I32, I64, F32],
-        K::ActForward => &[Out, I64, I32],
-        K::ActBackward => &[Out, In, I64, I32],
-        K::MulInplace => &[Out, In, I64],
-        K::Adam => &[Out, In, Out, Out, I64, F64, F64, F64, F64, F64, F64, F64],
-        K::FlagNonfinite => &[In, I64, Out],
-        K::Gauss => &[Out, In, In, I32, I32, I32, I32, F32],
-        K::GradFinish => &[Out, In, In, I32, I32, F32],
-    }
-}
-
-fn int(a: &Arg<'_, Vec<f32>>) -> usize {
-    match a {
-        Arg::I32(v) => usize::try_from(*v).expect("a non-negative size"),
-        Arg::I64(v) => usize::try_from(*v).expect("a non-negative size"),
-        _ => unreachable!("checked against the signature"),
-    }
-}
-
-/// The least length of each buffer argument of `k`, from its scalar arguments.
-fn needs(k: K, a: &[Arg<'_, Vec<f32>>]) -> Vec<(usize, usize)> {
-    let chunks = |rows: usize, chunk: usize| rows.div_ceil(chunk);
-    match k {
-        K::AddBias => vec![(0, int(&a[2])), (1, int(&a[3]))],
-        K::ColPart => {
-            let (rows, d) = (int(&a[3]), int(&a[4]));
-            // The second operand: unread (mode 0), the column means (1), a matrix (2).
-            let b = match int(&a[6]) {
-                1 => d,
-                2 => rows * d,
-                _ => 0,
-            };
-            vec![(0, rows * d), (1, b), (2, chunks(rows, int(&a[5])) * d)]
-        }
-        K::ColFinish => vec![(0, int(&a[2]) * int(&a[3])), (1, int(&a[3]))],
-        K::BnRstd => vec![(0, int(&a[1]))],
-        K::BnForward => {
-            let (t, d) = (int(&a[6]), int(&a[7]));
-            vec![(0, t), (1, t), (2, d), (3, d), (4, d), (5, d)]
-        }
-        K::BnBackward => {
-            let (t, d) = (int(&a[6]), int(&a[7]));
-            vec![(0, t), (1, t), (2, d), (3, d), (4, d), (5, d)]
-        }
-        K::ActForward => vec![(0, int(&a[1]))],
-        K::ActBackward | K::MulInplace => vec![(0, int(&a[2])), (1, int(&a[2]))],
-        K::Adam => (0..4).map(|i| (i, int(&a[4]))).collect(),
-        K::FlagNonfinite => vec![(0, int(&a[1])), (2, 1)],
-        K::Gauss => {
-            let (p, q) = (int(&a[5]), int(&a[6]));
-            vec![(0, p * q), (1, int(&a[3]) + p), (2, int(&a[4]) + q)]
-        }
-        K::GradFinish => {
-            let (n, d) = (int(&a[3]), int(&a[4]));
-            vec![(0, n * d), (1, n * d), (2, n)]
-        }
-    }
 }
 
 fn ptr(a: &mut Arg<'_, Vec<f32>>) -> *mut f32 {
@@ -116,25 +37,6 @@ fn f64_(a: &Arg<'_, Vec<f32>>) -> f64 {
     match a {
         Arg::F64(v) => *v,
         _ => unreachable!("checked against the signature"),
-    }
-}
-
-fn kind(a: &Arg<'_, Vec<f32>>) -> C {
-    match a {
-        Arg::In(_) => C::In,
-        Arg::Out(_) => C::Out,
-        Arg::I32(_) => C::I32,
-        Arg::I64(_) => C::I64,
-        Arg::F32(_) => C::F32,
-        Arg::F64(_) => C::F64,
-    }
-}
-
-fn len(a: &Arg<'_, Vec<f32>>) -> usize {
-    match a {
-        Arg::In(b) => b.len(),
-        Arg::Out(b) => b.len(),
-        _ => 0,
     }
 }
 
@@ -196,16 +98,7 @@ impl Backend for HostKernels {
     }
 
     fn launch(&self, k: K, _total: usize, args: &mut [Arg<'_, Vec<f32>>]) -> Result<(), String> {
-        let sig = signature(k);
-        let kinds: Vec<C> = args.iter().map(kind).collect();
-        if kinds != sig {
-            return Err(format!("kernel {}: arguments {kinds:?}, signature {sig:?}", k.name()));
-        }
-        for (i, need) in needs(k, args) {
-            if len(&args[i]) < need {
-                return Err(format!("kernel {}: argument {i} holds {} values, needs {need}", k.name(), len(&args[i])));
-            }
-        }
+        check_launch(k, args, Vec::len)?;
         let p: Vec<*mut f32> = args.iter_mut().map(|a| if matches!(a, Arg::In(_) | Arg::Out(_)) { ptr(a) } else { std::ptr::null_mut() }).collect();
         let (i32_, i64_) = (|i: usize| int(&args[i]) as i32, |i: usize| int(&args[i]) as i64);
         let name = k.name();
