@@ -26,13 +26,14 @@ pub(crate) enum K {
     MulInplace,
     Adam,
     FlagNonfinite,
+    CenterRows,
     Gauss,
     GradFinish,
 }
 
 impl K {
     /// Every kernel, in `kernels.cu`'s order.
-    pub(crate) const ALL: [K; 13] = [
+    pub(crate) const ALL: [K; 14] = [
         K::AddBias,
         K::ColPart,
         K::ColFinish,
@@ -44,6 +45,7 @@ impl K {
         K::MulInplace,
         K::Adam,
         K::FlagNonfinite,
+        K::CenterRows,
         K::Gauss,
         K::GradFinish,
     ];
@@ -62,6 +64,7 @@ impl K {
             K::MulInplace => "mul_inplace",
             K::Adam => "adam",
             K::FlagNonfinite => "flag_nonfinite",
+            K::CenterRows => "center_rows",
             K::Gauss => "gauss",
             K::GradFinish => "grad_finish",
         }
@@ -158,6 +161,10 @@ impl Backend for Gpu {
     }
 
     fn upload(&self, host: &[f32]) -> Result<CudaSlice<f32>, String> {
+        if host.is_empty() {
+            // As `zeros(0)`: a buffer of one value, since CUDA allocates no empty buffers.
+            return self.zeros(0);
+        }
         self.lock()?.stream.clone_htod(host).map_err(err("uploading"))
     }
 

@@ -125,6 +125,7 @@ impl Backend for HostKernels {
                     )
                 }
                 K::FlagNonfinite => self.get::<unsafe extern "C" fn(P, i64, P)>(name)(p[0], i64_(1), p[2]),
+                K::CenterRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4)),
                 K::Gauss => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32, f32)>(name)(
                     p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), i32_(6), f32_(&args[7]),
                 ),

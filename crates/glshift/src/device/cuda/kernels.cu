@@ -142,6 +142,20 @@ KERNEL flag_nonfinite(const float* x, long long n, float* flag) {
     }
 }
 
+// The kernel sums' rows centred in place, z[r, :] -= mean, and their squared norms (summed in
+// double, as the CPU's tiled pass does), one row per thread.
+KERNEL center_rows(float* z, const float* mean, float* norms, int n, int d) {
+    EACH(r, n) {
+        double s = 0.0;
+        for (long long j = 0; j < d; ++j) {
+            float v = z[r * d + j] - mean[j];
+            z[r * d + j] = v;
+            s += (double)v * (double)v;
+        }
+        norms[r] = (float)s;
+    }
+}
+
 // A tile of inner products D = Z_I Z_J^T (p x q) becomes the Gaussian
 // K = exp(min(2D - |z_i|^2 - |z_j|^2, 0) / h) in place, as the CPU's `simd::gauss_tile` does;
 // the squared norms of tile I start at na[oa], those of tile J at nb[ob].

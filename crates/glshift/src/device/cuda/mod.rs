@@ -19,6 +19,7 @@ mod kernels;
 #[cfg(test)]
 pub(crate) mod kernels_host;
 mod net;
+mod reduce;
 mod signatures;
 pub(crate) mod sums;
 

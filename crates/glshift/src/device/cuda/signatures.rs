@@ -31,6 +31,7 @@ fn signature(k: K) -> &'static [C] {
         K::MulInplace => &[Out, In, I64],
         K::Adam => &[Out, In, Out, Out, I64, F64, F64, F64, F64, F64, F64, F64],
         K::FlagNonfinite => &[In, I64, Out],
+        K::CenterRows => &[Out, In, Out, I32, I32],
         K::Gauss => &[Out, In, In, I32, I32, I32, I32, F32],
         K::GradFinish => &[Out, In, In, I32, I32, F32],
     }
@@ -81,6 +82,10 @@ fn needs<B>(k: K, a: &[Arg<'_, B>]) -> Vec<(usize, usize)> {
         K::ActBackward | K::MulInplace => vec![(0, int(&a[2])), (1, int(&a[2]))],
         K::Adam => (0..4).map(|i| (i, int(&a[4]))).collect(),
         K::FlagNonfinite => vec![(0, int(&a[1])), (2, 1)],
+        K::CenterRows => {
+            let (n, d) = (int(&a[3]), int(&a[4]));
+            vec![(0, n * d), (1, d), (2, n)]
+        }
         K::Gauss => {
             let (p, q) = (int(&a[5]), int(&a[6]));
             vec![(0, p * q), (1, int(&a[3]) + p), (2, int(&a[4]) + q)]

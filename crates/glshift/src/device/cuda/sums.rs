@@ -10,15 +10,18 @@
 //!   G_J += Hᵀ Z_I, r_J += Hᵀ·1                                (products, `mul_inplace`)
 //!
 //! then ∂ℓ_o/∂Z_a = (2/h)(G − r ∘ Z_a) (`grad_finish`). Rows are centred on the pooled mean
-//! first, as on the CPU. Memory: the inputs and accumulators plus three tile×tile buffers.
+//! first, as on the CPU, on the device (`center_rows`), so the host only hands over its rows
+//! and labels and reads back S, the values and the gradients. Memory: the inputs and
+//! accumulators plus three tile×tile buffers.
 //! Work: a block of T tiles on a = b costs T(T+1)/2 tile pairs instead of T².
 //!
 //! Written against [`Backend`]: the GPU runs it, and the tests run it on the CPU's emulation
 //! (`host_backend`, the same kernels built by the C compiler) against the CPU's tiled pass.
 
-use ndarray::{Array1, Array2};
+use ndarray::Array2;
 
 use super::backend::{Arg, Backend, Src, K};
+use super::reduce::{col_reduce, Reduce};
 use crate::kernel::tiled::request::{Output, Request};
 
 /// Rows per tile on the GPU: 4096² f32 = 64 MiB per tile buffer.
@@ -245,32 +248,36 @@ fn finish_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc: &mut Accumul
     Ok(grads)
 }
 
-/// Each domain's centred rows (pooled mean, f64), labels and squared row norms on the device.
+/// Each domain's rows, centred on the pooled mean, their squared norms and the labels, on the
+/// device. The rows go up as they are (read in place when contiguous); the mean (column sums by
+/// chunks of rows, added across domains in f64 on the host: d values) and the centring and
+/// norms (`center_rows`) are the device's work. Any centre gives the same K and gradients up to
+/// rounding; the pooled mean keeps the expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩ well conditioned.
 fn upload_domains<D: Backend>(dev: &D, req: &Request<f32>, d: usize) -> Result<Vec<Dom<D::Buf>>, String> {
     let total: usize = req.domains.iter().map(|x| x.z.nrows()).sum();
-    let mut mean = Array1::<f64>::zeros(d);
+    let mut doms = Vec::with_capacity(req.domains.len());
+    let mut sums = vec![0f64; d];
     for dm in req.domains {
-        for row in dm.z.rows() {
-            mean.iter_mut().zip(row).for_each(|(m, &v)| *m += v as f64);
+        let n = dm.z.nrows();
+        let z = match dm.z.as_slice() {
+            Some(rows) => dev.upload(rows)?,
+            None => dev.upload(dm.z.as_standard_layout().as_slice().expect("standard layout"))?,
+        };
+        if n > 0 {
+            let col = dev.download(&col_reduce(dev, Reduce::Sum, &z, None, n, d, 1.0)?)?;
+            sums.iter_mut().zip(&col).for_each(|(s, &v)| *s += v as f64);
         }
+        let y = match dm.y.as_slice() {
+            Some(labels) => dev.upload(labels)?,
+            None => dev.upload(dm.y.as_standard_layout().as_slice().expect("standard layout"))?,
+        };
+        doms.push(Dom { z, y, norms: dev.zeros(n)?, n });
     }
-    if total > 0 {
-        mean /= total as f64;
+    let mean: Vec<f32> = sums.iter().map(|&s| if total > 0 { (s / total as f64) as f32 } else { 0.0 }).collect();
+    let mean = dev.upload(&mean)?;
+    for dm in &mut doms {
+        let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
+        dev.launch(K::CenterRows, dm.n, &mut [Arg::Out(&mut dm.z), Arg::In(&mean), Arg::Out(&mut dm.norms), n, d_])?;
     }
-    let mean32: Vec<f32> = mean.iter().map(|&v| v as f32).collect();
-    req.domains
-        .iter()
-        .map(|dm| {
-            let n = dm.z.nrows();
-            let mut z = Vec::with_capacity(n * d);
-            let mut norms = Vec::with_capacity(n);
-            for row in dm.z.rows() {
-                let start = z.len();
-                z.extend(row.iter().zip(&mean32).map(|(&v, &m)| v - m));
-                norms.push(z[start..].iter().map(|&v| v as f64 * v as f64).sum::<f64>() as f32);
-            }
-            let y: Vec<f32> = dm.y.as_standard_layout().iter().copied().collect();
-            Ok(Dom { z: dev.upload(&z)?, y: dev.upload(&y)?, norms: dev.upload(&norms)?, n })
-        })
-        .collect()
+    Ok(doms)
 }
