@@ -16,8 +16,9 @@
 #      default settings, which train it by mini-batch (20 pre-training + 10 adaptation
 #      iterations here, timed out after 200 s), on the GPU;
 #   6. `sums`: one exact J_TU + J_DU pass with both gradients (`glshift perf`, Z 256 wide, 12
-#      classes, half source and half target) on the GPU at the VisDA row count (207,785), and
-#      on each device at 50,000 rows for their ratio (well under a minute).
+#      classes, half source and half target) on the GPU at the VisDA row count (207,785), in
+#      f32 and with TF32 products (time and values), and on each device at 50,000 rows for
+#      their ratio (about a minute).
 # Sections run as named: `gpu_check.sh DIR [tests] [sums] [oc10] [visda] [full] [million]`
 # (tests, sums, oc10 and visda by default: about 5 minutes).
 #
@@ -56,9 +57,9 @@ fi
 
 if want sums; then
 echo "== 6. one exact J_TU + J_DU pass with gradients (glshift perf): seconds per pass"
-for run in "207785 cuda" "50000 cuda" "50000 cpu"; do
+for run in "207785 cuda" "207785 cuda --tf32" "50000 cuda" "50000 cpu"; do
   set -- $run
-  timeout 150 "$G" perf --n "$1" --c 12 --runs 3 --device "$2" 2>&1 | tail -2 || echo "perf --n $1 on $2 failed or timed out"
+  timeout 150 "$G" perf --n "$1" --c 12 --runs 3 --device "$2" ${3:-} 2>&1 | tail -2
 done
 fi
 

@@ -61,7 +61,7 @@ fn perf_rejects_bad_sizes_before_work() {
 
 /// `--device`: the object says where the kernel sums ran (`auto` on a machine without a GPU:
 /// the CPU, and why); `cuda` runs there or is one error naming the device; the grid refuses
-/// a device it would not use.
+/// a device it would not use, and `--tf32` any device but `cuda`.
 #[test]
 fn perf_device_is_reported_and_cuda_without_a_gpu_is_an_error() {
     let v = perf_json(&["--n", "200", "--d", "8", "--c", "3", "--runs", "1", "--device", "auto"]);
@@ -70,7 +70,10 @@ fn perf_device_is_reported_and_cuda_without_a_gpu_is_an_error() {
         Some("cuda") => assert!(v["device"]["name"].is_string(), "{v}"),
         other => panic!("device kind {other:?}: {v}"),
     }
-    assert_eq!(perf_json(&["--n", "200", "--d", "8", "--c", "3", "--runs", "1"])["device"]["kind"], "cpu", "the CPU by default");
+    let cpu = perf_json(&["--n", "200", "--d", "8", "--c", "3", "--runs", "1"]);
+    assert_eq!((cpu["device"]["kind"].as_str(), cpu["tf32"].as_bool()), (Some("cpu"), Some(false)), "the CPU by default: {cpu}");
+    let o = glshift().args(["perf", "--n", "200", "--d", "8", "--c", "3", "--tf32"]).output().unwrap();
+    assert!(!o.status.success() && stderr(&o).contains("--tf32 needs --device cuda"), "{}", stderr(&o));
     let o = glshift().args(["perf", "--n", "200", "--d", "8", "--c", "3", "--runs", "1", "--json", "--device", "cuda"]).output().unwrap();
     if o.status.success() {
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -80,6 +80,10 @@ pub struct PerfArgs {
     /// with the CPU's bound). The grid runs on the CPU.
     #[arg(long, value_enum, default_value = "cpu")]
     pub device: crate::pair::DeviceArg,
+    /// With `--device cuda`: allow cuBLAS TF32 tensor-core products (10-bit mantissa inputs,
+    /// f32 sums), to measure their speed and the values they give. No fit uses them.
+    #[arg(long)]
+    pub tf32: bool,
     /// Office-Caltech10 features for the random-feature error and the MUL iteration time.
     #[arg(long, default_value = "../shared/data/office_caltech10_effnetlite2")]
     pub data: PathBuf,
@@ -92,6 +96,9 @@ pub fn run(args: PerfArgs) -> Result<()> {
     }
     if args.n.is_none() && args.device != crate::pair::DeviceArg::Cpu {
         bail!("--device applies to one measurement (--n); the grid runs on the CPU");
+    }
+    if args.tf32 && args.device != crate::pair::DeviceArg::Cuda {
+        bail!("--tf32 needs --device cuda (TF32 is a mode of the GPU's products)");
     }
     match args.n {
         Some(n) => {
@@ -108,7 +115,7 @@ pub fn run(args: PerfArgs) -> Result<()> {
 }
 
 fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool) -> Result<Measurement> {
-    let spec = MeasureSpec { n, d: args.d, c, seed: args.seed, runs: args.runs, estimator: est, device: args.device.into() };
+    let spec = MeasureSpec { n, d: args.d, c, seed: args.seed, runs: args.runs, estimator: est, device: args.device.into(), tf32: args.tf32 };
     // The peers' input is written after the warm-up run, before the timed runs.
     let (mut m, peer_dir) = perf::measure(&spec, |w, first| -> Result<Option<PeerInput>> {
         if peers { prepare_peers(args, w, first, est) } else { Ok(None) }
@@ -150,7 +157,7 @@ fn print_measurement(m: &Measurement) {
         m.j_tu,
         m.j_du,
         m.load_avg_1m_before.map_or("n/a".into(), |l| format!("{l:.2}")),
-        crate::fit::device_line(&m.device),
+        crate::fit::device_line(&m.device) + if m.tf32 { ", TF32 products" } else { "" },
     );
     if let Some(p) = &m.peers {
         for peer in ["numpy", "jax", "dense_inverse"] {

@@ -47,6 +47,8 @@ pub struct Measurement {
     pub threads: usize,
     /// Where the timed runs' kernel sums ran (the warm-up's and every timed run's scope).
     pub device: DeviceUsed,
+    /// Whether the GPU's products were allowed TF32.
+    pub tf32: bool,
     pub load_avg_1m_before: Option<f64>,
     pub load_avg_1m_after: Option<f64>,
     /// The Python peers' results (filled in by the caller that ran them).
@@ -67,6 +69,8 @@ pub struct MeasureSpec {
     pub estimator: McmdEstimator,
     /// Where the kernel sums run (`glshift::device::scoped`); the GEMM rate is the CPU's.
     pub device: Device,
+    /// TF32 products on the GPU (`glshift::device::allowing_tf32`).
+    pub tf32: bool,
 }
 
 /// Median of `v` (NaN-free input).
@@ -117,7 +121,8 @@ pub fn measure<P, E: From<Error>>(
     let est = spec.estimator;
     let w = Workload::synthetic(spec.n, spec.d, spec.c, spec.seed)?;
     let flops = w.flops(est)?;
-    let (first, _) = device::scoped(spec.device, || w.tu_du(est)).map_err(Error::from)?;
+    let evaluate = || if spec.tf32 { device::allowing_tf32(|| w.tu_du(est)) } else { w.tu_du(est) };
+    let (first, _) = device::scoped(spec.device, evaluate).map_err(Error::from)?;
     let (j_tu, j_du) = (first.tu.as_ref().expect("tu").value, first.du.as_ref().expect("du").value);
     let prepared = after_warm_up(&w, &first)?;
     drop(first);
@@ -125,7 +130,7 @@ pub fn measure<P, E: From<Error>>(
         let mut times = Vec::with_capacity(spec.runs);
         for _ in 0..spec.runs {
             let t0 = Instant::now();
-            let r = w.tu_du(est)?;
+            let r = evaluate()?;
             times.push(t0.elapsed().as_secs_f64());
             drop(std::hint::black_box(r));
         }
@@ -157,6 +162,7 @@ pub fn measure<P, E: From<Error>>(
         j_du,
         threads: kernel::threads(),
         device: used,
+        tf32: spec.tf32,
         load_avg_1m_before: load_before,
         load_avg_1m_after: None,
         peers: None,

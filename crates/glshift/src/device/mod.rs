@@ -141,6 +141,23 @@ fn active_gpu() -> Option<Arc<Gpu>> {
     ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.gpu.clone()))
 }
 
+/// Runs `f` with cuBLAS allowed to compute f32 products in TF32 on tensor cores (10-bit
+/// mantissa inputs, f32 accumulation) on the scope's GPU, then restores f32 products. For
+/// measurements (`glshift perf --tf32`): no fit uses it. Outside a GPU scope it only runs `f`.
+/// A GPU that refuses the mode is a failure of the scope (as for any GPU operation).
+pub fn allowing_tf32<R>(f: impl FnOnce() -> R) -> R {
+    let Some(gpu) = active_gpu() else { return f() };
+    if let Err(reason) = gpu.set_tf32(true) {
+        record_failure(format!("TF32 products: {reason}"));
+        return f();
+    }
+    let out = f();
+    if let Err(reason) = gpu.set_tf32(false) {
+        record_failure(format!("restoring f32 products: {reason}"));
+    }
+    out
+}
+
 /// Notes a GPU failure of the current scope (the work was, or will be, redone on the CPU):
 /// reported as `fallback` under `auto`, an error under `cuda`.
 pub(crate) fn record_failure(reason: String) {

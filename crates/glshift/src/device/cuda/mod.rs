@@ -116,6 +116,18 @@ impl Gpu {
         sums::kernel_sums(self, req, sums::TILE)
     }
 
+    /// cuBLAS's math mode: TF32 tensor-core products for f32 (`on`) or its default.
+    pub(super) fn set_tf32(&self, on: bool) -> Result<(), String> {
+        use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode, cublasStatus_t};
+        let mode = if on { cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH } else { cublasMath_t::CUBLAS_DEFAULT_MATH };
+        let g = self.lock()?;
+        // SAFETY: the handle is this GPU's live cuBLAS handle; the call only sets its mode.
+        match unsafe { cublasSetMathMode(*g.blas.handle(), mode) } {
+            cublasStatus_t::CUBLAS_STATUS_SUCCESS => Ok(()),
+            status => Err(format!("cublasSetMathMode: {status:?}")),
+        }
+    }
+
     /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
     pub fn name(&self) -> &str {
         &self.name
