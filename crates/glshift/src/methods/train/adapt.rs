@@ -107,7 +107,6 @@ impl Adaptation<'_, '_> {
         let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
         let full = self.trainer.adamw();
         let (z, logits) = (full.z().expect("the full-batch forward keeps Z"), full.logits());
-        let dims = (logits.dim(), z.dim());
         let out = if self.tracker.source_fallback() {
             StepOutput::none()
         } else {
@@ -131,7 +130,7 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.adamw_step(it, rows_seen(layout, self.method.sees_target()), dims, (n_train, off), &d_train_logits, &out)?;
+        self.adamw_step(it, rows_seen(layout, self.method.sees_target()), (n_train, off), &d_train_logits, &out)?;
         if let Some(stopper) = &mut self.stopper {
             let state = AdaptState {
                 prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
@@ -163,10 +162,11 @@ impl Adaptation<'_, '_> {
     }
 
     /// [`Adaptation::sgd_step`] for the AdamW schedules: the pass the trainer keeps (input
-    /// `x`), whose logits and Z have the shapes `dims`, then one AdamW step.
-    pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, dims: ((usize, usize), (usize, usize)), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
-        let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
+    /// `x`), then one AdamW step.
+    pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let full = self.trainer.adamw_mut();
+        let dims = (full.logits().dim(), full.z().expect("the forward keeps Z").dim());
+        let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
         if !full.step(x, d_logits.view(), Some(d_z.view())).map_err(device_error)? {
             return Err(self.gradient_error(it, d_train_logits, out));
         }

@@ -35,7 +35,6 @@ use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, StepOutput};
-use crate::device::training::TrainingNet;
 use crate::Result;
 
 /// The memory bank and samplers of a mini-batch adaptation.
@@ -119,11 +118,10 @@ impl Adaptation<'_, '_> {
             let x = layout.gather(&src)?;
             let full = self.trainer.adamw_mut();
             full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
-            let dims = outputs_dims(full);
             let out = StepOutput::none();
             let (ce, d) = source_cross_entropy(full.logits(), &ys, &out.ce_weights);
             check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
-            self.adamw_step(it, x.view(), dims, (nb, nb), &d, &out)?;
+            self.adamw_step(it, x.view(), (nb, nb), &d, &out)?;
             return Ok(adapt_record(iter, (ce, ce), &out, bank.n_confident, bank.temperature, None));
         }
         let tgt = bank.target.next(&mut bank.rng);
@@ -132,7 +130,6 @@ impl Adaptation<'_, '_> {
         let x = layout.gather(&rows)?;
         let full = self.trainer.adamw_mut();
         full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
-        let dims = outputs_dims(full);
         let z = full.z().expect("the forward keeps Z").to_owned();
         update_bank(bank, z.view(), &src, &tgt);
         let out = self.method_on_batch(bank, z.view(), &ys, &tgt, it)?;
@@ -143,7 +140,7 @@ impl Adaptation<'_, '_> {
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.adamw_step(it, x.view(), dims, (nb, nb), &d_train_logits, &out)?;
+        self.adamw_step(it, x.view(), (nb, nb), &d_train_logits, &out)?;
         bank.j_tu_sum += out.mul.map_or(0.0, |m| m.j_tu);
         bank.j_tu_steps += 1;
         bank.du_pooled = out.mul.is_some_and(|m| m.du_pooled);
@@ -275,9 +272,4 @@ pub(super) fn view_units(cfg: &FitConfig) -> FitConfig {
     units.adapt_stop.window = cfg.adapt_stop.window.div_ceil(every);
     units.adapt_stop.min_iters = cfg.adapt_stop.min_iters.div_ceil(every);
     units
-}
-
-/// The shapes of the kept pass's logits and Z.
-fn outputs_dims(full: &dyn TrainingNet) -> ((usize, usize), (usize, usize)) {
-    (full.logits().dim(), full.z().expect("the forward keeps Z").dim())
 }
