@@ -17,6 +17,7 @@ use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
 use super::chunked::EvalNet;
+use super::guard::device_error;
 use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Pass, Sgd};
 use crate::device::training::TrainingNet;
 use crate::{Error, Result};
@@ -85,11 +86,6 @@ impl Trainer {
             Trainer::AdamW(full) => Ok(full.into_host().map_err(device_error)?.0),
         }
     }
-}
-
-/// A GPU failure, as the fit's error (`run_adaptation` then redoes the adaptation on the CPU).
-pub(super) fn device_error(reason: String) -> Error {
-    Error::Device { requested: "cuda".into(), reason }
 }
 
 impl Adaptation<'_, '_> {

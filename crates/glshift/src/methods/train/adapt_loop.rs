@@ -2,7 +2,8 @@
 //! mini-batch with the memory bank), the progress callback and the label-free stop. The
 //! iterations themselves are `adapt` (full-batch), `minibatch` and `bank`.
 
-use super::adapt::{device_error, Adaptation, Trainer};
+use super::adapt::{Adaptation, Trainer};
+use super::guard::device_error;
 use super::bank::{view_units, Bank};
 use super::converge::AdaptStopper;
 use super::layout::Layout;

@@ -25,7 +25,8 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::adapt::{adapt_record, device_error, pseudo_labels, source_cross_entropy, Adaptation};
+use super::adapt::{adapt_record, pseudo_labels, source_cross_entropy, Adaptation};
+use super::guard::device_error;
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::AdaptState;
 use super::guard::check_finite;

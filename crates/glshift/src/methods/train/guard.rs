@@ -39,6 +39,12 @@ pub(super) fn check_finite(what: &str, iter: usize, stage: Stage, v: f64, cfg: &
     }
 }
 
+/// A GPU failure, as the fit's error: the stage it stops is redone on the CPU from its start
+/// (`pretrain_full::pretrain_on`, `adapt_loop::adapt_with_fallback`).
+pub(super) fn device_error(reason: String) -> Error {
+    Error::Device { requested: "cuda".into(), reason }
+}
+
 /// The error of a non-finite gradient: `term` names the culprit.
 pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitConfig) -> Error {
     Error::numerical(format!("{stage:?} iteration {iter}"), format!("{term} is not finite: {}", divergence_advice(cfg, stage)))

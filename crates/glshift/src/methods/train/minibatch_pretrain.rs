@@ -12,19 +12,19 @@ use rand_chacha::ChaCha8Rng;
 
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::PretrainStopper;
-use super::guard::{check_finite, gradient_error};
+use super::guard::{check_finite, device_error, gradient_error};
 use super::layout::Layout;
 use super::pretrain::{holdout_record, PretrainState};
-use super::pretrain_full::Failure;
 use super::records::{IterRecord, Progress, Stage};
 use crate::label_shift;
 use crate::methods::config::FitConfig;
 use crate::device::training::Snapshots;
 use crate::nn::{weighted_cross_entropy, Forward};
+use crate::Result;
 
 /// Mini-batch pre-training on `net` (the CPU's or a device's, `pretrain_full::pretrain_on`);
 /// the state has the same meaning as full-batch pre-training's.
-pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), mut net: N) -> std::result::Result<PretrainState, Failure> {
+pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), mut net: N) -> Result<PretrainState> {
     let mb = &cfg.minibatch;
     let n_train = layout.n_train();
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
@@ -38,13 +38,13 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
     for it in 0..cfg.pretrain_iters {
         let mut holdout = None;
         if layout.n_hold() > 0 && it % mb.eval_every == 0 {
-            let host = net.network().map_err(Failure::Device)?;
+            let host = net.network().map_err(device_error)?;
             let eval = EvalNet::new(&host, layout, &stats_rows, mb.chunk_rows)?;
             let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
             let rows = label_shift::calibration::nll_rows(hold_logits.view(), &layout.y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
-                best = Some(net.snapshot().map_err(Failure::Device)?);
+                best = Some(net.snapshot().map_err(device_error)?);
             }
             if verdict.stop {
                 break;
@@ -54,11 +54,11 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
         let idx = sampler.next(&mut batch_rng);
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
         let x = layout.gather(&idx)?;
-        net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false).map_err(Failure::Device)?;
+        net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false).map_err(device_error)?;
         let (ce, d_logits, _) = weighted_cross_entropy(net.logits(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
-        if !net.step(x.view(), d_logits.view(), None).map_err(Failure::Device)? {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg).into());
+        if !net.step(x.view(), d_logits.view(), None).map_err(device_error)? {
+            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
         }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
@@ -66,7 +66,7 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
     if let Some(s) = best {
         net.restore(s);
     }
-    let (net, adam) = Box::new(net).into_host().map_err(Failure::Device)?;
+    let (net, adam) = Box::new(net).into_host().map_err(device_error)?;
     Ok(PretrainState { net, adam, rng, history })
 }
 

@@ -12,7 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::converge::PretrainStopper;
-use super::guard::{check_finite, gradient_error};
+use super::guard::{check_finite, device_error, gradient_error};
 use super::layout::Layout;
 use super::pretrain::{holdout_record, PretrainState};
 use super::records::{IterRecord, Progress, Stage};
@@ -43,37 +43,20 @@ pub(super) fn pretrain_on<N: Snapshots>(
     let net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let adam = Adam::new(&cfg.optimizer, &net);
     if let Some(make) = device {
-        let outcome = make(net.clone(), adam.clone()).map_err(Failure::Device).and_then(|dev| run_stage(layout, cfg, total, progress, dev));
-        match outcome {
-            Ok(state) => return Ok(state),
-            Err(Failure::Fit(e)) => return Err(e),
-            Err(Failure::Device(reason)) => crate::device::record_failure(format!("pre-training on the GPU: {reason}")),
+        match make(net.clone(), adam.clone()).map_err(device_error).and_then(|dev| run_stage(layout, cfg, total, progress, dev)) {
+            Err(Error::Device { reason, .. }) => crate::device::record_failure(format!("pre-training on the GPU: {reason}")),
+            done => return done,
         }
     }
-    run_stage(layout, cfg, total, progress, HostNet::new(net, adam)).map_err(|f| match f {
-        Failure::Fit(e) => e,
-        Failure::Device(reason) => Error::Device { requested: "cpu".into(), reason },
-    })
+    run_stage(layout, cfg, total, progress, HostNet::new(net, adam))
 }
 
 /// The full-batch loop, or the mini-batch one (`minibatch_pretrain`) for borrowed rows.
-fn run_stage<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), net: N) -> std::result::Result<PretrainState, Failure> {
+fn run_stage<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), net: N) -> Result<PretrainState> {
     if layout.is_borrowed() {
         super::minibatch_pretrain::run(layout, cfg, total, progress, net)
     } else {
         run(layout, cfg, total, progress, net)
-    }
-}
-
-/// Why a loop stopped short: the fit's own error, or the device's.
-pub(super) enum Failure {
-    Fit(Error),
-    Device(String),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::Fit(e)
     }
 }
 
@@ -87,7 +70,7 @@ fn run<N: Snapshots>(
     total: usize,
     progress: &mut dyn FnMut(Progress),
     mut net: N,
-) -> std::result::Result<PretrainState, Failure> {
+) -> Result<PretrainState> {
     let (n_train, n_hold) = (layout.n_train(), layout.n_hold());
     let (x_source, y_train, y_hold) = (layout.x_source(), &layout.y_train, &layout.y_hold);
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
@@ -99,17 +82,17 @@ fn run<N: Snapshots>(
     let mut stopper = PretrainStopper::new(cfg);
     let mut best = None;
     for it in 0..cfg.pretrain_iters {
-        net.forward(x_source, &train_fw, &mut rng, false).map_err(Failure::Device)?;
+        net.forward(x_source, &train_fw, &mut rng, false).map_err(device_error)?;
         let (ce, d_train_logits, _) = weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         let mut holdout = None;
         if n_hold > 0 {
-            let eval_logits = if needs_eval_pass { Some(net.logits_of(x_source, &eval_fw, &mut rng).map_err(Failure::Device)?) } else { None };
+            let eval_logits = if needs_eval_pass { Some(net.logits_of(x_source, &eval_fw, &mut rng).map_err(device_error)?) } else { None };
             let hold_logits = eval_logits.as_ref().map_or(net.logits(), |l| l.view()).slice_move(s![n_train.., ..]);
             let rows = label_shift::calibration::nll_rows(hold_logits, y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
-                best = Some(net.snapshot().map_err(Failure::Device)?);
+                best = Some(net.snapshot().map_err(device_error)?);
             }
             if verdict.stop {
                 break;
@@ -117,8 +100,8 @@ fn run<N: Snapshots>(
             holdout = Some(holdout_record(&rows, hold_logits, y_hold));
         }
         // Only the training rows (first) carry a gradient; the hold-out rows are skipped.
-        if !net.step(x_source, d_train_logits.view(), None).map_err(Failure::Device)? {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg).into());
+        if !net.step(x_source, d_train_logits.view(), None).map_err(device_error)? {
+            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
         }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
@@ -126,6 +109,6 @@ fn run<N: Snapshots>(
     if let Some(s) = best {
         net.restore(s);
     }
-    let (net, adam) = Box::new(net).into_host().map_err(Failure::Device)?;
+    let (net, adam) = Box::new(net).into_host().map_err(device_error)?;
     Ok(PretrainState { net, adam, rng, history })
 }
