@@ -253,8 +253,8 @@ impl Drop for Pin {
     }
 }
 
-/// The GPU's network kernels built for the CPU (tests: the emulated GPU of
-/// `training::GpuNet`), or `None` without a C compiler.
+/// The GPU's kernels built for the CPU (tests: the emulated GPU of `training::GpuNet`), or
+/// `None` without a C compiler.
 #[cfg(test)]
 pub(crate) fn cuda_host_kernels() -> Option<cuda::kernels_host::HostKernels> {
     cuda::kernels_host::build()

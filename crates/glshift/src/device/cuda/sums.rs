@@ -259,18 +259,13 @@ fn upload_domains<D: Backend>(dev: &D, req: &Request<f32>, d: usize) -> Result<V
     let mut sums = vec![0f64; d];
     for dm in req.domains {
         let n = dm.z.nrows();
-        let z = match dm.z.as_slice() {
-            Some(rows) => dev.upload(rows)?,
-            None => dev.upload(dm.z.as_standard_layout().as_slice().expect("standard layout"))?,
-        };
+        // A view already in standard layout is read in place (`as_standard_layout` borrows it).
+        let z = dev.upload(dm.z.as_standard_layout().as_slice().expect("standard layout"))?;
         if n > 0 {
             let col = dev.download(&col_reduce(dev, Reduce::Sum, &z, None, n, d, 1.0)?)?;
             sums.iter_mut().zip(&col).for_each(|(s, &v)| *s += v as f64);
         }
-        let y = match dm.y.as_slice() {
-            Some(labels) => dev.upload(labels)?,
-            None => dev.upload(dm.y.as_standard_layout().as_slice().expect("standard layout"))?,
-        };
+        let y = dev.upload(dm.y.as_standard_layout().as_slice().expect("standard layout"))?;
         doms.push(Dom { z, y, norms: dev.zeros(n)?, n });
     }
     let mean: Vec<f32> = sums.iter().map(|&s| if total > 0 { (s / total as f64) as f32 } else { 0.0 }).collect();
