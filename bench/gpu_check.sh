@@ -39,6 +39,16 @@ W=${GPU_CHECK_WORK:-/tmp/gpu_check}
 mkdir -p "$W"
 stamp() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.1f}')"; }
+# The per-iteration times `glshift fit` printed in log $1 ("time per iteration: pre-training P
+# ms ..., adaptation A ms ..."): "P A" in ms, or nothing.
+iteration_ms() {
+  python3 - "$1" <<'EOF'
+import re, sys
+try: t = dict(re.findall(r"(pre-training|adaptation) ([0-9.]+) ms", open(sys.argv[1]).read()))
+except OSError: t = {}
+if len(t) == 2: print(t["pre-training"], t["adaptation"])
+EOF
+}
 
 # CUDA's libraries: the driver is on the loader path; cuBLAS and NVRTC come with the toolkit or
 # PyTorch's wheels.
@@ -125,16 +135,12 @@ EOF
 }
 short vis-cuda 20 10 cuda 130
 short vis-cpu 3 2 cpu 150
-python3 - "$W" <<'EOF'
-import re, sys
-def per_iter(name):
-    try: text = open(f"{sys.argv[1]}/{name}.log").read()
-    except OSError: return {}
-    return {k: float(v) for k, v in re.findall(r"(pre-training|adaptation) ([0-9.]+) ms", text)}
-g, c = per_iter("vis-cuda"), per_iter("vis-cpu")
-for stage in ("pre-training", "adaptation"):
-    if stage in g and stage in c:
-        print(f"{stage}: {c[stage]:.0f} ms per iteration on the CPU, {g[stage]:.0f} ms on CUDA: {c[stage]/g[stage]:.1f}x")
+python3 - $(iteration_ms "$W/vis-cuda.log") $(iteration_ms "$W/vis-cpu.log") <<'EOF'
+import sys
+if len(sys.argv) == 5:
+    g, c = map(float, sys.argv[1:3]), map(float, sys.argv[3:5])
+    for stage, gs, cs in zip(("pre-training", "adaptation"), g, c):
+        print(f"{stage}: {cs:.0f} ms per iteration on the CPU, {gs:.0f} ms on CUDA: {cs/gs:.1f}x")
 EOF
 fi
 if want full; then
@@ -144,13 +150,7 @@ printf 'training = "full-batch"\nmax_memory_gib = 100.0\n' >"$W/full.toml"
 # Device time is scarce: where section 3 ran, predict the fit from its per-iteration times and
 # the iteration counts of a default Office-Caltech10 fit (amazon -> webcam: 110 pre-training,
 # 102 adaptation), and skip a fit that would only hit the timeout.
-predicted=$(python3 - "$W/vis-cuda.log" <<'EOF'
-import re, sys
-try: t = {k: float(v) for k, v in re.findall(r"(pre-training|adaptation) ([0-9.]+) ms", open(sys.argv[1]).read())}
-except OSError: t = {}
-print(f"{(t['pre-training'] * 110 + t['adaptation'] * 102) / 1000:.0f}" if len(t) == 2 else "")
-EOF
-)
+predicted=$(iteration_ms "$W/vis-cuda.log" | awk '{ printf "%.0f", ($1 * 110 + $2 * 102) / 1000 }')
 [ -n "$predicted" ] && echo "predicted from section 3's per-iteration times: about $predicted s"
 if [ -n "$predicted" ] && [ "$predicted" -gt 190 ] && [ -z "${GPU_CHECK_FULL_ANYWAY:-}" ]; then
   echo "full fit skipped: it would hit the 200 s timeout (GPU_CHECK_FULL_ANYWAY=1 runs it)"
