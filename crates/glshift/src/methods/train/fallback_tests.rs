@@ -78,6 +78,12 @@ fn config() -> FitConfig {
 
 type NoDevice = fn(Network, Adam) -> Result<HostNet, String>;
 
+/// The share of rows whose most probable class is the same in `a` and `b`.
+fn agreement(a: &Array2<f32>, b: &Array2<f32>) -> f64 {
+    let same = a.rows().into_iter().zip(b.rows()).filter(|(x, y)| crate::nn::argmax_row(*x).0 == crate::nn::argmax_row(*y).0).count();
+    same as f64 / a.nrows() as f64
+}
+
 #[test]
 fn a_device_failing_mid_stage_gives_the_cpus_fit_bit_for_bit() {
     let mut rng = ChaCha8Rng::seed_from_u64(4);
@@ -134,9 +140,7 @@ fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
     }
     let cpu = adapt_with_fallback(&data, &layout, cpu_pre.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
     let dev = adapt_with_fallback(&data, &layout, cpu_pre, &cfg, false, &mut |_| {}, Some(on_device)).unwrap();
-    let label = |p: &Array2<f32>| p.rows().into_iter().map(|r| crate::nn::argmax_row(r).0).collect::<Vec<_>>();
-    let (a, b) = (label(&dev.target_probs), label(&cpu.target_probs));
-    let agree = a.iter().zip(&b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64;
+    let agree = agreement(&dev.target_probs, &cpu.target_probs);
     assert!(agree >= 0.98, "target predictions agree on {agree}");
     let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(worst < 1e-3, "target probabilities differ by {worst}");
@@ -185,8 +189,6 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     assert_eq!(failed.network, want.network);
     let got = adapt_with_fallback(&data, &layout, cpu, &cfg, false, &mut |_| {}, Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam))).unwrap();
     assert_eq!(got.history.len(), want.history.len());
-    let label = |p: &Array2<f32>| p.rows().into_iter().map(|r| crate::nn::argmax_row(r).0).collect::<Vec<_>>();
-    let (a, b) = (label(&got.target_probs), label(&want.target_probs));
-    let agree = a.iter().zip(&b).filter(|(x, y)| x == y).count() as f64 / a.len() as f64;
+    let agree = agreement(&got.target_probs, &want.target_probs);
     assert!(agree >= 0.98, "target predictions agree on {agree}");
 }
