@@ -29,11 +29,12 @@ pub(crate) enum K {
     CenterRows,
     Gauss,
     GradFinish,
+    GatherRows,
 }
 
 impl K {
     /// Every kernel, in `kernels.cu`'s order.
-    pub(crate) const ALL: [K; 14] = [
+    pub(crate) const ALL: [K; 15] = [
         K::AddBias,
         K::ColPart,
         K::ColFinish,
@@ -48,6 +49,7 @@ impl K {
         K::CenterRows,
         K::Gauss,
         K::GradFinish,
+        K::GatherRows,
     ];
 
     /// The kernel's name in the source.
@@ -67,6 +69,7 @@ impl K {
             K::CenterRows => "center_rows",
             K::Gauss => "gauss",
             K::GradFinish => "grad_finish",
+            K::GatherRows => "gather_rows",
         }
     }
 }

@@ -177,3 +177,17 @@ KERNEL grad_finish(float* g, const float* z, const float* r, int n, int d, float
         g[i] = scale * (g[i] - r[row] * z[i]);
     }
 }
+
+// Rows in another order: dst[r, :] = src[idx[r], :] (d wide), or zeros where idx[r] is negative
+// or past src's n_src rows. The indices are floats (exact below 2^24; the caller refuses more),
+// so that every buffer of the kernels stays a float buffer. The kernel sums sort one-hot rows
+// by class with it, and put their gradients back in the caller's order.
+KERNEL gather_rows(float* dst, const float* src, const float* idx, int n, int d, int n_src) {
+    EACH(i, (long long)n * d) {
+        long long r = i / d;
+        long long j = i - r * d;
+        float f = idx[r];
+        long long s = (long long)f;
+        dst[i] = (f >= 0.0f && s < n_src) ? src[s * d + j] : 0.0f;
+    }
+}

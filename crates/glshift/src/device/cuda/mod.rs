@@ -22,6 +22,7 @@ mod net;
 mod reduce;
 mod signatures;
 pub(crate) mod sums;
+mod sums_layout;
 
 pub(crate) use backend::Backend;
 use kernels::Kernels;

@@ -34,6 +34,7 @@ fn signature(k: K) -> &'static [C] {
         K::CenterRows => &[Out, In, Out, I32, I32],
         K::Gauss => &[Out, In, In, I32, I32, I32, I32, F32],
         K::GradFinish => &[Out, In, In, I32, I32, F32],
+        K::GatherRows => &[Out, In, In, I32, I32, I32],
     }
 }
 
@@ -93,6 +94,10 @@ fn needs<B>(k: K, a: &[Arg<'_, B>]) -> Vec<(usize, usize)> {
         K::GradFinish => {
             let (n, d) = (int(&a[3]), int(&a[4]));
             vec![(0, n * d), (1, n * d), (2, n)]
+        }
+        K::GatherRows => {
+            let (n, d) = (int(&a[3]), int(&a[4]));
+            vec![(0, n * d), (1, int(&a[5]) * d), (2, n)]
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The tiling of a request and its round-robin schedule of tile pairs.
 
+use super::request::one_hot_classes;
 use super::{Request, GROUP, TILE};
 use crate::Real;
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
 
 /// one-hot layout.
 pub(super) struct Tile {
@@ -38,23 +39,6 @@ pub(super) fn split_even(n: usize, max: usize) -> Vec<std::ops::Range<usize>> {
     (0..parts)
         .map(|k| (k * n / parts)..((k + 1) * n / parts))
         .collect()
-}
-
-/// Class of every row when `y` is one-hot (entries 0 or 1, at most one 1 per row); None else.
-pub(super) fn one_hot_classes<T: Real>(y: ArrayView2<T>) -> Option<Vec<usize>> {
-    let mut out = Vec::with_capacity(y.nrows());
-    for row in y.rows() {
-        let mut class = usize::MAX;
-        for (k, &v) in row.iter().enumerate() {
-            if v == T::one() && class == usize::MAX {
-                class = k;
-            } else if v != T::zero() {
-                return None;
-            }
-        }
-        out.push(class);
-    }
-    Some(out)
 }
 
 /// Round-robin schedule of all pairs I < J of `b` tiles: b − 1 rounds (b even; one more tile

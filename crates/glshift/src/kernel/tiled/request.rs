@@ -3,6 +3,8 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use crate::Real;
+
 /// One labelled block of rows: `z` n×d, `y` n×c.
 #[derive(Clone, Copy)]
 pub(crate) struct Domain<'a, T> {
@@ -45,4 +47,22 @@ impl<T> Output<T> {
             .expect("S block was requested")
             .1
     }
+}
+
+/// Class of every row when `y` is one-hot (entries 0 or 1, at most one 1 per row; a row of
+/// zeros has class `usize::MAX`); None else. Both tiled passes group rows by it.
+pub(crate) fn one_hot_classes<T: Real>(y: ArrayView2<T>) -> Option<Vec<usize>> {
+    let mut out = Vec::with_capacity(y.nrows());
+    for row in y.rows() {
+        let mut class = usize::MAX;
+        for (k, &v) in row.iter().enumerate() {
+            if v == T::one() && class == usize::MAX {
+                class = k;
+            } else if v != T::zero() {
+                return None;
+            }
+        }
+        out.push(class);
+    }
+    Some(out)
 }
