@@ -37,6 +37,7 @@ mod cuda;
 pub(crate) mod training;
 
 pub use cuda::Gpu;
+pub use training::{GammaTerms, ResidentZ};
 
 /// Products with fewer multiply-adds than this stay on the CPU under a GPU scope: below it a
 /// launch and two PCIe copies cost more than the product (a 512-row × 512 × 256 layer is 67 M).

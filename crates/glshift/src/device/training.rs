@@ -8,12 +8,16 @@
 //! seam (results bit for bit as they were); `DevNet` keeps the parameters, the moments and
 //! every activation on the GPU, so per iteration only the logits and their gradient cross PCIe.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use ndarray::{Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
+use super::cuda::net::DzIn;
+use super::cuda::resident::Resident;
 use super::cuda::{DevNet, DevSnapshot, Backend};
+use crate::kernel::tiled::request::Objective;
 use super::{active_gpu, Gpu, GPU_MIN_MACS};
 use crate::nn::{Adam, Forward, Network, Pass};
 
@@ -39,6 +43,19 @@ pub(crate) trait TrainingNet {
     /// a gradient was not finite and nothing changed.
     fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String>;
 
+    /// The kept pass's Z where it stays on a device, for kernel terms computed there
+    /// ([`ResidentZ`]); `None` (the CPU's): Z is read on the host, [`TrainingNet::z`].
+    fn resident(&self) -> Option<&dyn ResidentZ> {
+        None
+    }
+
+    /// [`TrainingNet::step`] with the ∂ℓ/∂Z that kernel terms added on the device through
+    /// [`TrainingNet::resident`] since the last forward (none added: zero); `d_logits` is
+    /// `n × c`, every row of the pass.
+    fn step_resident(&mut self, _x: ArrayView2<f32>, _d_logits: ArrayView2<f32>) -> Result<bool, String> {
+        Err("Z is not kept on a device".into())
+    }
+
     /// A host copy of the network now (for evaluations on the host).
     fn network(&self) -> Result<Network, String>;
 
@@ -56,6 +73,30 @@ pub(crate) trait Snapshots: TrainingNet {
 
     /// Back to a state [`Snapshots::snapshot`] took.
     fn restore(&mut self, s: Self::Snapshot);
+}
+
+/// Γ terms of one objective ℓ = Σ (a, b, Γ) ⟨Γ, S^{ab}⟩ over domains a ≤ b (Γ c×c), as
+/// `kernel::tiled` weighs its kernel sums.
+pub type GammaTerms = Vec<(usize, usize, ndarray::Array2<f64>)>;
+
+/// Kernel terms on the kept pass's Z where a device holds it (n × d rows of the pass, named by
+/// index): the rows stay there, each term's gradient stays there until it is added, scaled,
+/// into ∂ℓ/∂Z, which the network's backward reads there (the adaptation's `step_resident`).
+/// Per call only indices, labels, c×c matrices and scalars cross. Errors are the device's.
+pub trait ResidentZ {
+    /// (1/m²) Σ_ij ‖z_i − z_j‖² over the m rows `rows` (the bandwidth rule's statistic).
+    fn mean_pairwise_sq_dist(&self, rows: &[usize]) -> Result<f64, String>;
+
+    /// The exact kernel sums (`kernel::tiled`) over `domains` (rows by index, their labels
+    /// n_a × c) with `objectives` and bandwidth `h`: per objective its value and its gradient's
+    /// id, held until the next forward.
+    fn kernel_sums(&self, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[GammaTerms], h: f64) -> Result<Vec<(f64, usize)>, String>;
+
+    /// ‖gradient `id`‖².
+    fn grad_sq_norm(&self, id: usize) -> Result<f64, String>;
+
+    /// ∂ℓ/∂Z += `scale` · gradient `id`, on its rows.
+    fn add_to_dz(&self, id: usize, scale: f32) -> Result<(), String>;
 }
 
 /// The CPU's network: `Network::forward`, `backward`/`backward_leading` and `Adam::step`.
@@ -131,17 +172,44 @@ pub(crate) struct GpuNet<D: Backend = Gpu> {
     dev: DevNet<D>,
     logits: Array2<f32>,
     z: Option<Array2<f32>>,
+    resident: RefCell<Resident<D::Buf>>,
 }
 
 impl<D: Backend> GpuNet<D> {
     /// `net` and `adam` uploaded to `dev`.
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<GpuNet<D>, String> {
-        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None })
+        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None, resident: RefCell::default() })
+    }
+
+    /// The kept pass's Z on the device, or why there is none.
+    fn kept_z(&self) -> Result<(&D::Buf, usize, usize), String> {
+        self.dev.kept_z().ok_or_else(|| "no forward pass with a Z is kept".into())
+    }
+}
+
+impl<D: Backend> ResidentZ for GpuNet<D> {
+    fn mean_pairwise_sq_dist(&self, rows: &[usize]) -> Result<f64, String> {
+        Resident::mean_pairwise_sq_dist(&**self.dev.device(), self.kept_z()?, rows)
+    }
+
+    fn kernel_sums(&self, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[GammaTerms], h: f64) -> Result<Vec<(f64, usize)>, String> {
+        let objectives: Vec<Objective> = objectives.iter().map(|terms| Objective { terms: terms.clone() }).collect();
+        self.resident.borrow_mut().kernel_sums(&**self.dev.device(), self.kept_z()?, domains, &objectives, h)
+    }
+
+    fn grad_sq_norm(&self, id: usize) -> Result<f64, String> {
+        self.resident.borrow().grad_sq_norm(&**self.dev.device(), id, self.kept_z()?.2)
+    }
+
+    fn add_to_dz(&self, id: usize, scale: f32) -> Result<(), String> {
+        let (_, n, d) = self.kept_z()?;
+        self.resident.borrow_mut().add_to_dz(&**self.dev.device(), id, scale, (n, d))
     }
 }
 
 impl<D: Backend> TrainingNet for GpuNet<D> {
     fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
+        self.resident.get_mut().clear();
         (self.logits, self.z) = self.dev.forward(x, fw, rng, true, with_z)?;
         Ok(())
     }
@@ -159,7 +227,16 @@ impl<D: Backend> TrainingNet for GpuNet<D> {
     }
 
     fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
-        self.dev.step(x, d_logits, d_z)
+        self.dev.step(x, d_logits, d_z.map_or(DzIn::None, DzIn::Host))
+    }
+
+    fn resident(&self) -> Option<&dyn ResidentZ> {
+        self.dev.has_z().then_some(self as &dyn ResidentZ)
+    }
+
+    fn step_resident(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>) -> Result<bool, String> {
+        let dz = self.resident.get_mut().take_dz();
+        self.dev.step(x, d_logits, dz.map_or(DzIn::None, DzIn::Device))
     }
 
     fn network(&self) -> Result<Network, String> {
@@ -181,6 +258,7 @@ impl<D: Backend> Snapshots for GpuNet<D> {
     fn restore(&mut self, s: DevSnapshot<D::Buf>) {
         self.dev.restore(s);
         self.z = None;
+        self.resident.get_mut().clear();
     }
 }
 

@@ -48,13 +48,7 @@ fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>]) -> f64 {
 /// finite and > 0 (`Error::Param`), no rows, or h not finite or ≤ 0, e.g. when all rows
 /// are identical (`Error::Numerical`).
 pub fn bandwidth<T: Real>(blocks: &[ArrayView2<T>], multiplier: f64) -> Result<f64> {
-    if !(multiplier.is_finite() && multiplier > 0.0) {
-        return Err(Error::param(
-            "bandwidth multiplier",
-            multiplier,
-            "must be finite and > 0",
-        ));
-    }
+    check_multiplier(multiplier)?;
     if let Some(first) = blocks.first() {
         if let Some(b) = blocks.iter().find(|b| b.ncols() != first.ncols()) {
             return Err(Error::Shape {
@@ -66,12 +60,34 @@ pub fn bandwidth<T: Real>(blocks: &[ArrayView2<T>], multiplier: f64) -> Result<f
     }
     let n: usize = blocks.iter().map(|b| b.nrows()).sum();
     if n == 0 {
-        return Err(Error::numerical(
-            "bandwidth",
-            "no rows to measure distances on",
+        return Err(no_rows());
+    }
+    bandwidth_of(pooled_mean_pairwise_sq_dist(blocks), n, multiplier)
+}
+
+fn check_multiplier(multiplier: f64) -> Result<()> {
+    if !(multiplier.is_finite() && multiplier > 0.0) {
+        return Err(Error::param(
+            "bandwidth multiplier",
+            multiplier,
+            "must be finite and > 0",
         ));
     }
-    let h = multiplier * pooled_mean_pairwise_sq_dist(blocks);
+    Ok(())
+}
+
+fn no_rows() -> Error {
+    Error::numerical("bandwidth", "no rows to measure distances on")
+}
+
+/// h = `multiplier` × `mean_sq_dist` (the statistic of [`mean_pairwise_sq_dist`] over `n`
+/// rows, measured elsewhere: on a device's kept Z), with [`bandwidth`]'s checks.
+pub(crate) fn bandwidth_of(mean_sq_dist: f64, n: usize, multiplier: f64) -> Result<f64> {
+    check_multiplier(multiplier)?;
+    if n == 0 {
+        return Err(no_rows());
+    }
+    let h = multiplier * mean_sq_dist;
     if !h.is_finite() {
         return Err(Error::numerical(
             "bandwidth",

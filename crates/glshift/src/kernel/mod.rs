@@ -40,6 +40,7 @@ mod tests_mmd;
 pub(crate) mod tiled;
 
 pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
+pub(crate) use bandwidth::bandwidth_of;
 pub use classwise::{classwise_j_du, classwise_j_tu};
 pub use cme::cme_coefficients;
 pub use gemm::tile_gemm_gflops;
@@ -50,6 +51,7 @@ pub use mcmd::{
     embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix,
     DuRows, MulObjectives, TuDuGrad,
 };
+pub(crate) use mcmd::{j_du_objective, j_tu_objective};
 
 use crate::{Error, Real, Result};
 use ndarray::{Array2, ArrayView2};

@@ -15,6 +15,7 @@ use super::baselines::config::BaselineConfig;
 use super::method_info::MethodInfo;
 use super::mul_config::MulConfig;
 use super::train::records::TransferRecord;
+use crate::device::ResidentZ;
 use crate::nn::AdamConfig;
 use crate::label_shift::ShiftEstimate;
 use crate::Result;
@@ -95,6 +96,9 @@ pub struct StepOutput {
     pub mul: Option<MulRecord>,
     /// A baseline's transfer term for the history; `None` for other methods.
     pub transfer: Option<TransferRecord>,
+    /// From [`Method::step_resident`]: the terms' ∂ℓ/∂Z was added on the device (`grad_zs` and
+    /// `grad_zt` are `None`); the sum of the squared norms of what was added, finite iff it is.
+    pub resident_grad: Option<f64>,
 }
 
 /// What one MUL step reports beyond its terms (the history's `j_tu`, `j_du`, `lambda_du`,
@@ -121,6 +125,7 @@ impl StepOutput {
             ce_weights: CeWeights::Uniform,
             mul: None,
             transfer: None,
+            resident_grad: None,
         }
     }
 
@@ -163,6 +168,21 @@ pub trait Method {
     /// How the loop's error names this method's gradient wrt Z when it is not finite.
     fn gradient_name(&self) -> &'static str {
         "the gradient of the method's term with respect to Z"
+    }
+
+    /// Whether [`Method::step_resident`] can take an iteration whose Z stays on a device
+    /// (full-batch training on a GPU); the loop then never brings Z to the host.
+    fn steps_resident(&self) -> bool {
+        false
+    }
+
+    /// [`Method::step`] with Z kept on a device, `z`: rows are named by index, the source
+    /// training rows `0..rows.0` and target row i as `rows.1 + i`; `inp.zs` and `inp.zt` are
+    /// empty. The terms' ∂ℓ/∂Z is added there ([`ResidentZ::add_to_dz`]), so the output's
+    /// `grad_zs` and `grad_zt` are `None` and `resident_grad` is set. Called only where
+    /// [`Method::steps_resident`] says so.
+    fn step_resident(&mut self, _inp: &AdaptInputs, _z: &dyn ResidentZ, _rows: (usize, usize)) -> Result<StepOutput> {
+        Err(crate::Error::Device { requested: "cuda".into(), reason: "this method's terms do not run on a device's kept Z".into() })
     }
 }
 

@@ -16,6 +16,7 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
+use crate::device::ResidentZ;
 use crate::kernel::{self, LabelKernel, Labelled, McmdEstimator, McmdParams};
 use crate::nn::one_hot;
 use crate::Result;
@@ -89,6 +90,31 @@ fn class_presence(y: ArrayView2<f32>) -> Vec<bool> {
     y.sum_axis(Axis(0)).iter().map(|&v| v > 0.0).collect()
 }
 
+/// J_TU's class weights: `prior` on the classes both label matrices (n × c) have rows of,
+/// renormalised over them so J_TU keeps its scale as classes come and go; `None` where no
+/// class with weight is shared.
+fn shared_class_prior(prior: &[f64], ys: ArrayView2<f32>, yt: ArrayView2<f32>) -> Option<Vec<f64>> {
+    let (src_has, tgt_has) = (class_presence(ys), class_presence(yt));
+    let mut prior: Vec<f64> = (0..prior.len()).map(|k| if src_has[k] && tgt_has[k] { prior[k] } else { 0.0 }).collect();
+    let total: f64 = prior.iter().sum();
+    if total > 0.0 {
+        prior.iter_mut().for_each(|p| *p /= total);
+        Some(prior)
+    } else {
+        None
+    }
+}
+
+/// The λ_DU applied: with the balance rule λ_DU·‖λ_TU∇J_TU‖/‖∇J_DU‖ (norms `tu_norm`,
+/// `du_norm`; see [`MulTerms::lambda_du_effective`]), else, or where either norm is 0, λ_DU.
+fn balanced_lambda_du(lambda_du: f64, balance: bool, tu_norm: f64, du_norm: f64) -> f64 {
+    if balance && tu_norm > 0.0 && du_norm > 0.0 {
+        lambda_du * tu_norm / du_norm
+    } else {
+        lambda_du
+    }
+}
+
 /// Computes the terms and the gradient of λ_TU·J_TU − λ_DU·J_DU w.r.t. zs and zt.
 pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
     let (ns, nt) = (inp.zs.nrows(), inp.zt.nrows());
@@ -100,15 +126,7 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
 
     let mut j_tu = 0.0;
     if inp.use_tu && inp.lambda_tu > 0.0 && nt > 0 {
-        // A class contributes only where both domains have rows of it; the prior is
-        // renormalised over those classes so J_TU keeps its scale as classes come and go.
-        let (src_has, tgt_has) = (class_presence(inp.ys), class_presence(inp.yt));
-        let mut prior: Vec<f64> = (0..inp.prior.len())
-            .map(|k| if src_has[k] && tgt_has[k] { inp.prior[k] } else { 0.0 })
-            .collect();
-        let total: f64 = prior.iter().sum();
-        if total > 0.0 {
-            prior.iter_mut().for_each(|p| *p /= total);
+        if let Some(prior) = shared_class_prior(inp.prior, inp.ys, inp.yt) {
             let tu = match inp.discrepancy {
                 Discrepancy::Mcmd => kernel::j_tu_with(&source, &target, &prior, &inp.params, h, inp.mcmd)?,
                 Discrepancy::ClasswiseMmd => kernel::classwise_j_tu(&source, &target, &prior, h)?,
@@ -143,11 +161,7 @@ pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
             };
             j_du = du.value / pairs;
             let du_norm = du.grad.iter().map(|&g| (g as f64).powi(2)).sum::<f64>().sqrt() / pairs;
-            lambda_du_effective = if inp.du_balance && tu_norm > 0.0 && du_norm > 0.0 {
-                inp.lambda_du * tu_norm / du_norm
-            } else {
-                inp.lambda_du
-            };
+            lambda_du_effective = balanced_lambda_du(inp.lambda_du, inp.du_balance, tu_norm, du_norm);
             let scale = -(lambda_du_effective / pairs) as f32;
             grad_zs.scaled_add(scale, &du.grad.slice(s![..ns, ..]));
             if pooled && inp.du_target.is_some() {
@@ -219,6 +233,21 @@ impl Mul {
             }
         }
     }
+
+    /// A step's output without its gradients: the terms λ_TU·J_TU and −λ_DU·J_DU (`values`:
+    /// J_TU, J_DU and the λ_DU applied), the weighting of the cross-entropy, the record.
+    fn output(&self, inp: &AdaptInputs, (j_tu, j_du, lambda_du): (f64, f64, f64), was_pooled: bool) -> StepOutput {
+        let ce_weights = match inp.estimate {
+            Some(e) if self.cfg.importance_weighting => CeWeights::WeightedMean(e.weights.clone()),
+            _ => CeWeights::Uniform,
+        };
+        StepOutput {
+            terms: vec![self.cfg.lambda_tu * j_tu, -(lambda_du * j_du)],
+            ce_weights,
+            mul: Some(MulRecord { j_tu, j_du, lambda_du, du_pooled: was_pooled }),
+            ..StepOutput::none()
+        }
+    }
 }
 
 impl Method for Mul {
@@ -273,18 +302,23 @@ impl Method for Mul {
                 g
             }
         };
-        let ce_weights = match inp.estimate {
-            Some(e) if self.cfg.importance_weighting => CeWeights::WeightedMean(e.weights.clone()),
-            _ => CeWeights::Uniform,
-        };
         Ok(StepOutput {
-            terms: vec![self.cfg.lambda_tu * terms.j_tu, -(terms.lambda_du_effective * terms.j_du)],
             grad_zs: Some(terms.grad_zs),
             grad_zt: Some(grad_zt),
-            ce_weights,
-            mul: Some(MulRecord { j_tu: terms.j_tu, j_du: terms.j_du, lambda_du: terms.lambda_du_effective, du_pooled: was_pooled }),
-            ..StepOutput::none()
+            ..self.output(inp, (terms.j_tu, terms.j_du, terms.lambda_du_effective), was_pooled)
         })
+    }
+
+    /// Exact MCMD with the linear label kernel: the terms run on a device's kept Z.
+    fn steps_resident(&self) -> bool {
+        self.discrepancy == Discrepancy::Mcmd && self.cfg.mcmd == McmdEstimator::Exact && self.params.label_kernel == LabelKernel::Linear
+    }
+
+    fn step_resident(&mut self, inp: &AdaptInputs, z: &dyn ResidentZ, rows: (usize, usize)) -> Result<StepOutput> {
+        let t = resident::resident_terms(&self.cfg, &self.params, self.du_pooled, inp, z, rows)?;
+        let was_pooled = self.du_pooled;
+        self.track_pooling(t.j_du_source_only);
+        Ok(StepOutput { resident_grad: Some(t.grad_sq), ..self.output(inp, (t.j_tu, t.j_du, t.lambda_du_effective), was_pooled) })
     }
 
     /// For w (importance weighting) or for p̂ᵗ in J_TU.
@@ -301,5 +335,6 @@ impl Method for Mul {
     }
 }
 
+mod resident;
 #[cfg(test)]
 mod tests;

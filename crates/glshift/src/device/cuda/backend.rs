@@ -30,11 +30,12 @@ pub(crate) enum K {
     Gauss,
     GradFinish,
     GatherRows,
+    ScatterAddRows,
 }
 
 impl K {
     /// Every kernel, in `kernels.cu`'s order.
-    pub(crate) const ALL: [K; 15] = [
+    pub(crate) const ALL: [K; 16] = [
         K::AddBias,
         K::ColPart,
         K::ColFinish,
@@ -50,6 +51,7 @@ impl K {
         K::Gauss,
         K::GradFinish,
         K::GatherRows,
+        K::ScatterAddRows,
     ];
 
     /// The kernel's name in the source.
@@ -70,6 +72,7 @@ impl K {
             K::Gauss => "gauss",
             K::GradFinish => "grad_finish",
             K::GatherRows => "gather_rows",
+            K::ScatterAddRows => "scatter_add_rows",
         }
     }
 }

@@ -131,6 +131,7 @@ impl Backend for HostKernels {
                 ),
                 K::GradFinish => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, f32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), f32_(&args[5])),
                 K::GatherRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5)),
+                K::ScatterAddRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, f32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), f32_(&args[6])),
             }
         }
         Ok(())

@@ -191,3 +191,17 @@ KERNEL gather_rows(float* dst, const float* src, const float* idx, int n, int d,
         dst[i] = (f >= 0.0f && s < n_src) ? src[s * d + j] : 0.0f;
     }
 }
+
+// dst[idx[r], :] += scale * src[r, :] for the n rows of src (d wide), skipping negative
+// indices and those past dst's n_dst rows. The caller's indices are distinct (checked on the
+// host), so no two threads add into one value. Kernel terms add their gradient on the kept
+// pass's rows into dL/dZ with it.
+KERNEL scatter_add_rows(float* dst, const float* src, const float* idx, int n, int d, int n_dst, float scale) {
+    EACH(i, (long long)n * d) {
+        long long r = i / d;
+        long long j = i - r * d;
+        float f = idx[r];
+        long long s = (long long)f;
+        if (f >= 0.0f && s < n_dst) dst[s * d + j] += scale * src[i];
+    }
+}

@@ -18,11 +18,13 @@ pub(crate) mod host_backend;
 mod kernels;
 #[cfg(test)]
 pub(crate) mod kernels_host;
-mod net;
+pub(crate) mod net;
 mod reduce;
+pub(crate) mod resident;
 mod signatures;
 pub(crate) mod sums;
 mod sums_layout;
+mod sums_rows;
 
 pub(crate) use backend::Backend;
 use kernels::Kernels;

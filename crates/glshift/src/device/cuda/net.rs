@@ -57,6 +57,14 @@ struct Cache<B> {
     rstd: Vec<Option<B>>,
 }
 
+/// An extra ∂ℓ/∂Z (`r × z_dim`) for [`DevNet::step`]: none, on the host, or already on the
+/// device (added there by kernel terms on the kept Z, `resident`).
+pub(crate) enum DzIn<'a, B> {
+    None,
+    Host(ArrayView2<'a, f32>),
+    Device(B),
+}
+
 /// The parameters and the optimiser's moments at one moment (the best network so far).
 pub(crate) struct DevSnapshot<B> {
     params: Vec<B>,
@@ -147,6 +155,23 @@ impl<D: Backend> DevNet<D> {
         unreachable!("the loop returns at F")
     }
 
+    /// The device.
+    pub(crate) fn device(&self) -> &Arc<D> {
+        &self.dev
+    }
+
+    /// Whether the network has a G block, hence a Z of its own.
+    pub(crate) fn has_z(&self) -> bool {
+        self.layers.len() > 1
+    }
+
+    /// The kept pass's Z on the device and its n × z_dim, if a pass is kept.
+    pub(crate) fn kept_z(&self) -> Option<(&D::Buf, usize, usize)> {
+        let cache = self.cache.as_ref()?;
+        let z = cache.outs.last()?;
+        Some((z, cache.n, self.layers.last().expect("F").in_dim))
+    }
+
     /// BatchNorm, activation and dropout of one G block on its linear output `h`, in place.
     fn block_tail(&self, dev: &D, layer: &Layer, h: &mut D::Buf, cache: &mut Cache<D::Buf>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<(), String> {
         let (n, d) = (cache.n, layer.out_dim);
@@ -186,7 +211,7 @@ impl<D: Backend> DevNet<D> {
     /// them carry none) plus, if given, `d_z` (`r × z_dim`), an extra ∂ℓ/∂Z; `x` is the pass's
     /// input. Then, when every gradient is finite, one AdamW step. Returns whether the
     /// gradients were finite (nothing changes otherwise).
-    pub(crate) fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+    pub(crate) fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: DzIn<'_, D::Buf>) -> Result<bool, String> {
         let dev = self.dev.clone();
         let DevNet { layers, params, grads, cache, .. } = self;
         let cache = cache.as_ref().ok_or("no forward pass to differentiate")?;
@@ -195,9 +220,16 @@ impl<D: Backend> DevNet<D> {
         if r > cache.n || r < cache.stats_rows.min(cache.n) || d_logits.ncols() != layers[nb].out_dim {
             return Err(format!("∂ℓ/∂logits is {r} × {}, the pass {} rows", d_logits.ncols(), cache.n));
         }
-        if d_z.is_some_and(|dz| dz.dim() != (r, layers[nb].in_dim)) {
+        let z_len = r * layers[nb].in_dim;
+        let dz_fits = match &d_z {
+            DzIn::None => true,
+            DzIn::Host(dz) => dz.dim() == (r, layers[nb].in_dim),
+            DzIn::Device(dz) => r == cache.n && dev.len(dz) >= z_len,
+        };
+        if !dz_fits {
             return Err(format!("∂ℓ/∂Z is not {r} × {}", layers[nb].in_dim));
         }
+        let mut d_z = Some(d_z);
         let mut d = dev.upload(d_logits.as_standard_layout().as_slice().expect("standard layout"))?;
         for l in (0..=nb).rev() {
             let layer = &layers[l];
@@ -217,9 +249,10 @@ impl<D: Backend> DevNet<D> {
                 break;
             }
             // ∂ℓ/∂(input) = d·Wᵀ, plus the extra ∂ℓ/∂Z at F (accumulated by the product: β = 1).
-            let (mut dx, beta) = match d_z.filter(|_| l == nb) {
-                Some(dz) => (dev.upload(dz.as_standard_layout().as_slice().expect("standard layout"))?, 1.0),
-                None => (dev.zeros(r * din)?, 0.0),
+            let (mut dx, beta) = match d_z.take().filter(|_| l == nb) {
+                Some(DzIn::Host(dz)) => (dev.upload(dz.as_standard_layout().as_slice().expect("standard layout"))?, 1.0),
+                Some(DzIn::Device(dz)) => (dz, 1.0),
+                _ => (dev.zeros(r * din)?, 0.0),
             };
             dev.gemm((false, true), (r, din, dout), Src::Buf(&d, dout), Src::Buf(&params[layer.w], dout), beta, &mut dx)?;
             d = dx;

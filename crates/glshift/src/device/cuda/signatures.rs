@@ -35,6 +35,7 @@ fn signature(k: K) -> &'static [C] {
         K::Gauss => &[Out, In, In, I32, I32, I32, I32, F32],
         K::GradFinish => &[Out, In, In, I32, I32, F32],
         K::GatherRows => &[Out, In, In, I32, I32, I32],
+        K::ScatterAddRows => &[Out, In, In, I32, I32, I32, F32],
     }
 }
 
@@ -98,6 +99,10 @@ fn needs<B>(k: K, a: &[Arg<'_, B>]) -> Vec<(usize, usize)> {
         K::GatherRows => {
             let (n, d) = (int(&a[3]), int(&a[4]));
             vec![(0, n * d), (1, int(&a[5]) * d), (2, n)]
+        }
+        K::ScatterAddRows => {
+            let (n, d) = (int(&a[3]), int(&a[4]));
+            vec![(0, int(&a[5]) * d), (1, n * d), (2, n)]
         }
     }
 }

@@ -12,42 +12,61 @@
 //!   H = (Y_I Γ_eff Y_Jᵀ) ∘ K;  G_I += H Z_J, r_I += H·1;  and unless (a, I) = (b, J)
 //!   G_J += Hᵀ Z_I, r_J += Hᵀ·1                                (products, `mul_inplace`)
 //!
-//! then ∂ℓ_o/∂Z_a = (2/h)(G − r ∘ Z_a) (`grad_finish`), put back in the caller's row order
-//! (`gather_rows`). Rows are centred on the pooled mean first, as on the CPU, on the device
-//! (`center_rows`), so the host only hands over its rows and labels and reads back S, the
-//! values and the gradients. Memory: the inputs (twice while they are sorted) and
-//! accumulators plus three tile×tile buffers.
+//! then ∂ℓ_o/∂Z_a = (2/h)(G − r ∘ Z_a) (`grad_finish`). Rows are centred on the pooled mean
+//! first, as on the CPU, on the device (`center_rows`). A domain's rows come from the host
+//! ([`kernel_sums`]: the gradients are put back in the caller's row order and downloaded) or
+//! are rows of a matrix already on the device, the kept pass's Z ([`kernel_sums_kept`]: the
+//! gradients stay there, with the matrix row of each, for `device::resident`); `sums_rows`
+//! moves the rows. Memory: the inputs (twice while they are sorted) and accumulators plus three
+//! tile×tile buffers.
 //!
 //! Written against [`Backend`]: the GPU runs it, and the tests run it on the CPU's emulation
 //! (`host_backend`, the same kernels built by the C compiler) against the CPU's tiled pass.
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 
 use super::backend::{Arg, Backend, Src, K};
-use super::reduce::{col_reduce, Reduce};
 use super::sums_layout::{gamma_eff, Layout, PairPlan};
-use crate::kernel::tiled::request::{Output, Request};
+use super::sums_rows::{download_gradients, upload_domains, Dom};
+use crate::kernel::tiled::request::{Objective, Output, Request};
 
 /// Rows per tile on the GPU: 4096² f32 = 64 MiB per tile buffer.
 pub(super) const TILE: usize = 4096;
 
-/// One domain on the device, in the layout's row order: centred rows (n×d), labels (n×c),
-/// squared row norms (n); where rows were reordered, the device row of each of the caller's
-/// `n_caller` rows (−1 for none) to put the gradients back in the caller's order.
-struct Dom<B> {
-    z: B,
-    y: B,
-    norms: B,
-    n: usize,
-    n_caller: usize,
-    back: Option<B>,
+/// Where a domain's rows come from: the host (n × d), or `rows` (by index) of the `n` × d
+/// matrix `z` on the device.
+pub(crate) enum RowsFrom<'a, B> {
+    Host(ArrayView2<'a, f32>),
+    Device { z: &'a B, n: usize, rows: &'a [usize] },
+}
+
+/// Kernel sums whose rows may lie on the device: per domain its rows and its labels (on the
+/// host, n_a × c), the S blocks wanted in full, the objectives, h and the rows' width d.
+pub(crate) struct Sums<'a, B> {
+    pub(crate) rows: Vec<RowsFrom<'a, B>>,
+    pub(crate) labels: Vec<ArrayView2<'a, f32>>,
+    pub(crate) s_blocks: &'a [(usize, usize)],
+    pub(crate) objectives: &'a [Objective],
+    pub(crate) h: f64,
+    pub(crate) d: usize,
+}
+
+/// What [`kernel_sums_kept`] returns: the values on the host, the gradients on the device.
+pub(crate) struct KeptOutput<B> {
+    pub(crate) values: Vec<f64>,
+    /// grads[o][a]: ∂ℓ_o/∂Z_a (n′_a × d, in the layout's row order) where objective o touches
+    /// domain a.
+    pub(crate) grads: Vec<Vec<Option<B>>>,
+    /// Per domain: the device matrix's row of each of its n′_a rows there (float indices, as
+    /// `scatter_add_rows` reads them), and n′_a.
+    pub(crate) dest: Vec<(B, usize)>,
 }
 
 /// G (n×d) and r (n) of one objective and domain.
-type Accumulator<B> = (B, B);
+pub(super) type Accumulator<B> = (B, B);
 
 /// Per objective, per domain: its accumulator where the objective touches the domain.
-type Accumulators<B> = Vec<Vec<Option<Accumulator<B>>>>;
+pub(super) type Accumulators<B> = Vec<Vec<Option<Accumulator<B>>>>;
 
 /// The tile×tile and tile×c scratch buffers every tile pair reuses, and a column of ones.
 struct Scratch<B> {
@@ -65,9 +84,9 @@ impl<B> Scratch<B> {
 }
 
 /// Gradient accumulators G (n×d) and r (n) per objective and per domain it touches.
-fn alloc_accumulators<D: Backend>(dev: &D, req: &Request<f32>, doms: &[Dom<D::Buf>], d: usize) -> Result<Accumulators<D::Buf>, String> {
-    let touched = |o: usize, a: usize| req.objectives[o].terms.iter().any(|(x, y, _)| *x == a || *y == a);
-    (0..req.objectives.len())
+fn alloc_accumulators<D: Backend>(dev: &D, objectives: &[Objective], doms: &[Dom<D::Buf>], d: usize) -> Result<Accumulators<D::Buf>, String> {
+    let touched = |o: usize, a: usize| objectives[o].terms.iter().any(|(x, y, _)| *x == a || *y == a);
+    (0..objectives.len())
         .map(|o| {
             (0..doms.len())
                 .map(|a| if touched(o, a) { Ok(Some((dev.zeros(doms[a].n * d)?, dev.zeros(doms[a].n)?))) } else { Ok(None) })
@@ -77,9 +96,9 @@ fn alloc_accumulators<D: Backend>(dev: &D, req: &Request<f32>, doms: &[Dom<D::Bu
 }
 
 /// Γ_eff of every objective with a term on block (a, b), uploaded.
-fn upload_gammas<D: Backend>(dev: &D, req: &Request<f32>, a: usize, b: usize) -> Result<Vec<(usize, D::Buf)>, String> {
-    (0..req.objectives.len())
-        .filter_map(|o| gamma_eff(req, o, a, b).map(|gm| (o, gm)))
+fn upload_gammas<D: Backend>(dev: &D, objectives: &[Objective], a: usize, b: usize) -> Result<Vec<(usize, D::Buf)>, String> {
+    (0..objectives.len())
+        .filter_map(|o| gamma_eff(objectives, o, a, b).map(|gm| (o, gm)))
         .map(|(o, gm)| dev.upload(&gm.iter().map(|&x| x as f32).collect::<Vec<f32>>()).map(|s| (o, s)))
         .collect()
 }
@@ -99,27 +118,62 @@ struct BlockInputs<'r, B> {
 /// sorted by class, and only the tile pairs some objective or S block needs).
 pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize) -> Result<Output<f32>, String> {
     let d = req.domains.first().map_or(0, |x| x.z.ncols());
-    let c = req.domains.first().map_or(0, |x| x.y.ncols());
-    let layout = Layout::new(req, tile)?;
-    let doms = upload_domains(dev, req, &layout, d)?;
-    let mut acc = alloc_accumulators(dev, req, &doms, d)?;
+    let sums = Sums {
+        rows: req.domains.iter().map(|dm| RowsFrom::Host(dm.z)).collect(),
+        labels: req.domains.iter().map(|dm| dm.y).collect(),
+        s_blocks: &req.s_blocks,
+        objectives: &req.objectives,
+        h: req.h,
+        d,
+    };
+    let Pass { s, values, doms, acc } = pass(dev, &sums, tile)?;
+    let grads = download_gradients(dev, &doms, acc, d)?;
+    dev.sync()?;
+    Ok(Output { s, values, grads })
+}
+
+/// The same sums with every domain's rows on the device ([`RowsFrom::Device`]), the
+/// gradients left there.
+pub(crate) fn kernel_sums_kept<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<KeptOutput<D::Buf>, String> {
+    let Pass { values, doms, acc, .. } = pass(dev, sums, tile)?;
+    let grads = acc.into_iter().map(|row| row.into_iter().map(|a| a.map(|(g, _)| g)).collect()).collect();
+    let dest = doms.into_iter().map(|dm| dm.dest.map(|b| (b, dm.n)).ok_or("kept kernel sums over rows of the host")).collect::<Result<_, _>>()?;
+    Ok(KeptOutput { values, grads, dest })
+}
+
+/// What one pass leaves: S per block and the values on the host, the domains and the
+/// finished gradients (layout order) on the device.
+struct Pass<B> {
+    s: Vec<((usize, usize), Array2<f64>)>,
+    values: Vec<f64>,
+    doms: Vec<Dom<B>>,
+    acc: Accumulators<B>,
+}
+
+/// One pass: the domains on the device in the layout's order, every tile pair the layout
+/// lists, then S and the values on the host and the gradients finished on the device.
+fn pass<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<Pass<D::Buf>, String> {
+    let d = sums.d;
+    let c = sums.labels.first().map_or(0, |y| y.ncols());
+    let layout = Layout::new(&sums.labels, sums.s_blocks, sums.objectives, tile)?;
+    let doms = upload_domains(dev, sums, &layout)?;
+    let mut acc = alloc_accumulators(dev, sums.objectives, &doms, d)?;
     let mut scratch = Scratch::new(dev, layout.tile, c.max(1))?;
     let mut slots = dev.zeros(layout.pairs.len().max(1) * c * c)?;
-    let inv_h = (1.0 / req.h) as f32;
+    let inv_h = (1.0 / sums.h) as f32;
     let mut gammas = Vec::new();
     for (p, pair) in layout.pairs.iter().enumerate() {
         let (a, b) = layout.blocks[pair.block];
         if p == 0 || layout.pairs[p - 1].block != pair.block {
-            gammas = upload_gammas(dev, req, a, b)?;
+            gammas = upload_gammas(dev, sums.objectives, a, b)?;
         }
         let inputs = BlockInputs { a, b, doms: &doms, gammas: &gammas, c, d, inv_h };
         tile_pair(dev, &inputs, pair, &mut scratch, (&mut slots, p * c * c), &mut acc)?;
     }
     let s = sum_blocks(&dev.download(&slots)?, &layout, c);
-    let values = objective_values(req, &s);
-    let grads = finish_gradients(dev, &doms, &mut acc, d, (2.0 / req.h) as f32)?;
-    dev.sync()?;
-    Ok(Output { s, values, grads })
+    let values = objective_values(sums.objectives, &s);
+    finish_gradients(dev, &doms, &mut acc, d, (2.0 / sums.h) as f32)?;
+    Ok(Pass { s, values, doms, acc })
 }
 
 /// One pair of row tiles (I of a, J of b; `mirrored` when it stands for (J, I) too): K, its S
@@ -179,82 +233,19 @@ fn sum_blocks(values: &[f32], layout: &Layout, c: usize) -> Vec<((usize, usize),
 }
 
 /// Each objective's value Σ_terms ⟨Γ, S^{ab}⟩.
-fn objective_values(req: &Request<f32>, s: &[((usize, usize), Array2<f64>)]) -> Vec<f64> {
+fn objective_values(objectives: &[Objective], s: &[((usize, usize), Array2<f64>)]) -> Vec<f64> {
     let s_of = |a: usize, b: usize| &s.iter().find(|(k, _)| *k == (a, b)).expect("block computed").1;
-    req.objectives.iter().map(|o| o.terms.iter().map(|(a, b, gm)| (gm * s_of(*a, *b)).sum()).sum()).collect()
+    objectives.iter().map(|o| o.terms.iter().map(|(a, b, gm)| (gm * s_of(*a, *b)).sum()).sum()).collect()
 }
 
-/// ∂ℓ_o/∂Z_a = scale·(G − r ∘ Z_a) per objective and domain, downloaded in the caller's row
-/// order (zeros where untouched, and on rows the layout left out).
-fn finish_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc: &mut Accumulators<D::Buf>, d: usize, scale: f32) -> Result<Vec<Vec<Array2<f32>>>, String> {
-    let mut grads = Vec::with_capacity(acc.len());
+/// ∂ℓ_o/∂Z_a = scale·(G − r ∘ Z_a) in place of G, per objective and domain it touches (in the
+/// layout's row order).
+fn finish_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc: &mut Accumulators<D::Buf>, d: usize, scale: f32) -> Result<(), String> {
     for row in acc.iter_mut() {
-        let mut per_dom = Vec::with_capacity(doms.len());
-        for (dm, slot) in doms.iter().zip(row.iter_mut()) {
-            per_dom.push(match slot {
-                None => Array2::zeros((dm.n_caller, d)),
-                Some((ga, ra)) => {
-                    let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
-                    dev.launch(K::GradFinish, dm.n * d, &mut [Arg::Out(ga), Arg::In(&dm.z), Arg::In(ra), n, d_, Arg::F32(scale)])?;
-                    let mut host = match &dm.back {
-                        Some(back) => dev.download(&gather(dev, ga, back, (dm.n_caller, d, dm.n))?)?,
-                        None => dev.download(ga)?,
-                    };
-                    host.truncate(dm.n_caller * d);
-                    Array2::from_shape_vec((dm.n_caller, d), host).map_err(|e| e.to_string())?
-                }
-            });
+        for (dm, (ga, ra)) in doms.iter().zip(row.iter_mut()).filter_map(|(dm, slot)| slot.as_mut().map(|s| (dm, s))) {
+            let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
+            dev.launch(K::GradFinish, dm.n * d, &mut [Arg::Out(ga), Arg::In(&dm.z), Arg::In(ra), n, d_, Arg::F32(scale)])?;
         }
-        grads.push(per_dom);
     }
-    Ok(grads)
-}
-
-/// `gather_rows`: the `n` rows (d wide) `idx` names of `src`'s `n_src` rows, zeros for −1.
-fn gather<D: Backend>(dev: &D, src: &D::Buf, idx: &D::Buf, (n, d, n_src): (usize, usize, usize)) -> Result<D::Buf, String> {
-    let mut dst = dev.zeros(n * d)?;
-    let [n_, d_, s_] = [n, d, n_src].map(|v| Arg::I32(v as i32));
-    dev.launch(K::GatherRows, n * d, &mut [Arg::Out(&mut dst), Arg::In(src), Arg::In(idx), n_, d_, s_])?;
-    Ok(dst)
-}
-
-/// Each domain's rows, centred on the pooled mean, their squared norms and the labels, on the
-/// device, in the layout's order. The rows go up as they are (read in place when contiguous)
-/// and are sorted there (`gather_rows`) where the layout orders them; the mean (column sums by
-/// chunks of rows, added across domains in f64 on the host: d values) and the centring and
-/// norms (`center_rows`) are the device's work. Any centre gives the same K and gradients up to
-/// rounding; the pooled mean keeps the expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩ well conditioned.
-fn upload_domains<D: Backend>(dev: &D, req: &Request<f32>, layout: &Layout, d: usize) -> Result<Vec<Dom<D::Buf>>, String> {
-    let total: usize = req.domains.iter().map(|x| x.z.nrows()).sum();
-    let c = req.domains.first().map_or(0, |x| x.y.ncols());
-    let mut doms = Vec::with_capacity(req.domains.len());
-    let mut sums = vec![0f64; d];
-    for (dm, dl) in req.domains.iter().zip(&layout.doms) {
-        let n_caller = dm.z.nrows();
-        // A view already in standard layout is read in place (`as_standard_layout` borrows it).
-        let z = dev.upload(dm.z.as_standard_layout().as_slice().expect("standard layout"))?;
-        if n_caller > 0 {
-            let col = dev.download(&col_reduce(dev, Reduce::Sum, &z, None, n_caller, d, 1.0)?)?;
-            sums.iter_mut().zip(&col).for_each(|(s, &v)| *s += v as f64);
-        }
-        let y = dev.upload(dm.y.as_standard_layout().as_slice().expect("standard layout"))?;
-        let (z, y, back) = match &dl.order {
-            None => (z, y, None),
-            Some(order) => {
-                let mut back = vec![-1f32; n_caller];
-                order.iter().enumerate().for_each(|(at, &row)| back[row] = at as f32);
-                let idx = dev.upload(&order.iter().map(|&row| row as f32).collect::<Vec<f32>>())?;
-                let sorted = (gather(dev, &z, &idx, (dl.n, d, n_caller))?, gather(dev, &y, &idx, (dl.n, c, n_caller))?);
-                (sorted.0, sorted.1, Some(dev.upload(&back)?))
-            }
-        };
-        doms.push(Dom { z, y, norms: dev.zeros(dl.n)?, n: dl.n, n_caller, back });
-    }
-    let mean: Vec<f32> = sums.iter().map(|&s| if total > 0 { (s / total as f64) as f32 } else { 0.0 }).collect();
-    let mean = dev.upload(&mean)?;
-    for dm in &mut doms {
-        let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
-        dev.launch(K::CenterRows, dm.n, &mut [Arg::Out(&mut dm.z), Arg::In(&mean), Arg::Out(&mut dm.norms), n, d_])?;
-    }
-    Ok(doms)
+    Ok(())
 }

@@ -13,7 +13,9 @@ use std::ops::Range;
 
 use ndarray::Array2;
 
-use crate::kernel::tiled::request::{one_hot_classes, Request};
+use ndarray::ArrayView2;
+
+use crate::kernel::tiled::request::{one_hot_classes, Objective};
 
 /// The device's indices are floats (`gather_rows`): exact below 2^24.
 const MAX_ORDERED_ROWS: usize = 1 << 24;
@@ -52,9 +54,9 @@ pub(super) struct Layout {
 
 /// The c×c Γ_eff of objective `o` on block (a, b) (Γ + Γᵀ when a = b), or None where it has no
 /// term there.
-pub(super) fn gamma_eff(req: &Request<f32>, o: usize, a: usize, b: usize) -> Option<Array2<f64>> {
+pub(super) fn gamma_eff(objectives: &[Objective], o: usize, a: usize, b: usize) -> Option<Array2<f64>> {
     let mut acc: Option<Array2<f64>> = None;
-    for (ta, tb, g) in &req.objectives[o].terms {
+    for (ta, tb, g) in &objectives[o].terms {
         if (*ta, *tb) == (a, b) {
             let add = if a == b { g + &g.t() } else { g.clone() };
             acc = Some(match acc {
@@ -73,27 +75,27 @@ fn split_even(n: usize, tile: usize) -> Vec<Range<usize>> {
 }
 
 impl Layout {
-    /// The layout of `req` with tiles of at most `tile` rows. Errors: a domain too long for the
-    /// device's row order.
-    pub(super) fn new(req: &Request<f32>, tile: usize) -> Result<Layout, String> {
-        let c = req.domains.first().map_or(0, |x| x.y.ncols());
-        let classes: Option<Vec<Vec<usize>>> = req.domains.iter().map(|dm| one_hot_classes(dm.y)).collect();
-        let mut doms = Vec::with_capacity(req.domains.len());
-        for (a, dm) in req.domains.iter().enumerate() {
-            let n = dm.z.nrows();
+    /// The layout of domains with these `labels` (n_a × c each), S blocks and objectives, with
+    /// tiles of at most `tile` rows. Errors: a domain too long for the device's row order.
+    pub(super) fn new(labels: &[ArrayView2<f32>], s_blocks: &[(usize, usize)], objectives: &[Objective], tile: usize) -> Result<Layout, String> {
+        let c = labels.first().map_or(0, |y| y.ncols());
+        let classes: Option<Vec<Vec<usize>>> = labels.iter().map(|y| one_hot_classes(*y)).collect();
+        let mut doms = Vec::with_capacity(labels.len());
+        for (a, y) in labels.iter().enumerate() {
+            let n = y.nrows();
             doms.push(match &classes {
                 Some(cl) => sorted_domain(&cl[a], c, tile).map_err(|e| format!("domain {a}: {e}"))?,
                 None => DomLayout { order: None, n, tiles: split_even(n, tile).into_iter().map(|r| (r, vec![true; c])).collect() },
             });
         }
-        let mut blocks: Vec<(usize, usize)> = req.s_blocks.clone();
-        blocks.extend(req.objectives.iter().flat_map(|o| o.terms.iter().map(|(a, b, _)| (*a, *b))));
+        let mut blocks: Vec<(usize, usize)> = s_blocks.to_vec();
+        blocks.extend(objectives.iter().flat_map(|o| o.terms.iter().map(|(a, b, _)| (*a, *b))));
         blocks.sort_unstable();
         blocks.dedup();
         let mut pairs = Vec::new();
         for (block, &(a, b)) in blocks.iter().enumerate() {
-            let full = req.s_blocks.contains(&(a, b));
-            let gammas: Vec<(usize, Array2<f64>)> = (0..req.objectives.len()).filter_map(|o| gamma_eff(req, o, a, b).map(|g| (o, g))).collect();
+            let full = s_blocks.contains(&(a, b));
+            let gammas: Vec<(usize, Array2<f64>)> = (0..objectives.len()).filter_map(|o| gamma_eff(objectives, o, a, b).map(|g| (o, g))).collect();
             for (i, (ri, ci)) in doms[a].tiles.iter().enumerate() {
                 for (j, (rj, cj)) in doms[b].tiles.iter().enumerate().filter(|(j, _)| a != b || i <= *j) {
                     let objectives: Vec<usize> = gammas.iter().filter(|(_, g)| touches(g, ci, cj)).map(|(o, _)| *o).collect();
@@ -142,20 +144,21 @@ mod tests {
     use ndarray::Array2;
 
     use super::Layout;
-    use crate::kernel::tiled::request::{Domain, Objective, Request};
+    use crate::kernel::tiled::request::Objective;
 
     /// One-hot rows in interleaved classes (row i in class i mod c, every fifth row without a
     /// class) are sorted by class; a diagonal Γ alone reads only tile pairs that share a class,
     /// a dense Γ or a full S block reads all of them, and soft labels keep the rows' order.
     #[test]
     fn one_hot_rows_are_sorted_by_class_and_a_diagonal_gamma_skips_pairs() {
-        let (n, c, d) = (400, 4, 3);
-        let z = Array2::<f32>::zeros((n, d));
+        let (n, c) = (400, 4);
         let y = Array2::from_shape_fn((n, c), |(i, k)| (i % 5 != 4 && i % c == k) as u8 as f32);
-        let domains = [Domain { z: z.view(), y: y.view() }];
-        let request = |g: Array2<f64>, full: bool| Request { domains: &domains, s_blocks: if full { vec![(0, 0)] } else { vec![] }, objectives: vec![Objective { terms: vec![(0, 0, g)] }], h: 1.0 };
+        let layout_of = |y: &Array2<f32>, g: &Array2<f64>, full: bool| {
+            let s_blocks = if full { vec![(0, 0)] } else { vec![] };
+            Layout::new(&[y.view()], &s_blocks, &[Objective { terms: vec![(0, 0, g.clone())] }], 40).unwrap()
+        };
         let diag = Array2::from_diag(&ndarray::arr1(&[1.0, 2.0, 3.0, 4.0]));
-        let layout = Layout::new(&request(diag.clone(), false), 40).unwrap();
+        let layout = layout_of(&y, &diag, false);
         let order = layout.doms[0].order.as_ref().expect("one-hot rows are sorted");
         assert_eq!(order.len(), 320, "the 80 rows without a class are left out");
         assert!(order.windows(2).all(|w| w[0] % c <= w[1] % c), "sorted by class");
@@ -163,12 +166,9 @@ mod tests {
         assert_eq!(layout.pairs.len(), 4 * 3);
         assert_eq!(layout.row_pairs(), 4 * 3 * 1600);
         let all = 8 * 9 / 2;
-        assert_eq!(Layout::new(&request(Array2::ones((c, c)), false), 40).unwrap().pairs.len(), all);
-        assert_eq!(Layout::new(&request(diag.clone(), true), 40).unwrap().pairs.len(), all);
-        let soft = y.mapv(|v| v * 0.5 + 0.1);
-        let soft_domains = [Domain { z: z.view(), y: soft.view() }];
-        let soft_req = Request { domains: &soft_domains, s_blocks: vec![], objectives: vec![Objective { terms: vec![(0, 0, diag)] }], h: 1.0 };
-        let layout = Layout::new(&soft_req, 40).unwrap();
+        assert_eq!(layout_of(&y, &Array2::ones((c, c)), false).pairs.len(), all);
+        assert_eq!(layout_of(&y, &diag, true).pairs.len(), all);
+        let layout = layout_of(&y.mapv(|v| v * 0.5 + 0.1), &diag, false);
         assert!(layout.doms[0].order.is_none());
         assert_eq!(layout.pairs.len(), 10 * 11 / 2);
     }
@@ -179,13 +179,11 @@ mod tests {
     #[test]
     fn at_the_visda_shape_j_tu_reads_a_fraction_of_the_row_pairs() {
         let (ns, nt, c) = (152_397, 55_388, 12);
-        let z = |n: usize| Array2::<f32>::zeros((n, 1));
         let y = |n: usize| Array2::from_shape_fn((n, c), |(i, k)| (i % c == k) as u8 as f32);
-        let (zs, zt, ys, yt) = (z(ns), z(nt), y(ns), y(nt));
-        let domains = [Domain { z: zs.view(), y: ys.view() }, Domain { z: zt.view(), y: yt.view() }];
+        let (ys, yt) = (y(ns), y(nt));
         let count = |g: Array2<f64>| {
             let terms = vec![(0, 0, g.clone()), (1, 1, g.clone()), (0, 1, g)];
-            let layout = Layout::new(&Request { domains: &domains, s_blocks: vec![], objectives: vec![Objective { terms }], h: 1.0 }, 4096).unwrap();
+            let layout = Layout::new(&[ys.view(), yt.view()], &[], &[Objective { terms }], 4096).unwrap();
             (layout.pairs.len(), layout.row_pairs())
         };
         let (tu, du) = (count(Array2::eye(c)), count(Array2::ones((c, c))));

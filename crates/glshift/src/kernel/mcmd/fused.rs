@@ -149,3 +149,28 @@ pub fn j_tu_du_flops<T: Real>(
         ),
     })
 }
+
+/// J_TU's objective on blocks (0, 0), (1, 1), (0, 1) of the domains (source, target) from their
+/// labels alone (`ys` n_s×c, `yt` n_t×c, at least one row each; `prior` length c): the Γs
+/// [`j_tu`] weighs the kernel sums with, for a pass whose rows are not on the host (the
+/// device's kept Z, `crate::device::resident`). The label matrices the sums read are the
+/// labels themselves only under the linear label kernel, the one such a pass accepts.
+pub(crate) fn j_tu_objective(ys: ArrayView2<f32>, yt: ArrayView2<f32>, prior: &[f64], p: &McmdParams) -> Result<Objective> {
+    p.validate()?;
+    let map = LabelMap::new(&p.label_kernel, &[ys, yt], ys.ncols());
+    check_prior(prior, map.c())?;
+    let ws = map.coefficients(map.features(ys).gram.view(), p.eps, ys.nrows())?;
+    let wt = map.coefficients(map.features(yt).gram.view(), p.eps, yt.nrows())?;
+    let [gss, gtt, gst] = tu_gammas(&ws, &wt, prior);
+    Ok(Objective { terms: vec![(0, 0, gss), (1, 1, gtt), (0, 1, gst)] })
+}
+
+/// J_DU's objective on block (0, 0) of one domain from its labels alone (`y` n×c), with the
+/// active-class mask of [`j_du`]: as [`j_tu_objective`] for J_DU.
+pub(crate) fn j_du_objective(y: ArrayView2<f32>, p: &McmdParams, active: Option<&[bool]>) -> Result<Objective> {
+    p.validate()?;
+    let map = LabelMap::new(&p.label_kernel, &[y, y], y.ncols());
+    let act = du_active(&[y], map.c(), active)?;
+    let w = map.coefficients(map.features(y).gram.view(), p.eps, y.nrows())?;
+    Ok(Objective { terms: vec![(0, 0, du_gamma(&w, &act))] })
+}

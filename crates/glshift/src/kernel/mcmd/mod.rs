@@ -4,6 +4,7 @@
 
 mod fused;
 pub use fused::{j_tu_du, j_tu_du_flops, DuRows, MulObjectives, TuDuGrad};
+pub(crate) use fused::{j_du_objective, j_tu_objective};
 
 use super::label_map::{Features, LabelMap};
 use super::tiled::{self, Domain, Objective, Request};

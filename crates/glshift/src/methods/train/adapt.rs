@@ -102,15 +102,18 @@ impl Adaptation<'_, '_> {
         };
         let (confident, pseudo_labels) = pseudo_labels(target_probs, &prior, cfg.mul.tau);
         let full = self.trainer.adamw();
-        let (z, logits) = (full.z().expect("the full-batch forward keeps Z"), full.logits());
-        let out = if self.tracker.source_fallback() {
-            StepOutput::none()
-        } else {
-            self.method.step(&AdaptInputs {
-            zs: z.slice(s![..n_train, ..]),
+        let logits = full.logits();
+        // Z is on the host unless it stayed on the device for the method's terms.
+        let none = Array2::<f32>::zeros((0, 0));
+        let (zs, zt) = match full.z() {
+            Some(z) => (z.slice_move(s![..n_train, ..]), z.slice_move(s![off.., ..])),
+            None => (none.view(), none.view()),
+        };
+        let inputs = AdaptInputs {
+            zs,
             logits_s: logits.slice(s![..n_train, ..]),
             ys: &layout.y_train,
-            zt: z.slice(s![off.., ..]),
+            zt,
             logits_t: logits.slice(s![off.., ..]),
             target_probs,
             progress: it as f64 / cfg.adapt_iters as f64,
@@ -118,7 +121,11 @@ impl Adaptation<'_, '_> {
             confident: &confident,
             pseudo_labels: &pseudo_labels,
             prior: &prior,
-            })?
+        };
+        let out = match full.resident().filter(|_| full.z().is_none()) {
+            _ if self.tracker.source_fallback() => StepOutput::none(),
+            Some(kept) => self.method.step_resident(&inputs, kept, (n_train, off))?,
+            None => self.method.step(&inputs)?,
         };
         let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
@@ -147,7 +154,7 @@ impl Adaptation<'_, '_> {
     /// then one SGD step (the baselines' mini-batch schedule). Rows in between (the hold-out)
     /// get no gradient.
     pub(super) fn sgd_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
-        let (d_logits, d_z) = output_gradients(rows, (pass.logits.dim(), pass.z.dim()), d_train_logits, out);
+        let (d_logits, d_z) = (logit_gradients(rows, pass.logits.dim(), d_train_logits, out), z_gradients(rows, pass.z.dim(), out));
         let (net, sgd) = self.trainer.sgd();
         let grads = net.backward(pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
@@ -159,11 +166,19 @@ impl Adaptation<'_, '_> {
 
     /// [`Adaptation::sgd_step`] for the AdamW schedules: the pass the trainer keeps (input
     /// `x`), then one AdamW step.
+    /// Where the forward left Z on the device (`TrainingNet::resident`), the method's ∂ℓ/∂Z
+    /// is there too and only ∂ℓ/∂logits goes up.
     pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let full = self.trainer.adamw_mut();
-        let dims = (full.logits().dim(), full.z().expect("the forward keeps Z").dim());
-        let (d_logits, d_z) = output_gradients(rows, dims, d_train_logits, out);
-        if !full.step(x, d_logits.view(), Some(d_z.view())).map_err(device_error)? {
+        let d_logits = logit_gradients(rows, full.logits().dim(), d_train_logits, out);
+        let stepped = match full.z().map(|z| z.dim()) {
+            Some(z_dim) => {
+                let d_z = z_gradients(rows, z_dim, out);
+                full.step(x, d_logits.view(), Some(d_z.view()))
+            }
+            None => full.step_resident(x, d_logits.view()),
+        };
+        if !stepped.map_err(device_error)? {
             return Err(self.gradient_error(it, d_train_logits, out));
         }
         Ok(())
@@ -171,7 +186,7 @@ impl Adaptation<'_, '_> {
 
     /// The error of a gradient that is not finite, naming the term it came from.
     fn gradient_error(&self, it: usize, d_train_logits: &Array2<f32>, out: &StepOutput) -> Error {
-        let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) {
+        let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) || out.resident_grad.is_some_and(|g| !g.is_finite()) {
             self.method.gradient_name()
         } else if !all_finite(d_train_logits) {
             "the gradient of the cross-entropy"
@@ -189,8 +204,11 @@ impl Adaptation<'_, '_> {
         let layout = self.layout;
         let x = rows_seen(layout, self.method.sees_target());
         let n_train = layout.n_train();
+        // Z stays on the device where the method's terms can run there.
+        let keep_z_there = self.method.steps_resident() && !self.tracker.source_fallback();
         let full = self.trainer.adamw_mut();
-        full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, true).map_err(device_error)?;
+        let with_z = !(keep_z_there && full.resident().is_some());
+        full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, with_z).map_err(device_error)?;
         let eval_logits = if self.cfg.network.dropout > 0.0 {
             full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?
         } else {
@@ -309,18 +327,24 @@ pub(super) fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighti
     (ce, grad)
 }
 
-/// ∂/∂logits and ∂/∂Z of every row of the pass (shapes `logits_dim`, `z_dim`): the cross-entropy's on the `n_train` training
-/// rows plus the method's on the training rows and the target rows (from `off`); the rows in
-/// between (hold-out) get none.
-fn output_gradients((n_train, off): (usize, usize), (logits_dim, z_dim): ((usize, usize), (usize, usize)), d_train_logits: &Array2<f32>, out: &StepOutput) -> (Array2<f32>, Array2<f32>) {
+/// ∂/∂logits of every row of the pass (`logits_dim`): the cross-entropy's on the `n_train`
+/// training rows plus the method's on the training rows and the target rows (from `off`); the
+/// rows in between (hold-out) get none.
+fn logit_gradients((n_train, off): (usize, usize), logits_dim: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Array2<f32> {
     let mut d_logits = Array2::<f32>::zeros(logits_dim);
     d_logits.slice_mut(s![..n_train, ..]).assign(d_train_logits);
+    add_rows(&mut d_logits, 0, out.grad_logits_s.as_ref());
+    add_rows(&mut d_logits, off, out.grad_logits_t.as_ref());
+    d_logits
+}
+
+/// ∂/∂Z of every row of the pass (`z_dim`): the method's on the training rows and the target
+/// rows (from `off`).
+fn z_gradients((_, off): (usize, usize), z_dim: (usize, usize), out: &StepOutput) -> Array2<f32> {
     let mut d_z = Array2::<f32>::zeros(z_dim);
     add_rows(&mut d_z, 0, out.grad_zs.as_ref());
     add_rows(&mut d_z, off, out.grad_zt.as_ref());
-    add_rows(&mut d_logits, 0, out.grad_logits_s.as_ref());
-    add_rows(&mut d_logits, off, out.grad_logits_t.as_ref());
-    (d_logits, d_z)
+    d_z
 }
 
 fn all_finite(a: &Array2<f32>) -> bool {

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use super::adapt_loop::adapt_with_fallback;
 use super::layout::Layout;
 use super::pretrain_full::pretrain_on;
-use super::records::FitData;
+use super::records::{FitData, Stage};
 use crate::data::Rows;
 use crate::device::training::{HostNet, Snapshots, TrainingNet};
 use crate::methods::config::FitConfig;
@@ -121,30 +121,67 @@ fn a_device_failing_mid_stage_gives_the_cpus_fit_bit_for_bit() {
     assert_eq!(through.network, want.network);
 }
 
-#[test]
-fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
-    use crate::device::training::GpuNet;
-    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
-    let kernels = std::sync::Arc::new(kernels);
+/// A whole fit on a device (`on_device` makes its network): pre-training, then MUL's adaptation with its terms on the
+/// device's kept Z (`Method::step_resident`), J_DU on the source rows and, with a pooling
+/// rule that pools at once, on the confident target rows too. Every adaptation iteration's
+/// J_TU, J_DU and λ_DU, and the final predictions, agree with the CPU's.
+fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(on_device: impl Fn(Network, Adam) -> Result<N, String> + Copy) {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let ((xs, ys), (xt, _)) = (blobs(200, 0.0, &mut rng), blobs(150, 0.3, &mut rng));
     let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
-    let cfg = FitConfig { network: NetworkConfig { hidden: vec![16, 8], dropout: 0.1, ..Default::default() }, ..config() };
-    let layout = Layout::new(&data, &cfg).unwrap();
-    let on_device = |net, adam| GpuNet::upload(kernels.clone(), net, adam);
-    let cpu_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
-    let dev_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, Some(on_device)).unwrap();
-    assert_eq!(dev_pre.history.len(), cpu_pre.history.len());
-    for (a, b) in dev_pre.history.iter().zip(&cpu_pre.history) {
-        assert!((a.ce - b.ce).abs() <= 1e-4 * b.ce.abs().max(1.0), "pre-training CE {} vs {}", a.ce, b.ce);
+    // Pre-trained long enough, and τ low enough, for confident target rows from the start.
+    let mut base = FitConfig { pretrain_iters: 60, network: NetworkConfig { hidden: vec![16, 8], dropout: 0.1, ..Default::default() }, ..config() };
+    base.mul.tau = 0.5;
+    let mut pooling = FitConfig { adapt_iters: 8, ..base.clone() };
+    (pooling.mul.du_window, pooling.mul.du_stable_tol) = (1, f64::INFINITY);
+    for cfg in [base, pooling] {
+        let layout = Layout::new(&data, &cfg).unwrap();
+        let cpu_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
+        let dev_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, Some(on_device)).unwrap();
+        assert_eq!(dev_pre.history.len(), cpu_pre.history.len());
+        for (a, b) in dev_pre.history.iter().zip(&cpu_pre.history) {
+            assert!((a.ce - b.ce).abs() <= 1e-4 * b.ce.abs().max(1.0), "pre-training CE {} vs {}", a.ce, b.ce);
+        }
+        let cpu = adapt_with_fallback(&data, &layout, cpu_pre.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
+        let dev = adapt_with_fallback(&data, &layout, cpu_pre, &cfg, false, &mut |_| {}, Some(on_device)).unwrap();
+        let agree = agreement(&dev.target_probs, &cpu.target_probs);
+        assert!(agree >= 0.98, "target predictions agree on {agree}");
+        let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(worst < 1e-3, "target probabilities differ by {worst}");
+        assert_eq!(dev.history.len(), cpu.history.len());
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.abs() + 1e-7;
+        for (a, b) in dev.history.iter().zip(&cpu.history) {
+            let what = format!("{:?} iteration {}", a.stage, a.iter);
+            assert!(close(a.j_tu, b.j_tu) && close(a.j_du, b.j_du) && close(a.lambda_du, b.lambda_du), "{what}: J_TU {} vs {}, J_DU {} vs {}, λ_DU {} vs {}", a.j_tu, b.j_tu, a.j_du, b.j_du, a.lambda_du, b.lambda_du);
+            assert_eq!((a.du_pooled, a.n_confident), (b.du_pooled, b.n_confident), "{what}");
+        }
+        let adapting = cpu.history.iter().filter(|r| r.stage == Stage::Adapt);
+        assert!(adapting.clone().any(|r| r.j_tu > 0.0 && r.j_du > 0.0), "the terms ran");
+        if cfg.mul.du_window == 1 {
+            assert!(adapting.clone().any(|r| r.du_pooled), "J_DU pooled the target rows");
+        }
     }
-    let cpu = adapt_with_fallback(&data, &layout, cpu_pre.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
-    let dev = adapt_with_fallback(&data, &layout, cpu_pre, &cfg, false, &mut |_| {}, Some(on_device)).unwrap();
-    let agree = agreement(&dev.target_probs, &cpu.target_probs);
-    assert!(agree >= 0.98, "target predictions agree on {agree}");
-    let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
-    assert!(worst < 1e-3, "target probabilities differ by {worst}");
-    assert_eq!(dev.history.len(), cpu.history.len());
+}
+
+/// On the CPU's emulation of the GPU (skipped without a C compiler).
+#[test]
+fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
+    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
+    let kernels = std::sync::Arc::new(kernels);
+    a_fit_on_a_device_agrees_with_the_cpus(|net, adam| crate::device::training::GpuNet::upload(kernels.clone(), net, adam));
+}
+
+/// On a machine with a usable GPU: the same there. Skipped (reported) without one.
+#[test]
+fn a_fit_on_the_gpu_agrees_with_the_cpus_where_a_gpu_is_found() {
+    let gpu = match crate::device::probe() {
+        Ok(gpu) => gpu,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    a_fit_on_a_device_agrees_with_the_cpus(|net, adam| crate::device::training::GpuNet::upload(gpu.clone(), net, adam));
 }
 
 /// Mini-batch pre-training and the memory bank's adaptation on the emulated GPU follow the
