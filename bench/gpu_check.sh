@@ -62,8 +62,8 @@ nproc
 echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 
 if want tests; then
-echo "== 1. device tests (products and kernel sums, GPU vs CPU; a GPU test that could not run prints skipped)"
-timeout 120 "$B/glshift-lib-tests" device:: --test-threads 1 --nocapture 2>&1 | tail -40
+echo "== 1. device tests (products, kernel sums, training and a whole MUL fit with Z kept on the GPU, GPU vs CPU; a GPU test that could not run prints skipped)"
+timeout 150 "$B/glshift-lib-tests" device:: fallback_tests --test-threads 1 --nocapture 2>&1 | tail -40
 fi
 
 if want sums; then
