@@ -122,10 +122,12 @@ impl Adaptation<'_, '_> {
             pseudo_labels: &pseudo_labels,
             prior: &prior,
         };
-        let out = match full.resident().filter(|_| full.z().is_none()) {
-            _ if self.tracker.source_fallback() => StepOutput::none(),
-            Some(kept) => self.method.step_resident(&inputs, kept, (n_train, off))?,
-            None => self.method.step(&inputs)?,
+        let out = if self.tracker.source_fallback() {
+            StepOutput::none()
+        } else if let (None, Some(kept)) = (full.z(), full.resident()) {
+            self.method.step_resident(&inputs, kept, (n_train, off))?
+        } else {
+            self.method.step(&inputs)?
         };
         let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
@@ -165,8 +167,7 @@ impl Adaptation<'_, '_> {
     }
 
     /// [`Adaptation::sgd_step`] for the AdamW schedules: the pass the trainer keeps (input
-    /// `x`), then one AdamW step.
-    /// Where the forward left Z on the device (`TrainingNet::resident`), the method's ∂ℓ/∂Z
+    /// `x`), then one AdamW step. Where the forward left Z on the device (`TrainingNet::resident`), the method's ∂ℓ/∂Z
     /// is there too and only ∂ℓ/∂logits goes up.
     pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let full = self.trainer.adamw_mut();
