@@ -121,20 +121,24 @@ fn a_device_failing_mid_stage_gives_the_cpus_fit_bit_for_bit() {
     assert_eq!(through.network, want.network);
 }
 
-/// A whole fit on a device (`on_device` makes its network): pre-training, then MUL's adaptation with its terms on the
-/// device's kept Z (`Method::step_resident`), J_DU on the source rows and, with a pooling
-/// rule that pools at once, on the confident target rows too. Every adaptation iteration's
-/// J_TU, J_DU and λ_DU, and the final predictions, agree with the CPU's.
+/// A whole fit on a device (`on_device` makes its network): pre-training, then MUL's
+/// adaptation with its terms on the device's kept Z (`Method::step_resident`), J_DU on the
+/// source rows and, with a pooling rule that pools at once, on the confident target rows too;
+/// and a partial target (two of the four classes), where J_TU's prior and J_DU's active
+/// classes drop classes. Every adaptation iteration's J_TU, J_DU and λ_DU, and the final
+/// predictions, agree with the CPU's.
 fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(on_device: impl Fn(Network, Adam) -> Result<N, String> + Copy) {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let ((xs, ys), (xt, _)) = (blobs(200, 0.0, &mut rng), blobs(150, 0.3, &mut rng));
-    let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
+    let ((xs, ys), (xt, yt)) = (blobs(200, 0.0, &mut rng), blobs(150, 0.3, &mut rng));
+    let partial: Vec<usize> = (0..yt.len()).filter(|&i| yt[i] < 2).collect();
+    let xt_partial = xt.select(ndarray::Axis(0), &partial);
     // Pre-trained long enough, and τ low enough, for confident target rows from the start.
     let mut base = FitConfig { pretrain_iters: 60, network: NetworkConfig { hidden: vec![16, 8], dropout: 0.1, ..Default::default() }, ..config() };
     base.mul.tau = 0.5;
     let mut pooling = FitConfig { adapt_iters: 8, ..base.clone() };
     (pooling.mul.du_window, pooling.mul.du_stable_tol) = (1, f64::INFINITY);
-    for cfg in [base, pooling] {
+    for (cfg, xt) in [(base, &xt), (pooling.clone(), &xt), (pooling, &xt_partial)] {
+        let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
         let layout = Layout::new(&data, &cfg).unwrap();
         let cpu_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
         let dev_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, Some(on_device)).unwrap();
