@@ -24,6 +24,7 @@ pub(crate) mod resident;
 mod signatures;
 pub(crate) mod sums;
 mod sums_layout;
+mod sums_request;
 mod sums_rows;
 
 pub(crate) use backend::Backend;

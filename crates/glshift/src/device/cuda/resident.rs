@@ -10,7 +10,8 @@ use ndarray::ArrayView2;
 
 use super::backend::{Arg, Backend, K};
 use super::reduce::{col_reduce, Reduce};
-use super::sums::{kernel_sums_kept, RowsFrom, Sums, TILE};
+use super::sums::{kernel_sums_kept, TILE};
+use super::sums_request::{RowsFrom, Sums};
 use super::sums_rows::gather;
 use crate::kernel::tiled::request::Objective;
 

@@ -23,33 +23,16 @@
 //! Written against [`Backend`]: the GPU runs it, and the tests run it on the CPU's emulation
 //! (`host_backend`, the same kernels built by the C compiler) against the CPU's tiled pass.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
 
 use super::backend::{Arg, Backend, Src, K};
 use super::sums_layout::{gamma_eff, Layout, PairPlan};
-use super::sums_rows::{download_gradients, upload_domains, Dom};
+use super::sums_request::{RowsFrom, Sums};
+use super::sums_rows::{download_gradients, upload_domains, Accumulators, Dom};
 use crate::kernel::tiled::request::{Objective, Output, Request};
 
 /// Rows per tile on the GPU: 4096² f32 = 64 MiB per tile buffer.
 pub(super) const TILE: usize = 4096;
-
-/// Where a domain's rows come from: the host (n × d), or `rows` (by index) of the `n` × d
-/// matrix `z` on the device.
-pub(crate) enum RowsFrom<'a, B> {
-    Host(ArrayView2<'a, f32>),
-    Device { z: &'a B, n: usize, rows: &'a [usize] },
-}
-
-/// Kernel sums whose rows may lie on the device: per domain its rows and its labels (on the
-/// host, n_a × c), the S blocks wanted in full, the objectives, h and the rows' width d.
-pub(crate) struct Sums<'a, B> {
-    pub(crate) rows: Vec<RowsFrom<'a, B>>,
-    pub(crate) labels: Vec<ArrayView2<'a, f32>>,
-    pub(crate) s_blocks: &'a [(usize, usize)],
-    pub(crate) objectives: &'a [Objective],
-    pub(crate) h: f64,
-    pub(crate) d: usize,
-}
 
 /// What [`kernel_sums_kept`] returns: the values on the host, the gradients on the device.
 pub(crate) struct KeptOutput<B> {
@@ -61,12 +44,6 @@ pub(crate) struct KeptOutput<B> {
     /// `scatter_add_rows` reads them), and n′_a.
     pub(crate) dest: Vec<(B, usize)>,
 }
-
-/// G (n×d) and r (n) of one objective and domain.
-pub(super) type Accumulator<B> = (B, B);
-
-/// Per objective, per domain: its accumulator where the objective touches the domain.
-pub(super) type Accumulators<B> = Vec<Vec<Option<Accumulator<B>>>>;
 
 /// The tile×tile and tile×c scratch buffers every tile pair reuses, and a column of ones.
 struct Scratch<B> {

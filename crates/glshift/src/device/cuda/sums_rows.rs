@@ -12,7 +12,7 @@ use ndarray::Array2;
 
 use super::backend::{Arg, Backend, K};
 use super::reduce::{col_reduce, Reduce};
-use super::sums::{Accumulators, RowsFrom, Sums};
+use super::sums_request::{RowsFrom, Sums};
 use super::sums_layout::Layout;
 
 /// One domain on the device, in the layout's row order: centred rows (n×d), labels (n×c),
@@ -28,6 +28,12 @@ pub(super) struct Dom<B> {
     pub(super) back: Option<B>,
     pub(super) dest: Option<B>,
 }
+
+/// G (n×d) and r (n) of one objective and domain.
+pub(super) type Accumulator<B> = (B, B);
+
+/// Per objective, per domain: its accumulator where the objective touches the domain.
+pub(super) type Accumulators<B> = Vec<Vec<Option<Accumulator<B>>>>;
 
 /// `gather_rows`: the `n` rows (d wide) `idx` names of `src`'s `n_src` rows, zeros for −1.
 pub(super) fn gather<D: Backend>(dev: &D, src: &D::Buf, idx: &D::Buf, (n, d, n_src): (usize, usize, usize)) -> Result<D::Buf, String> {
