@@ -9,84 +9,10 @@ use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use ndarray::ArrayView2;
 
 use super::kernels::launch_config;
+pub(crate) use super::kernels::K;
 use super::signatures::check_launch;
+pub(crate) use super::signatures::Arg;
 use super::{err, Buf as DevBuf, Gpu, Inner};
-
-/// The kernels of `kernels.cu`, by the name they are compiled under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum K {
-    AddBias,
-    ColPart,
-    ColFinish,
-    BnRstd,
-    BnForward,
-    BnBackward,
-    ActForward,
-    ActBackward,
-    MulInplace,
-    Adam,
-    FlagNonfinite,
-    CenterRows,
-    Gauss,
-    GradFinish,
-    GatherRows,
-    ScatterAddRows,
-}
-
-impl K {
-    /// Every kernel, in `kernels.cu`'s order.
-    pub(crate) const ALL: [K; 16] = [
-        K::AddBias,
-        K::ColPart,
-        K::ColFinish,
-        K::BnRstd,
-        K::BnForward,
-        K::BnBackward,
-        K::ActForward,
-        K::ActBackward,
-        K::MulInplace,
-        K::Adam,
-        K::FlagNonfinite,
-        K::CenterRows,
-        K::Gauss,
-        K::GradFinish,
-        K::GatherRows,
-        K::ScatterAddRows,
-    ];
-
-    /// The kernel's name in the source.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            K::AddBias => "add_bias",
-            K::ColPart => "col_part",
-            K::ColFinish => "col_finish",
-            K::BnRstd => "bn_rstd",
-            K::BnForward => "bn_forward",
-            K::BnBackward => "bn_backward",
-            K::ActForward => "act_forward",
-            K::ActBackward => "act_backward",
-            K::MulInplace => "mul_inplace",
-            K::Adam => "adam",
-            K::FlagNonfinite => "flag_nonfinite",
-            K::CenterRows => "center_rows",
-            K::Gauss => "gauss",
-            K::GradFinish => "grad_finish",
-            K::GatherRows => "gather_rows",
-            K::ScatterAddRows => "scatter_add_rows",
-        }
-    }
-}
-
-/// One argument of a kernel launch, in the kernel's parameter order: a buffer read, a buffer
-/// written, or a scalar of the C type (`int`, `long long`, `float`, `double`).
-pub(crate) enum Arg<'a, B> {
-    In(&'a B),
-    Out(&'a mut B),
-    I32(i32),
-    I64(i64),
-    F32(f32),
-    F64(f64),
-}
 
 /// A product's operand: a buffer of the device (row-major, with its leading dimension), the
 /// same from an offset (values skipped, leading dimension), or the fit's features

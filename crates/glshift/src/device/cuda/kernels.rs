@@ -5,7 +5,71 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction};
 
-use super::backend::K;
+
+/// The kernels of `kernels.cu`, by the name they are compiled under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum K {
+    AddBias,
+    ColPart,
+    ColFinish,
+    BnRstd,
+    BnForward,
+    BnBackward,
+    ActForward,
+    ActBackward,
+    MulInplace,
+    Adam,
+    FlagNonfinite,
+    CenterRows,
+    Gauss,
+    GradFinish,
+    GatherRows,
+    ScatterAddRows,
+}
+
+impl K {
+    /// Every kernel, in `kernels.cu`'s order.
+    pub(crate) const ALL: [K; 16] = [
+        K::AddBias,
+        K::ColPart,
+        K::ColFinish,
+        K::BnRstd,
+        K::BnForward,
+        K::BnBackward,
+        K::ActForward,
+        K::ActBackward,
+        K::MulInplace,
+        K::Adam,
+        K::FlagNonfinite,
+        K::CenterRows,
+        K::Gauss,
+        K::GradFinish,
+        K::GatherRows,
+        K::ScatterAddRows,
+    ];
+
+    /// The kernel's name in the source.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            K::AddBias => "add_bias",
+            K::ColPart => "col_part",
+            K::ColFinish => "col_finish",
+            K::BnRstd => "bn_rstd",
+            K::BnForward => "bn_forward",
+            K::BnBackward => "bn_backward",
+            K::ActForward => "act_forward",
+            K::ActBackward => "act_backward",
+            K::MulInplace => "mul_inplace",
+            K::Adam => "adam",
+            K::FlagNonfinite => "flag_nonfinite",
+            K::CenterRows => "center_rows",
+            K::Gauss => "gauss",
+            K::GradFinish => "grad_finish",
+            K::GatherRows => "gather_rows",
+            K::ScatterAddRows => "scatter_add_rows",
+        }
+    }
+}
 
 /// The CUDA C source; its header says how the same text also builds for the CPU tests.
 pub(super) const SOURCE: &str = include_str!("kernels.cu");

@@ -3,7 +3,18 @@
 //! with arguments out of order or a buffer too short is an error instead of a read or write
 //! out of bounds.
 
-use super::backend::{Arg, K};
+use super::kernels::K;
+
+/// One argument of a kernel launch, in the kernel's parameter order: a buffer read, a buffer
+/// written, or a scalar of the C type (`int`, `long long`, `float`, `double`).
+pub(crate) enum Arg<'a, B> {
+    In(&'a B),
+    Out(&'a mut B),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
 
 /// A parameter's C type in a kernel's signature.
 #[derive(Clone, Copy, Debug, PartialEq)]
