@@ -9,10 +9,12 @@
 #   3. a VisDA-2017-shaped synthetic task (152,397 + 55,388 × 2048, 12 classes), full-batch MUL:
 #      the wall time per pre-training and per adaptation iteration on each device (`glshift
 #      fit` prints it, set-up and scoring left out), from short runs of the same command, and
-#      their ratio;
+#      their ratio; and the GPU's with TF32 kernel sums;
 #   4. `full`: the same task's whole full-batch fit with the default iterations and stopping
-#      rules on the GPU (the issue's goal: at most 60 s), timed out after 200 s; skipped where
-#      section 3's per-iteration times predict more than 190 s (GPU_CHECK_FULL_ANYWAY=1 runs it);
+#      rules on the GPU (the issue's goal: at most 60 s), timed out after 200 s; with TF32
+#      kernel sums (`tf32_kernel_sums`, also timed in section 3) where only they are predicted
+#      to finish; skipped where section 3's per-iteration times predict more than 190 s
+#      (GPU_CHECK_FULL_ANYWAY=1 runs it);
 #   5. `million`: a 1M-row source (1,000,000 + 100,000 rows × 256, 12 classes) fitted with the
 #      default settings, which train it by mini-batch (20 pre-training + 10 adaptation
 #      iterations here, timed out after 200 s), on the GPU;
@@ -116,10 +118,11 @@ V=$W/visda
 t0=$(stamp)
 "$G" generate --source-rows 152397 --target-rows 55388 --dims 2048 --classes 12 --separation 0.07 --seed 0 --out "$V" >/dev/null
 echo "generated in $(secs $t0 "$(stamp)") s"
-short() { # name pretrain adapt device timeout
+short() { # name pretrain adapt device timeout [a config line]
   cat >"$W/$1.toml" <<EOF
 training = "full-batch"
 max_memory_gib = 100.0
+${6:-}
 pretrain_iters = $2
 pretrain_patience = 1000
 adapt_iters = $3
@@ -134,6 +137,7 @@ EOF
   grep -E "target rows in|^device:|time per iteration|accuracy \(evaluation" "$W/$1.log"
 }
 short vis-cuda 20 10 cuda 130
+short vis-cuda-tf32 20 10 cuda 130 'tf32_kernel_sums = true'
 short vis-cpu 3 2 cpu 150
 python3 - $(iteration_ms "$W/vis-cuda.log") $(iteration_ms "$W/vis-cpu.log") <<'EOF'
 import sys
@@ -142,6 +146,11 @@ if len(sys.argv) == 5:
     for stage, gs, cs in zip(("pre-training", "adaptation"), g, c):
         print(f"{stage}: {cs:.0f} ms per iteration on the CPU, {gs:.0f} ms on CUDA: {cs/gs:.1f}x")
 EOF
+python3 - $(iteration_ms "$W/vis-cuda.log") $(iteration_ms "$W/vis-cuda-tf32.log") <<'EOF'
+import sys
+if len(sys.argv) == 5:
+    print(f"adaptation on CUDA: {float(sys.argv[2]):.0f} ms per iteration, {float(sys.argv[4]):.0f} ms with TF32 kernel sums")
+EOF
 fi
 if want full; then
 echo "== 4. VisDA-2017-shaped task, the whole default full-batch fit on the GPU (goal: <= 60 s)"
@@ -149,9 +158,17 @@ V=$W/visda
 printf 'training = "full-batch"\nmax_memory_gib = 100.0\n' >"$W/full.toml"
 # Device time is scarce: where section 3 ran, predict the fit from its per-iteration times and
 # the iteration counts of a default Office-Caltech10 fit (amazon -> webcam: 110 pre-training,
-# 102 adaptation), and skip a fit that would only hit the timeout.
-predicted=$(iteration_ms "$W/vis-cuda.log" | awk '{ printf "%.0f", ($1 * 110 + $2 * 102) / 1000 }')
-[ -n "$predicted" ] && echo "predicted from section 3's per-iteration times: about $predicted s"
+# 102 adaptation), and skip a fit that would only hit the timeout. The f32 fit runs where it is
+# predicted to finish, else the one with TF32 kernel sums (GPU_CHECK_FULL_TF32=1 picks that).
+predict() { iteration_ms "$1" | awk '{ printf "%.0f", ($1 * 110 + $2 * 102) / 1000 }'; }
+predicted=$(predict "$W/vis-cuda.log")
+predicted_tf32=$(predict "$W/vis-cuda-tf32.log")
+[ -n "$predicted" ] && echo "predicted from section 3's per-iteration times: about $predicted s (f32), ${predicted_tf32:-?} s (TF32 kernel sums)"
+if [ -n "${GPU_CHECK_FULL_TF32:-}" ] || { [ -n "$predicted" ] && [ "$predicted" -gt 190 ] && [ -n "$predicted_tf32" ] && [ "$predicted_tf32" -le 190 ]; }; then
+  echo "tf32_kernel_sums = true" >>"$W/full.toml"
+  echo "the full fit runs with TF32 kernel sums"
+  predicted=$predicted_tf32
+fi
 if [ -n "$predicted" ] && [ "$predicted" -gt 190 ] && [ -z "${GPU_CHECK_FULL_ANYWAY:-}" ]; then
   echo "full fit skipped: it would hit the 200 s timeout (GPU_CHECK_FULL_ANYWAY=1 runs it)"
 else

@@ -58,6 +58,9 @@ pub fn device_line(d: &glshift::device::DeviceUsed) -> String {
     if let Some(name) = &d.name {
         line += &format!(" ({name})");
     }
+    if d.tf32_kernel_sums {
+        line += ", kernel sums in TF32";
+    }
     if let Some(why) = &d.fallback {
         line += &format!(": {why}");
     }

@@ -78,12 +78,25 @@ pub struct DeviceUsed {
     /// Why `auto` ran on the CPU, or why a GPU run finished some products on the CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// Whether the GPU's exact kernel sums ran their products in TF32
+    /// ([`DeviceOptions::tf32_kernel_sums`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tf32_kernel_sums: bool,
 }
 
 impl DeviceUsed {
     fn cpu(fallback: Option<String>) -> Self {
-        DeviceUsed { kind: "cpu".into(), name: None, fallback }
+        DeviceUsed { kind: "cpu".into(), name: None, fallback, tf32_kernel_sums: false }
     }
+}
+
+/// How a GPU scope runs its work ([`scoped_with`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// The exact kernel sums' products in TF32 on tensor cores (10-bit mantissa inputs, f32
+    /// sums): several times the f32 rate on recent GPUs, at a rounding of the inputs; the
+    /// network's products stay f32. `tf32_kernel_sums` in the config; off by default.
+    pub tf32_kernel_sums: bool,
 }
 
 /// The GPU of this process, or why there is none (probed once; see [`Gpu::get`]).
@@ -112,6 +125,7 @@ pub fn resolve(
 
 struct Active {
     gpu: Arc<Gpu>,
+    options: DeviceOptions,
     /// The first GPU failure of this scope: the product was redone on the CPU.
     failure: Option<String>,
 }
@@ -124,22 +138,32 @@ thread_local! {
 /// Returns what ran. Under `cuda`, a GPU failure during `f` is an error after `f` returns;
 /// under `auto` the failed products were redone on the CPU and `fallback` says so.
 pub fn scoped<R>(device: Device, f: impl FnOnce() -> Result<R>) -> Result<(R, DeviceUsed)> {
+    scoped_with(device, DeviceOptions::default(), f)
+}
+
+/// [`scoped`] with `options` for the GPU's work.
+pub fn scoped_with<R>(device: Device, options: DeviceOptions, f: impl FnOnce() -> Result<R>) -> Result<(R, DeviceUsed)> {
     let (gpu, fallback) = resolve(device, probe)?;
     let Some(gpu) = gpu else { return Ok((f()?, DeviceUsed::cpu(fallback))) };
     let name = gpu.name().to_string();
-    let previous = ACTIVE.with(|a| a.borrow_mut().replace(Active { gpu, failure: None }));
+    let previous = ACTIVE.with(|a| a.borrow_mut().replace(Active { gpu, options, failure: None }));
     let out = f();
     let ended = ACTIVE.with(|a| std::mem::replace(&mut *a.borrow_mut(), previous));
     let failure = ended.and_then(|a| a.failure);
     let out = out?;
     match (failure, device) {
         (Some(reason), Device::Cuda) => Err(Error::Device { requested: "cuda".into(), reason }),
-        (failure, _) => Ok((out, DeviceUsed { kind: "cuda".into(), name: Some(name), fallback: failure })),
+        (failure, _) => Ok((out, DeviceUsed { kind: "cuda".into(), name: Some(name), fallback: failure, tf32_kernel_sums: options.tf32_kernel_sums })),
     }
 }
 
 fn active_gpu() -> Option<Arc<Gpu>> {
     ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.gpu.clone()))
+}
+
+/// The options of the current GPU scope (the defaults outside one).
+fn active_options() -> DeviceOptions {
+    ACTIVE.with(|a| a.borrow().as_ref().map_or_else(DeviceOptions::default, |a| a.options))
 }
 
 /// Runs `f` with cuBLAS allowed to compute f32 products in TF32 on tensor cores (10-bit
@@ -211,7 +235,7 @@ pub(crate) fn run_tiled<T: Real>(
     let gpu = active_gpu()?;
     // SAFETY: T is f32 (checked above): the same type behind the reference.
     let req32 = unsafe { &*(req as *const crate::kernel::tiled::request::Request<T>).cast::<crate::kernel::tiled::request::Request<f32>>() };
-    match gpu.kernel_sums(req32) {
+    match gpu.kernel_sums(req32, active_options().tf32_kernel_sums) {
         Ok(out) => {
             let boxed: Box<dyn std::any::Any> = Box::new(out);
             Some(*boxed.downcast().expect("T is f32"))

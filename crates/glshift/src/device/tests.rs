@@ -171,8 +171,23 @@ fn emulated_kernel_sums_match_the_cpu() {
         (90, 7, OneHotSomeNone, false),
     ]);
     for (tile, cases) in [(64, small), (4096, sums_cases(&[(90, 70, OneHot, false), (90, 70, OneHotSomeNone, true)]))] {
-        kernel_sums_match_the_cpu(&cases, |req| cuda::sums::kernel_sums(&kernels, req, tile).expect("emulated kernel sums"));
+        kernel_sums_match_the_cpu(&cases, |req| cuda::sums::kernel_sums(&kernels, req, tile, false).expect("emulated kernel sums"));
     }
+    // With `tf32`, the pass's products run in the TF32 mode, and f32 products are restored
+    // after it (the emulation computes in f32 in either mode).
+    assert_eq!(kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed), 0);
+    kernel_sums_match_the_cpu(&sums_cases(&[(90, 70, OneHot, true)]), |req| cuda::sums::kernel_sums(&kernels, req, 64, true).expect("emulated kernel sums"));
+    assert!(kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed) > 0 && !kernels.tf32.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+/// The report names TF32 kernel sums only where they ran.
+#[test]
+fn the_report_names_tf32_kernel_sums_only_where_they_ran() {
+    let used = |tf32_kernel_sums| serde_json::to_string(&DeviceUsed { kind: "cuda".into(), name: None, fallback: None, tf32_kernel_sums }).unwrap();
+    assert!(!used(false).contains("tf32"), "{}", used(false));
+    assert!(used(true).contains("\"tf32_kernel_sums\":true"), "{}", used(true));
+    let old: DeviceUsed = serde_json::from_str(r#"{"kind": "cpu"}"#).unwrap();
+    assert!(!old.tf32_kernel_sums);
 }
 
 /// On a machine with a usable GPU: the same there, through the crate's seam. Skipped

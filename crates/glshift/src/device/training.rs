@@ -18,7 +18,7 @@ use super::cuda::net::DzIn;
 use super::cuda::resident::Resident;
 use super::cuda::{DevNet, DevSnapshot, Backend};
 use crate::kernel::tiled::request::Objective;
-use super::{active_gpu, Gpu, GPU_MIN_MACS};
+use super::{active_gpu, active_options, Gpu, GPU_MIN_MACS};
 use crate::nn::{Adam, Forward, Network, Pass};
 
 /// A network and its optimiser in full-batch training. Errors are the device's (a GPU
@@ -173,12 +173,19 @@ pub(crate) struct GpuNet<D: Backend = Gpu> {
     logits: Array2<f32>,
     z: Option<Array2<f32>>,
     resident: RefCell<Resident<D::Buf>>,
+    /// The resident kernel sums' products in TF32 (`DeviceOptions::tf32_kernel_sums`).
+    tf32_sums: bool,
 }
 
 impl<D: Backend> GpuNet<D> {
     /// `net` and `adam` uploaded to `dev`.
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<GpuNet<D>, String> {
-        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None, resident: RefCell::default() })
+        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None, resident: RefCell::default(), tf32_sums: false })
+    }
+
+    /// The same, its resident kernel sums' products in TF32 where `on`.
+    pub(crate) fn with_tf32_sums(self, on: bool) -> GpuNet<D> {
+        GpuNet { tf32_sums: on, ..self }
     }
 
     /// The kept pass's Z on the device, or why there is none.
@@ -194,7 +201,7 @@ impl<D: Backend> ResidentZ for GpuNet<D> {
 
     fn kernel_sums(&self, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[GammaTerms], h: f64) -> Result<Vec<(f64, usize)>, String> {
         let objectives: Vec<Objective> = objectives.iter().map(|terms| Objective { terms: terms.clone() }).collect();
-        self.resident.borrow_mut().kernel_sums(&**self.dev.device(), self.kept_z()?, domains, &objectives, h)
+        self.resident.borrow_mut().kernel_sums(&**self.dev.device(), self.kept_z()?, domains, &objectives, h, self.tf32_sums)
     }
 
     fn grad_sq_norm(&self, id: usize) -> Result<f64, String> {
@@ -268,5 +275,6 @@ impl<D: Backend> Snapshots for GpuNet<D> {
 /// `None` keeps them on the CPU.
 pub(crate) fn gpu_net_maker(rows: usize, d: usize, width: usize) -> Option<impl FnOnce(Network, Adam) -> Result<GpuNet, String>> {
     let gpu = active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)?;
-    Some(move |net, adam| GpuNet::upload(gpu, net, adam))
+    let tf32 = active_options().tf32_kernel_sums;
+    Some(move |net, adam| GpuNet::upload(gpu, net, adam).map(|g| g.with_tf32_sums(tf32)))
 }

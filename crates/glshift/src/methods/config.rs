@@ -104,6 +104,9 @@ pub struct FitConfig {
     /// Where the network's products and the kernel sums run: `cpu`, `cuda` or `auto` (CUDA
     /// where found, else the CPU; `crate::device`). The report says which ran.
     pub device: crate::device::Device,
+    /// On a GPU, the exact kernel sums' products in TF32 (`device::DeviceOptions`); off by
+    /// default, ignored on the CPU. The report says whether they ran so.
+    pub tf32_kernel_sums: bool,
 }
 
 impl Default for FitConfig {
@@ -126,6 +129,7 @@ impl Default for FitConfig {
             training: Training::Auto,
             minibatch: MiniBatchConfig::default(),
             device: crate::device::Device::Auto,
+            tf32_kernel_sums: false,
         }
     }
 }
@@ -203,6 +207,11 @@ impl FitConfig {
             Family::Baseline => self.baselines.minibatch(self.method),
         };
         method_can && self.training.is_minibatch(n_rows, d)
+    }
+
+    /// How a GPU scope of this fit runs its work.
+    pub fn device_options(&self) -> crate::device::DeviceOptions {
+        crate::device::DeviceOptions { tf32_kernel_sums: self.tf32_kernel_sums }
     }
 
     /// What the constructor of `self.method` reads ([`BuildContext`]), for a Z of `z_dim`

@@ -75,6 +75,8 @@ pub(crate) trait Backend {
     fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>]) -> Result<(), String>;
     /// Waits for the device's work.
     fn sync(&self) -> Result<(), String>;
+    /// Whether f32 products may run in TF32 (10-bit mantissa inputs, f32 sums) from now on.
+    fn set_tf32(&self, on: bool) -> Result<(), String>;
 }
 
 /// The fit's features on the GPU: rows of a pinned matrix (by its id, so that pins released
@@ -167,6 +169,10 @@ impl Backend for Gpu {
 
     fn sync(&self) -> Result<(), String> {
         self.lock()?.stream.synchronize().map_err(err("synchronising"))
+    }
+
+    fn set_tf32(&self, on: bool) -> Result<(), String> {
+        Gpu::set_tf32(self, on)
     }
 }
 

@@ -4,6 +4,8 @@
 //! signature and buffer lengths (`signatures`) and each product its operands against its
 //! shapes, so a wrong launch or product fails with a message.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
@@ -88,6 +90,7 @@ impl Backend for HostKernels {
 
     fn gemm_at(&self, trans: (bool, bool), (m, n, k): (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, (c, at): (&mut Vec<f32>, usize)) -> Result<(), String> {
         let (sa, sb) = stored_shapes(trans, (m, n, k));
+        self.tf32_products.fetch_add(usize::from(self.tf32.load(Relaxed)), Relaxed);
         let (a, b) = (stored(raw(&a)?, sa)?, stored(raw(&b)?, sb)?);
         let a = if trans.0 { a.reversed_axes() } else { a };
         let b = if trans.1 { b.reversed_axes() } else { b };
@@ -138,6 +141,12 @@ impl Backend for HostKernels {
     }
 
     fn sync(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The emulation computes in f32 whatever the mode; it records the mode for the tests.
+    fn set_tf32(&self, on: bool) -> Result<(), String> {
+        self.tf32.store(on, Relaxed);
         Ok(())
     }
 }

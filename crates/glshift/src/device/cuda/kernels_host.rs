@@ -19,6 +19,10 @@ use crate::nn::{Activation, BatchNorm, BN_EPS};
 pub(crate) struct HostKernels {
     lib: Library,
     _dir: tempfile::TempDir,
+    /// The TF32 mode a GPU would be in (`Backend::set_tf32`); the emulation computes in f32.
+    pub(crate) tf32: std::sync::atomic::AtomicBool,
+    /// Products run while that mode was on.
+    pub(crate) tf32_products: std::sync::atomic::AtomicUsize,
 }
 
 /// Builds the library, or `None` (reported) where no C compiler runs. A compiler that runs
@@ -39,7 +43,7 @@ pub(crate) fn build() -> Option<HostKernels> {
     assert!(run.status.success(), "{cc} rejected kernels.cu:\n{}", String::from_utf8_lossy(&run.stderr));
     // SAFETY: the library was just built from the kernels' source; it has no initialisers.
     let lib = unsafe { Library::new(&out) }.expect("load the kernels");
-    Some(HostKernels { lib, _dir: dir })
+    Some(HostKernels { lib, _dir: dir, tf32: Default::default(), tf32_products: Default::default() })
 }
 
 impl HostKernels {

@@ -116,8 +116,8 @@ impl Gpu {
     }
 
     /// `kernel::tiled::run` on the GPU (`sums`).
-    pub(crate) fn kernel_sums(&self, req: &crate::kernel::tiled::request::Request<f32>) -> Result<crate::kernel::tiled::request::Output<f32>, String> {
-        sums::kernel_sums(self, req, sums::TILE)
+    pub(crate) fn kernel_sums(&self, req: &crate::kernel::tiled::request::Request<f32>, tf32: bool) -> Result<crate::kernel::tiled::request::Output<f32>, String> {
+        sums::kernel_sums(self, req, sums::TILE, tf32)
     }
 
     /// cuBLAS's math mode: TF32 tensor-core products for f32 (`on`) or its default.

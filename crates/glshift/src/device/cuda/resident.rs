@@ -69,9 +69,10 @@ impl<B> Resident<B> {
     }
 
     /// The exact kernel sums over `domains` (rows of Z by index, and their labels n_a × c)
-    /// with `objectives` and bandwidth `h`: each objective's value and the index of its held
-    /// gradient.
-    pub(crate) fn kernel_sums<D: Backend<Buf = B>>(&mut self, dev: &D, (z, n, d): KeptZ<B>, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[Objective], h: f64) -> Result<Vec<(f64, usize)>, String> {
+    /// with `objectives` and bandwidth `h` (products in TF32 where `tf32`): each objective's
+    /// value and the index of its held gradient.
+    #[allow(clippy::too_many_arguments)] // the device, Z, and the request's parts as the trait takes them
+    pub(crate) fn kernel_sums<D: Backend<Buf = B>>(&mut self, dev: &D, (z, n, d): KeptZ<B>, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[Objective], h: f64, tf32: bool) -> Result<Vec<(f64, usize)>, String> {
         let sums = Sums {
             rows: domains.iter().map(|(rows, _)| RowsFrom::Device { z, n, rows }).collect(),
             labels: domains.iter().map(|(_, y)| *y).collect(),
@@ -79,6 +80,7 @@ impl<B> Resident<B> {
             objectives,
             h,
             d,
+            tf32,
         };
         let out = kernel_sums_kept(dev, &sums, TILE)?;
         let mut ids = Vec::with_capacity(objectives.len());

@@ -92,8 +92,9 @@ struct BlockInputs<'r, B> {
 }
 
 /// `kernel::tiled::run` on `dev`, by tiles of at most `tile` rows ([`Layout`]: one-hot rows
-/// sorted by class, and only the tile pairs some objective or S block needs).
-pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize) -> Result<Output<f32>, String> {
+/// sorted by class, and only the tile pairs some objective or S block needs); its products in
+/// TF32 where `tf32`.
+pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize, tf32: bool) -> Result<Output<f32>, String> {
     let d = req.domains.first().map_or(0, |x| x.z.ncols());
     let sums = Sums {
         rows: req.domains.iter().map(|dm| RowsFrom::Host(dm.z)).collect(),
@@ -102,6 +103,7 @@ pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize) 
         objectives: &req.objectives,
         h: req.h,
         d,
+        tf32,
     };
     let Pass { s, values, doms, acc } = pass(dev, &sums, tile)?;
     let grads = download_gradients(dev, &doms, acc, d)?;
@@ -130,6 +132,19 @@ struct Pass<B> {
 /// One pass: the domains on the device in the layout's order, every tile pair the layout
 /// lists, then S and the values on the host and the gradients finished on the device.
 fn pass<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<Pass<D::Buf>, String> {
+    if !sums.tf32 {
+        return products(dev, sums, tile);
+    }
+    dev.set_tf32(true)?;
+    let out = products(dev, sums, tile);
+    // Back to f32 products whatever happened, for the network's products that follow.
+    let restored = dev.set_tf32(false);
+    let out = out?;
+    restored.map(|_| out)
+}
+
+/// [`pass`] in the device's current mode of products.
+fn products<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<Pass<D::Buf>, String> {
     let d = sums.d;
     let c = sums.labels.first().map_or(0, |y| y.ncols());
     let layout = Layout::new(&sums.labels, sums.s_blocks, sums.objectives, tile)?;

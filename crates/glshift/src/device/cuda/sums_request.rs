@@ -13,7 +13,8 @@ pub(crate) enum RowsFrom<'a, B> {
 }
 
 /// Kernel sums whose rows may lie on the device: per domain its rows and its labels (on the
-/// host, n_a × c), the S blocks wanted in full, the objectives, h and the rows' width d.
+/// host, n_a × c), the S blocks wanted in full, the objectives, h and the rows' width d; and
+/// whether the products may run in TF32 (`tf32_kernel_sums`).
 pub(crate) struct Sums<'a, B> {
     pub(crate) rows: Vec<RowsFrom<'a, B>>,
     pub(crate) labels: Vec<ArrayView2<'a, f32>>,
@@ -21,4 +22,5 @@ pub(crate) struct Sums<'a, B> {
     pub(crate) objectives: &'a [Objective],
     pub(crate) h: f64,
     pub(crate) d: usize,
+    pub(crate) tf32: bool,
 }

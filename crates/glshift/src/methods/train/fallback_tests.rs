@@ -167,12 +167,16 @@ fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(on_device: imp
     }
 }
 
-/// On the CPU's emulation of the GPU (skipped without a C compiler).
+/// On the CPU's emulation of the GPU, its kernel sums asked for in TF32 (skipped without a C
+/// compiler).
 #[test]
 fn a_fit_on_the_emulated_gpu_agrees_with_the_cpus() {
     let Some(kernels) = crate::device::cuda_host_kernels() else { return };
     let kernels = std::sync::Arc::new(kernels);
-    a_fit_on_a_device_agrees_with_the_cpus(|net, adam| crate::device::training::GpuNet::upload(kernels.clone(), net, adam));
+    // With TF32 kernel sums asked for: the resident passes switch the mode on and back off
+    // (the emulation computes in f32 either way).
+    a_fit_on_a_device_agrees_with_the_cpus(|net, adam| crate::device::training::GpuNet::upload(kernels.clone(), net, adam).map(|g| g.with_tf32_sums(true)));
+    assert!(kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed) > 0 && !kernels.tf32.load(std::sync::atomic::Ordering::Relaxed));
 }
 
 /// On a machine with a usable GPU: the same there. Skipped (reported) without one.

@@ -65,7 +65,7 @@ fn check_fit(data: &FitData, cfg: &FitConfig) -> Result<()> {
 /// neither the method nor the target rows' values beyond their shape.
 pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Pretrained> {
     check_fit(data, cfg)?;
-    let (pre, _) = crate::device::scoped(cfg.device, || {
+    let (pre, _) = crate::device::scoped_with(cfg.device, cfg.device_options(), || {
         let layout = Layout::new(data, cfg)?;
         let state = run_pretraining(&layout, cfg, cfg.pretrain_iters, progress)?;
         Ok(Pretrained { key: PretrainKey::new(cfg, &layout)?, state })
@@ -83,7 +83,7 @@ pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut d
 
 /// Runs a fit on `cfg.device` and records where it ran.
 fn on_device(cfg: &FitConfig, fit: impl FnOnce() -> Result<Fitted>) -> Result<Fitted> {
-    let (mut fitted, used) = crate::device::scoped(cfg.device, fit)?;
+    let (mut fitted, used) = crate::device::scoped_with(cfg.device, cfg.device_options(), fit)?;
     fitted.device = used;
     Ok(fitted)
 }
