@@ -5,7 +5,8 @@
 #   1. the core's device tests on the GPU (products and kernel sums against the CPU's);
 #   2. the 12 Office-Caltech10 EfficientNet-Lite2 UDA tasks, seed 0, default MUL, `--device cuda`
 #      against `--device cpu` (bench/gpu_compare.py: agreement, accuracy, prior l1, and how far
-#      apart the first iterations are);
+#      apart the first iterations are); GPU_CHECK_OC10_TF32=1 runs the cuda fits with TF32
+#      kernel sums;
 #   3. a VisDA-2017-shaped synthetic task (152,397 + 55,388 × 2048, 12 classes), full-batch MUL:
 #      the wall time per pre-training and per adaptation iteration on each device (`glshift
 #      fit` prints it, set-up and scoring left out), from short runs of the same command, and
@@ -92,9 +93,16 @@ t0=$(stamp)
 ) &
 cpu_jobs=$!
 failed=0
+# GPU_CHECK_OC10_TF32=1: the cuda fits with TF32 kernel sums, for their agreement with the CPU.
+cuda_cfg=()
+if [ -n "${GPU_CHECK_OC10_TF32:-}" ]; then
+  echo "tf32_kernel_sums = true" >"$W/oc10-tf32.toml"
+  cuda_cfg=(--config "$W/oc10-tf32.toml")
+  echo "(the cuda fits run with TF32 kernel sums)"
+fi
 for s in $domains; do for t in $domains; do [ "$s" = "$t" ] && continue
   [ $failed = 0 ] || continue
-  timeout 120 "$G" fit --data "$D" --source $s --target $t --seed 0 --device cuda --quiet --out "$R/$s-$t-cuda" >"$R/$s-$t-cuda.log" 2>&1 \
+  timeout 120 "$G" fit --data "$D" --source $s --target $t --seed 0 --device cuda ${cuda_cfg[@]+"${cuda_cfg[@]}"} --quiet --out "$R/$s-$t-cuda" >"$R/$s-$t-cuda.log" 2>&1 \
     || { echo "cuda fit $s-$t failed (skipping the other cuda fits):"; tail -3 "$R/$s-$t-cuda.log"; failed=1; }
 done; done
 t1=$(stamp)
