@@ -16,9 +16,10 @@
 //! first, as on the CPU, on the device (`center_rows`). A domain's rows come from the host
 //! ([`kernel_sums`]: the gradients are put back in the caller's row order and downloaded) or
 //! are rows of a matrix already on the device, the kept pass's Z ([`kernel_sums_kept`]: the
-//! gradients stay there, with the matrix row of each, for `device::resident`); `sums_rows`
-//! moves the rows. Memory: the inputs (twice while they are sorted) and accumulators plus three
-//! tile×tile buffers.
+//! gradients stay there, with the matrix row of each, for `resident`); `sums_rows` moves the
+//! rows. Asked for TF32 (`tf32_kernel_sums`), the pass's products run in that mode and f32 is
+//! restored after it. Memory: the inputs (twice while they are sorted) and accumulators plus
+//! three tile×tile buffers.
 //!
 //! Written against [`Backend`]: the GPU runs it, and the tests run it on the CPU's emulation
 //! (`host_backend`, the same kernels built by the C compiler) against the CPU's tiled pass.
