@@ -41,6 +41,10 @@ G=$B/glshift
 W=${GPU_CHECK_WORK:-/tmp/gpu_check}
 mkdir -p "$W"
 stamp() { date +%s.%N; }
+# Peak host memory of the VisDA-shaped fits, for the host memory estimate of GPU fits (GNU
+# time's "Maximum resident set size"; nothing where it is not installed).
+TIMEV=()
+[ -x /usr/bin/time ] && TIMEV=(/usr/bin/time -v)
 secs() { python3 -c "print(f'{$2 - $1:.1f}')"; }
 # The per-iteration times `glshift fit` printed in log $1 ("time per iteration: pre-training P
 # ms ..., adaptation A ms ..."): "P A" in ms, or nothing.
@@ -139,10 +143,10 @@ enabled = false
 EOF
   local a
   a=$(stamp)
-  timeout "$5" "$G" fit --data "$V" --source source --target target --device "$4" --config "$W/$1.toml" --out "$W/$1" >"$W/$1.log" 2>&1 \
+  ${TIMEV[@]+"${TIMEV[@]}"} timeout "$5" "$G" fit --data "$V" --source source --target target --device "$4" --config "$W/$1.toml" --out "$W/$1" >"$W/$1.log" 2>&1 \
     || { echo "$1 failed or timed out after $5 s:"; tail -3 "$W/$1.log"; }
   echo "$1 ($2 pre-training + $3 adaptation iterations, $4): wall $(secs "$a" "$(stamp)") s"
-  grep -E "target rows in|^device:|time per iteration|accuracy \(evaluation" "$W/$1.log"
+  grep -E "target rows in|^device:|time per iteration|accuracy \(evaluation|Maximum resident" "$W/$1.log"
 }
 short vis-cuda 20 10 cuda 130
 short vis-cuda-tf32 20 10 cuda 130 'tf32_kernel_sums = true'
@@ -182,10 +186,10 @@ if [ -n "$predicted" ] && [ "$predicted" -gt 190 ] && [ -z "${GPU_CHECK_FULL_ANY
 else
 [ -d "$V" ] || "$G" generate --source-rows 152397 --target-rows 55388 --dims 2048 --classes 12 --separation 0.07 --seed 0 --out "$V" >/dev/null
 a=$(stamp)
-timeout 200 "$G" fit --data "$V" --source source --target target --device cuda --config "$W/full.toml" --out "$W/full" >"$W/full.log" 2>&1 \
+${TIMEV[@]+"${TIMEV[@]}"} timeout 200 "$G" fit --data "$V" --source source --target target --device cuda --config "$W/full.toml" --out "$W/full" >"$W/full.log" 2>&1 \
   || { echo "the full fit failed or timed out after 200 s:"; tail -3 "$W/full.log"; }
 echo "full default fit (cuda): wall $(secs "$a" "$(stamp)") s"
-grep -E "target rows in|^device:|time per iteration|^iterations|accuracy \(evaluation" "$W/full.log"
+grep -E "target rows in|^device:|time per iteration|^iterations|accuracy \(evaluation|Maximum resident" "$W/full.log"
 fi
 fi
 
