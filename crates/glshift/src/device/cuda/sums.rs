@@ -27,7 +27,7 @@
 use ndarray::Array2;
 
 use super::backend::{Arg, Backend, Src, K};
-use super::sums_layout::{gamma_eff, Layout, PairPlan};
+use super::sums_layout::{Layout, PairPlan};
 use super::sums_request::{RowsFrom, Sums};
 use super::sums_rows::{download_gradients, upload_domains, Accumulators, Dom};
 use crate::kernel::tiled::request::{Objective, Output, Request};
@@ -73,12 +73,9 @@ fn alloc_accumulators<D: Backend>(dev: &D, objectives: &[Objective], doms: &[Dom
         .collect()
 }
 
-/// Γ_eff of every objective with a term on block (a, b), uploaded.
-fn upload_gammas<D: Backend>(dev: &D, objectives: &[Objective], a: usize, b: usize) -> Result<Vec<(usize, D::Buf)>, String> {
-    (0..objectives.len())
-        .filter_map(|o| gamma_eff(objectives, o, a, b).map(|gm| (o, gm)))
-        .map(|(o, gm)| dev.upload(&gm.iter().map(|&x| x as f32).collect::<Vec<f32>>()).map(|s| (o, s)))
-        .collect()
+/// Γ_eff of every objective with a term on a block (the layout's), uploaded.
+fn upload_gammas<D: Backend>(dev: &D, gammas: &[(usize, Array2<f64>)]) -> Result<Vec<(usize, D::Buf)>, String> {
+    gammas.iter().map(|(o, gm)| dev.upload(&gm.iter().map(|&x| x as f32).collect::<Vec<f32>>()).map(|s| (*o, s))).collect()
 }
 
 /// What one block's tile pairs read: the two domains, Γ_eff per objective, c, d and 1/h.
@@ -158,7 +155,7 @@ fn products<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<Pas
     for (p, pair) in layout.pairs.iter().enumerate() {
         let (a, b) = layout.blocks[pair.block];
         if p == 0 || layout.pairs[p - 1].block != pair.block {
-            gammas = upload_gammas(dev, sums.objectives, a, b)?;
+            gammas = upload_gammas(dev, &layout.gammas[pair.block])?;
         }
         let inputs = BlockInputs { a, b, doms: &doms, gammas: &gammas, c, d, inv_h };
         tile_pair(dev, &inputs, pair, &mut scratch, (&mut slots, p * c * c), &mut acc)?;

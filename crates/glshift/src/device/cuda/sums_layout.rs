@@ -11,11 +11,9 @@
 
 use std::ops::Range;
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 
-use ndarray::ArrayView2;
-
-use crate::kernel::tiled::request::{one_hot_classes, Objective};
+use crate::kernel::tiled::request::{one_hot_classes, split_even, Objective};
 
 /// The device's indices are floats (`gather_rows`): exact below 2^24.
 const MAX_ORDERED_ROWS: usize = 1 << 24;
@@ -47,31 +45,11 @@ pub(super) struct Layout {
     pub(super) doms: Vec<DomLayout>,
     /// The blocks (a, b) the request needs: its S blocks and every objective's terms, sorted.
     pub(super) blocks: Vec<(usize, usize)>,
+    /// Per block, Γ_eff of every objective with a term there.
+    pub(super) gammas: Vec<Vec<(usize, Array2<f64>)>>,
     pub(super) pairs: Vec<PairPlan>,
     /// The longest tile (at least 1).
     pub(super) tile: usize,
-}
-
-/// The c×c Γ_eff of objective `o` on block (a, b) (Γ + Γᵀ when a = b), or None where it has no
-/// term there.
-pub(super) fn gamma_eff(objectives: &[Objective], o: usize, a: usize, b: usize) -> Option<Array2<f64>> {
-    let mut acc: Option<Array2<f64>> = None;
-    for (ta, tb, g) in &objectives[o].terms {
-        if (*ta, *tb) == (a, b) {
-            let add = if a == b { g + &g.t() } else { g.clone() };
-            acc = Some(match acc {
-                Some(x) => x + add,
-                None => add,
-            });
-        }
-    }
-    acc
-}
-
-/// Ranges of `n` rows in ⌈n / tile⌉ parts of even length.
-fn split_even(n: usize, tile: usize) -> Vec<Range<usize>> {
-    let parts = n.div_ceil(tile.max(1));
-    (0..parts).map(|k| (k * n / parts)..((k + 1) * n / parts)).collect()
 }
 
 impl Layout {
@@ -85,20 +63,21 @@ impl Layout {
             let n = y.nrows();
             doms.push(match &classes {
                 Some(cl) => sorted_domain(&cl[a], c, tile).map_err(|e| format!("domain {a}: {e}"))?,
-                None => DomLayout { order: None, n, tiles: split_even(n, tile).into_iter().map(|r| (r, vec![true; c])).collect() },
+                None => DomLayout { order: None, n, tiles: split_even(n, tile.max(1)).into_iter().map(|r| (r, vec![true; c])).collect() },
             });
         }
         let mut blocks: Vec<(usize, usize)> = s_blocks.to_vec();
         blocks.extend(objectives.iter().flat_map(|o| o.terms.iter().map(|(a, b, _)| (*a, *b))));
         blocks.sort_unstable();
         blocks.dedup();
+        let gammas: Vec<Vec<(usize, Array2<f64>)>> =
+            blocks.iter().map(|&(a, b)| objectives.iter().enumerate().filter_map(|(o, obj)| obj.gamma_eff(a, b).map(|g| (o, g))).collect()).collect();
         let mut pairs = Vec::new();
         for (block, &(a, b)) in blocks.iter().enumerate() {
             let full = s_blocks.contains(&(a, b));
-            let gammas: Vec<(usize, Array2<f64>)> = (0..objectives.len()).filter_map(|o| gamma_eff(objectives, o, a, b).map(|g| (o, g))).collect();
             for (i, (ri, ci)) in doms[a].tiles.iter().enumerate() {
                 for (j, (rj, cj)) in doms[b].tiles.iter().enumerate().filter(|(j, _)| a != b || i <= *j) {
-                    let objectives: Vec<usize> = gammas.iter().filter(|(_, g)| touches(g, ci, cj)).map(|(o, _)| *o).collect();
+                    let objectives: Vec<usize> = gammas[block].iter().filter(|(_, g)| touches(g, ci, cj)).map(|(o, _)| *o).collect();
                     if full || !objectives.is_empty() {
                         pairs.push(PairPlan { block, ri: ri.clone(), rj: rj.clone(), mirrored: a == b && i < j, objectives });
                     }
@@ -106,7 +85,7 @@ impl Layout {
             }
         }
         let tile = doms.iter().flat_map(|d| d.tiles.iter().map(|(r, _)| r.len())).max().unwrap_or(0).max(1);
-        Ok(Layout { doms, blocks, pairs, tile })
+        Ok(Layout { doms, blocks, gammas, pairs, tile })
     }
 
     /// Pairs of rows the layout's tile pairs span (a mirrored pair counted once).
@@ -128,7 +107,7 @@ fn sorted_domain(classes: &[usize], c: usize, tile: usize) -> Result<DomLayout, 
     }
     let mut order: Vec<usize> = (0..classes.len()).filter(|&i| classes[i] < c).collect();
     order.sort_by_key(|&i| classes[i]);
-    let tiles = split_even(order.len(), tile)
+    let tiles = split_even(order.len(), tile.max(1))
         .into_iter()
         .map(|r| {
             let mut held = vec![false; c];

@@ -1,6 +1,6 @@
 //! The tiling of a request and its round-robin schedule of tile pairs.
 
-use super::request::one_hot_classes;
+use super::request::{one_hot_classes, split_even};
 use super::{Request, GROUP, TILE};
 use crate::Real;
 use ndarray::Array2;
@@ -29,16 +29,6 @@ pub(in crate::kernel) struct Plan {
     pub(super) gamma_eff: Vec<Vec<Option<Array2<f64>>>>,
     /// All blocks (a ≤ b) touched: s_blocks ∪ objective blocks, and whether S is wanted in full.
     pub(super) blocks: Vec<((usize, usize), bool)>,
-}
-
-pub(super) fn split_even(n: usize, max: usize) -> Vec<std::ops::Range<usize>> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let parts = n.div_ceil(max);
-    (0..parts)
-        .map(|k| (k * n / parts)..((k + 1) * n / parts))
-        .collect()
 }
 
 /// Round-robin schedule of all pairs I < J of `b` tiles: b − 1 rounds (b even; one more tile
@@ -93,29 +83,12 @@ fn request_blocks<T: Real>(req: &Request<T>) -> Vec<((usize, usize), bool)> {
     blocks
 }
 
-/// Effective Γ per objective and block: the sum of the objective's terms on the block, a
-/// term on a diagonal block (a, a) symmetrised as Γ + Γᵀ; `None` without a term there.
+/// Effective Γ per objective and block ([`Objective::gamma_eff`](super::Objective::gamma_eff)).
 fn effective_gammas<T: Real>(req: &Request<T>, blocks: &[((usize, usize), bool)], c: usize) -> Vec<Vec<Option<Array2<f64>>>> {
-    req.objectives
-        .iter()
-        .map(|o| {
-            blocks
-                .iter()
-                .map(|((a, b), _)| {
-                    let mut acc: Option<Array2<f64>> = None;
-                    for (ta, tb, g) in o.terms.iter().filter(|t| (t.0, t.1) == (*a, *b)) {
-                        assert_eq!(g.dim(), (c, c), "Γ must be c×c");
-                        let e = if ta == tb { g + &g.t() } else { g.clone() };
-                        acc = Some(match acc {
-                            Some(x) => x + e,
-                            None => e,
-                        });
-                    }
-                    acc
-                })
-                .collect()
-        })
-        .collect()
+    for (_, _, g) in req.objectives.iter().flat_map(|o| &o.terms) {
+        assert_eq!(g.dim(), (c, c), "Γ must be c×c");
+    }
+    req.objectives.iter().map(|o| blocks.iter().map(|((a, b), _)| o.gamma_eff(*a, *b)).collect()).collect()
 }
 
 /// The tiles of every domain a block uses (by class when every Y is one-hot; a row with no

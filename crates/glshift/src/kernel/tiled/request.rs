@@ -1,5 +1,9 @@
 //! What a tiled pass is asked ([`Request`]) and returns ([`Output`]): plain data, shared by the
-//! CPU pass (`super`) and the GPU path (`crate::device`), so that neither imports the other's code.
+//! CPU pass (`super`) and the GPU path (`crate::device`), so that neither imports the other's code;
+//! and what both tilings read of it: each objective's Γ_eff per block, the classes of one-hot
+//! rows, even splits of rows into tiles.
+
+use std::ops::Range;
 
 use ndarray::{Array2, ArrayView2};
 
@@ -16,6 +20,23 @@ pub(crate) struct Domain<'a, T> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Objective {
     pub terms: Vec<(usize, usize, Array2<f64>)>,
+}
+
+impl Objective {
+    /// Γ_eff on block (a, b): the sum of the terms there, a term on a diagonal block (a, a)
+    /// symmetrised as Γ + Γᵀ (it stands for both orders of a pair of rows of one domain);
+    /// `None` without a term there. The gradient weighs K^{ab} by it.
+    pub fn gamma_eff(&self, a: usize, b: usize) -> Option<Array2<f64>> {
+        let mut acc: Option<Array2<f64>> = None;
+        for (_, _, g) in self.terms.iter().filter(|t| (t.0, t.1) == (a, b)) {
+            let e = if a == b { g + &g.t() } else { g.clone() };
+            acc = Some(match acc {
+                Some(x) => x + e,
+                None => e,
+            });
+        }
+        acc
+    }
 }
 
 /// What to compute.
@@ -65,4 +86,15 @@ pub(crate) fn one_hot_classes<T: Real>(y: ArrayView2<T>) -> Option<Vec<usize>> {
         out.push(class);
     }
     Some(out)
+}
+
+/// `n` rows in ⌈n / max⌉ consecutive ranges of near-equal length (none for n = 0).
+pub(crate) fn split_even(n: usize, max: usize) -> Vec<Range<usize>> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let parts = n.div_ceil(max);
+    (0..parts)
+        .map(|k| (k * n / parts)..((k + 1) * n / parts))
+        .collect()
 }

@@ -1,8 +1,8 @@
 //! Unit tests of the tiling, the schedule and the row permutation.
 
 use super::pass::permute_rows;
-use super::plan::{circle_rounds, split_even};
-use super::request::one_hot_classes;
+use super::plan::circle_rounds;
+use super::request::{one_hot_classes, split_even};
 
 #[test]
 fn circle_rounds_cover_every_pair_once_with_disjoint_tiles_per_round() {
