@@ -12,7 +12,7 @@ use super::backend::{Arg, Backend, K};
 use super::reduce::{col_reduce, Reduce};
 use super::sums::{kernel_sums_kept, TILE};
 use super::sums_request::{RowsFrom, Sums};
-use super::sums_rows::gather;
+use super::sums_rows::{check_rows_in, gather, indices};
 use crate::kernel::tiled::request::Objective;
 
 /// One objective's gradient: per domain, the rows' gradients (n′ × d), their rows of Z (float
@@ -56,10 +56,8 @@ impl<B> Resident<B> {
         if m == 0 {
             return Ok(0.0);
         }
-        if let Some(r) = rows.iter().find(|&&r| r >= n) {
-            return Err(format!("row {r} of a {n}-row Z"));
-        }
-        let idx = dev.upload(&rows.iter().map(|&r| r as f32).collect::<Vec<f32>>())?;
+        check_rows_in(rows, n)?;
+        let idx = indices(dev, rows.iter().copied())?;
         let picked = gather(dev, z, &idx, (m, d, n))?;
         let sums = dev.download(&col_reduce(dev, Reduce::Sum, &picked, None, m, d, 1.0)?)?;
         let mean: Vec<f32> = sums.iter().map(|&s| (s as f64 / m as f64) as f32).collect();

@@ -15,8 +15,8 @@ use ndarray::{Array2, ArrayView2};
 
 use crate::kernel::tiled::request::{one_hot_classes, split_even, Objective};
 
-/// The device's indices are floats (`gather_rows`): exact below 2^24.
-const MAX_ORDERED_ROWS: usize = 1 << 24;
+/// The device's row indices are floats (`gather_rows`, `scatter_add_rows`): exact below 2^24.
+pub(super) const MAX_ORDERED_ROWS: usize = 1 << 24;
 
 /// One domain's rows on the device.
 pub(super) struct DomLayout {

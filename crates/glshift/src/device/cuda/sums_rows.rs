@@ -13,7 +13,7 @@ use ndarray::Array2;
 use super::backend::{Arg, Backend, K};
 use super::reduce::{col_reduce, Reduce};
 use super::sums_request::{RowsFrom, Sums};
-use super::sums_layout::Layout;
+use super::sums_layout::{Layout, MAX_ORDERED_ROWS};
 
 /// One domain on the device, in the layout's row order: centred rows (n×d), labels (n×c),
 /// squared row norms (n). Host rows: where they were reordered, the device row of each of the
@@ -43,27 +43,35 @@ pub(super) fn gather<D: Backend>(dev: &D, src: &D::Buf, idx: &D::Buf, (n, d, n_s
     Ok(dst)
 }
 
-/// Row indices as the kernels read them (floats, exact below 2^24 rows: `sums_layout`).
-fn indices<D: Backend>(dev: &D, rows: impl Iterator<Item = usize>) -> Result<D::Buf, String> {
+/// Row indices as the kernels read them (floats, exact below [`MAX_ORDERED_ROWS`]).
+pub(super) fn indices<D: Backend>(dev: &D, rows: impl Iterator<Item = usize>) -> Result<D::Buf, String> {
     dev.upload(&rows.map(|r| r as f32).collect::<Vec<f32>>())
 }
 
-/// Checks device rows: one per label row, each inside the `n` rows of the matrix, none twice
-/// (their gradients are added back without atomics), and few enough for float indices.
+/// Checks that `rows` are rows of an `n`-row matrix on the device, few enough for the
+/// kernels' float indices.
+pub(super) fn check_rows_in(rows: &[usize], n: usize) -> Result<(), String> {
+    if n >= MAX_ORDERED_ROWS {
+        return Err(format!("a device matrix of {n} rows: at most {} are indexed", MAX_ORDERED_ROWS - 1));
+    }
+    match rows.iter().find(|&&r| r >= n) {
+        Some(r) => Err(format!("row {r} of a {n}-row matrix is out of range")),
+        None => Ok(()),
+    }
+}
+
+/// Checks device rows: one per label row, each inside the `n` rows of the matrix
+/// ([`check_rows_in`]), none twice (their gradients are added back without atomics).
 fn check_device_rows(rows: &[usize], n: usize, n_labels: usize) -> Result<(), String> {
     if rows.len() != n_labels {
         return Err(format!("{} rows for {n_labels} label rows", rows.len()));
     }
-    if n >= 1 << 24 {
-        return Err(format!("a device matrix of {n} rows: at most {} are indexed", (1 << 24) - 1));
-    }
+    check_rows_in(rows, n)?;
     let mut seen = vec![false; n];
-    for &r in rows {
-        if r >= n || std::mem::replace(&mut seen[r], true) {
-            return Err(format!("row {r} of a {n}-row matrix is out of range or named twice"));
-        }
+    match rows.iter().find(|&&r| std::mem::replace(&mut seen[r], true)) {
+        Some(r) => Err(format!("row {r} of a {n}-row matrix is named twice")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Each domain's rows, centred on the pooled mean, their squared norms and the labels, on the
@@ -154,4 +162,21 @@ pub(super) fn download_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc:
         grads.push(per_dom);
     }
     Ok(grads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_device_rows, check_rows_in, MAX_ORDERED_ROWS};
+
+    /// Rows past the matrix, named twice, not one per label row, or of a matrix too long for
+    /// float indices are each an error naming the problem; distinct rows in range pass.
+    #[test]
+    fn device_rows_are_checked_before_the_kernels_read_them() {
+        assert_eq!(check_device_rows(&[4, 0, 2], 5, 3), Ok(()));
+        assert!(check_device_rows(&[4, 5], 5, 2).unwrap_err().contains("row 5 of a 5-row matrix is out of range"));
+        assert!(check_device_rows(&[1, 3, 1], 5, 3).unwrap_err().contains("row 1 of a 5-row matrix is named twice"));
+        assert!(check_device_rows(&[1, 3], 5, 3).unwrap_err().contains("2 rows for 3 label rows"));
+        assert!(check_rows_in(&[0], MAX_ORDERED_ROWS).unwrap_err().contains("at most 16777215"));
+        assert_eq!(check_rows_in(&[2, 2], 3), Ok(()));
+    }
 }
