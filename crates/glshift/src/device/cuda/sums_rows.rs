@@ -74,10 +74,11 @@ fn check_device_rows(rows: &[usize], n: usize, n_labels: usize) -> Result<(), St
     }
 }
 
-/// Each domain's rows, centred on the pooled mean, their squared norms and the labels, on the
-/// device, in the layout's order. The mean (column sums by chunks of rows, added across
-/// domains in f64 on the host: d values) and the centring and norms (`center_rows`) are the
-/// device's work. Any centre gives the same K and gradients up to rounding; the pooled mean
+/// Each domain's rows, centred on the pooled mean of the rows the layout keeps, their squared
+/// norms and the labels, on the device, in the layout's order. The mean (column sums by chunks
+/// of rows, added across domains in f64 on the host: d values) and the centring and norms
+/// (`center_rows`) are the device's work; a domain's rows as the caller gave them are freed once
+/// sorted. Any centre gives the same K and gradients up to rounding; the pooled mean
 /// keeps the expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩ well conditioned.
 pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &Layout) -> Result<Vec<Dom<D::Buf>>, String> {
     let d = sums.d;
@@ -92,21 +93,20 @@ pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &
             Some(idx) => gather(dev, &y_all, idx, (dl.n, c, n_caller))?,
             None => y_all,
         };
-        let (z, sum_over, back, dest) = match rows {
+        let (z, back, dest) = match rows {
             RowsFrom::Host(z) => {
                 if z.dim() != (n_caller, d) {
                     return Err(format!("domain {a}: rows {:?} for {n_caller} label rows of width {d}", z.dim()));
                 }
                 // A view already in standard layout is read in place (`as_standard_layout` borrows it).
                 let z_all = dev.upload(z.as_standard_layout().as_slice().expect("standard layout"))?;
-                let back = dl.order.as_ref().map(|o| {
-                    let mut back = vec![-1f32; n_caller];
-                    o.iter().enumerate().for_each(|(at, &row)| back[row] = at as f32);
-                    dev.upload(&back)
-                });
-                match &order {
-                    Some(idx) => (gather(dev, &z_all, idx, (dl.n, d, n_caller))?, Some(z_all), back.transpose()?, None),
-                    None => (z_all, None, None, None),
+                match (&order, &dl.order) {
+                    (Some(idx), Some(o)) => {
+                        let mut back = vec![-1f32; n_caller];
+                        o.iter().enumerate().for_each(|(at, &row)| back[row] = at as f32);
+                        (gather(dev, &z_all, idx, (dl.n, d, n_caller))?, Some(dev.upload(&back)?), None)
+                    }
+                    _ => (z_all, None, None),
                 }
             }
             RowsFrom::Device { z, n, rows } => {
@@ -115,19 +115,13 @@ pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &
                     Some(o) => indices(dev, o.iter().map(|&k| rows[k]))?,
                     None => indices(dev, rows.iter().copied())?,
                 };
-                (gather(dev, z, &dest, (dl.n, d, *n))?, None, None, Some(dest))
+                (gather(dev, z, &dest, (dl.n, d, *n))?, None, Some(dest))
             }
         };
-        // The column sums of the caller's rows (host rows, before sorting) or of the gathered
-        // rows (device rows).
-        let (src, rows_summed) = match &sum_over {
-            Some(all) => (all, n_caller),
-            None => (&z, dl.n),
-        };
-        if rows_summed > 0 {
-            let col = dev.download(&col_reduce(dev, Reduce::Sum, src, None, rows_summed, d, 1.0)?)?;
+        if dl.n > 0 {
+            let col = dev.download(&col_reduce(dev, Reduce::Sum, &z, None, dl.n, d, 1.0)?)?;
             col_sums.iter_mut().zip(&col).for_each(|(s, &v)| *s += v as f64);
-            counted += rows_summed;
+            counted += dl.n;
         }
         doms.push(Dom { z, y, norms: dev.zeros(dl.n)?, n: dl.n, n_caller, back, dest });
     }
