@@ -245,7 +245,7 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
             assert!(worst < 1e-3, "{cfg:?} iteration {it}: logits relative difference {worst}");
             let (zh, zd) = (host.z().unwrap().to_owned(), dev.z().expect("Z kept").to_owned());
             assert!(rel(&zd, &zh) < 1e-3, "{cfg:?} iteration {it}: Z");
-            let (_, dl, _) = weighted_cross_entropy(lh.slice(ndarray::s![..n_train, ..]), &y, &vec![1.0; n_train]);
+            let (_, dl) = weighted_cross_entropy(lh.slice(ndarray::s![..n_train, ..]), &y, &vec![1.0; n_train]);
             if it % 2 == 0 {
                 // Pre-training's step: the leading rows' cross-entropy only.
                 assert!(host.step(x.view(), dl.view(), None).unwrap());

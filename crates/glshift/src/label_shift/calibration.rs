@@ -7,7 +7,7 @@
 //! log-likelihood of softmax(β·logits); the NLL is convex in β, so a golden-section search on a
 //! bracket is exact enough and needs no gradient.
 
-use ndarray::{ArrayView2, Array2};
+use ndarray::{s, Array2, ArrayView2};
 
 use crate::{Error, Result};
 
@@ -22,16 +22,13 @@ pub fn nll_at(logits: ArrayView2<f32>, labels: &[usize], beta: f64) -> f64 {
 /// Negative log-likelihood of each row's label under softmax(β·logits) (n values; the rows of
 /// `logits` paired with `labels`).
 pub fn nll_rows(logits: ArrayView2<f32>, labels: &[usize], beta: f64) -> Vec<f64> {
-    logits
-        .rows()
-        .into_iter()
-        .zip(labels)
-        .map(|(row, &y)| {
-            let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(beta * v as f64));
-            let lse = row.iter().map(|&v| (beta * v as f64 - max).exp()).sum::<f64>().ln() + max;
-            lse - beta * row[y] as f64
-        })
-        .collect()
+    // Split over threads where there are many rows; the same bits (`nn::rows`).
+    let n = logits.nrows().min(labels.len());
+    crate::nn::rows::map_rows_of(logits.slice(s![..n, ..]), |i, row| {
+        let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(beta * v as f64));
+        let lse = row.iter().map(|&v| (beta * v as f64 - max).exp()).sum::<f64>().ln() + max;
+        lse - beta * row[labels[i]] as f64
+    })
 }
 
 /// Fits the temperature T = 1/β on labelled rows; returns T in [1/50, 50].
@@ -76,8 +73,12 @@ pub fn fit_temperature(logits: ArrayView2<f32>, labels: &[usize]) -> Result<f64>
 
 /// softmax(logits / T), row-wise and numerically stable.
 pub fn softmax_with_temperature(logits: ArrayView2<f32>, temperature: f64) -> Array2<f32> {
-    let scaled = logits.mapv(|v| (v as f64 / temperature) as f32);
-    crate::nn::softmax(scaled.view())
+    let mut p = logits.to_owned();
+    crate::nn::rows::for_each_row(&mut p, |_, row| {
+        row.iter_mut().for_each(|v| *v = (*v as f64 / temperature) as f32);
+        crate::nn::softmax_in_place(row);
+    });
+    p
 }
 
 #[cfg(test)]

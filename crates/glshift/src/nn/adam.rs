@@ -382,7 +382,7 @@ mod tests {
         let mut losses = Vec::new();
         for _ in 0..150 {
             let pass = net.forward(x.view(), &fw, &mut rng);
-            let (loss, dl, _) = weighted_cross_entropy(pass.logits.view(), &labels, &weights);
+            let (loss, dl) = weighted_cross_entropy(pass.logits.view(), &labels, &weights);
             losses.push(loss);
             let grads = net.backward(&pass, dl.view(), None);
             assert!(grads.is_finite());

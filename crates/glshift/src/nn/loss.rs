@@ -1,6 +1,6 @@
 //! Softmax and weighted softmax cross-entropy.
 
-use ndarray::{Array2, ArrayView2, Zip};
+use ndarray::{Array2, ArrayView2};
 
 use crate::Real;
 
@@ -9,18 +9,22 @@ use crate::Real;
 /// finite magnitude (e.g. ±1000) give finite probabilities.
 pub fn softmax<T: Real>(logits: ArrayView2<T>) -> Array2<T> {
     let mut p = logits.to_owned();
-    for mut row in p.rows_mut() {
-        let max = row.fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
-        let mut sum = T::zero();
-        row.mapv_inplace(|v| {
-            let e = (v - max).exp();
-            sum = sum + e;
-            e
-        });
-        let inv = sum.recip();
-        row.mapv_inplace(|v| v * inv);
-    }
+    super::rows::for_each_row(&mut p, |_, row| softmax_in_place(row));
     p
+}
+
+/// One row of [`softmax`], in place.
+pub(crate) fn softmax_in_place<T: Real>(row: &mut [T]) {
+    let max = row.iter().fold(T::neg_infinity(), |m, &v| if v > m { v } else { m });
+    let mut sum = T::zero();
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum = sum + *v;
+    }
+    let inv = sum.recip();
+    for v in row.iter_mut() {
+        *v = *v * inv;
+    }
 }
 
 /// One-hot rows of `labels`: an `n × c` matrix Y with Y[i, yᵢ] = 1 and 0 elsewhere.
@@ -39,8 +43,9 @@ pub fn one_hot<T: Real>(labels: &[usize], c: usize) -> Array2<T> {
 /// BBSE importance weights w_{y_i}).
 ///
 /// Loss (weighted MEAN): ℓ = Σ_i w_i·(−log softmax(logits_i)(y_i)) / Σ_i w_i, accumulated in
-/// f64. Returns `(ℓ, ∂ℓ/∂logits (n × c), probabilities (n × c))` with
-/// ∂ℓ/∂logits_i = w_i·(p_i − e_{y_i}) / Σ_j w_j.
+/// f64. Returns `(ℓ, ∂ℓ/∂logits (n × c))` with ∂ℓ/∂logits_i = w_i·(p_i − e_{y_i}) / Σ_j w_j,
+/// p_i = [`softmax`] of row i. One pass over the rows, split over threads where there are many
+/// (`nn::rows`: the same bits whatever the thread count).
 ///
 /// When `n = 0` or Σ_i w_i = 0 (no labelled mass) the loss is 0 and the gradient is zero.
 ///
@@ -50,7 +55,7 @@ pub fn weighted_cross_entropy<T: Real>(
     logits: ArrayView2<T>,
     labels: &[usize],
     weights: &[T],
-) -> (f64, Array2<T>, Array2<T>) {
+) -> (f64, Array2<T>) {
     let (n, c) = logits.dim();
     assert_eq!(
         labels.len(),
@@ -71,39 +76,33 @@ pub fn weighted_cross_entropy<T: Real>(
     if let Some(bad) = labels.iter().find(|&&y| y >= c) {
         panic!("weighted_cross_entropy: label {bad} out of range for {c} classes");
     }
-    let probs = softmax(logits);
     let total: f64 = weights.iter().map(|w| w.to_f64_()).sum();
     if n == 0 || total <= 0.0 {
-        return (0.0, Array2::zeros((n, c)), probs);
+        return (0.0, Array2::zeros((n, c)));
     }
-    let mut loss = 0.0f64;
-    for ((row, &y), &w) in logits.rows().into_iter().zip(labels).zip(weights) {
-        let w = w.to_f64_();
-        if w == 0.0 {
-            continue;
-        }
-        // −log softmax = log Σ exp(l − max) − (l_y − max), in f64.
-        let max = row.fold(f64::NEG_INFINITY, |m, &v| m.max(v.to_f64_()));
-        let lse: f64 = row
-            .iter()
-            .map(|&v| (v.to_f64_() - max).exp())
-            .sum::<f64>()
-            .ln();
-        loss += w * (lse - (row[y].to_f64_() - max));
-    }
-    loss /= total;
-
     let inv_total = T::from_f64_(1.0 / total);
-    let mut grad = probs.clone();
-    Zip::from(grad.rows_mut())
-        .and(labels)
-        .and(weights)
-        .for_each(|mut row, &y, &w| {
-            row[y] = row[y] - T::one();
-            let s = w * inv_total;
-            row.mapv_inplace(|v| v * s);
+    // Each row, on any thread: its loss term from its logits, then its gradient in their place.
+    let mut grad = logits.to_owned();
+    let terms = super::rows::map_rows_in_place(&mut grad, |i, row| {
+        let (y, w) = (labels[i], weights[i]);
+        // −log softmax = log Σ exp(l − max) − (l_y − max), in f64.
+        let term = (w.to_f64_() != 0.0).then(|| {
+            let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v.to_f64_()));
+            let lse: f64 = row.iter().map(|&v| (v.to_f64_() - max).exp()).sum::<f64>().ln();
+            w.to_f64_() * (lse - (row[y].to_f64_() - max))
         });
-    (loss, grad, probs)
+        softmax_in_place(row);
+        row[y] = row[y] - T::one();
+        let s = w * inv_total;
+        row.iter_mut().for_each(|v| *v = *v * s);
+        term
+    });
+    // Their sum on this thread, in row order.
+    let mut loss = 0.0f64;
+    for term in terms.into_iter().flatten() {
+        loss += term;
+    }
+    (loss / total, grad)
 }
 
 /// Index and value of the largest entry of a row of class scores (ties: lowest index);
@@ -144,7 +143,7 @@ mod tests {
     #[test]
     fn cross_entropy_is_finite_for_huge_logits() {
         let logits = array![[1000.0f32, -1000.0], [-1000.0, 1000.0]];
-        let (loss, grad, _) = weighted_cross_entropy(logits.view(), &[1, 1], &[1.0, 1.0]);
+        let (loss, grad) = weighted_cross_entropy(logits.view(), &[1, 1], &[1.0, 1.0]);
         // Row 0: −log p = 2000, row 1: ≈ 0 → mean 1000.
         assert!((loss - 1000.0).abs() < 1e-3, "loss {loss}");
         assert!(grad.iter().all(|v| v.is_finite()));
@@ -153,7 +152,7 @@ mod tests {
     #[test]
     fn weighted_cross_entropy_value_is_the_weighted_mean() {
         let logits = array![[0.0f64, 0.0], [2.0, 0.0], [0.0, 1.0]];
-        let (loss, _, _) = weighted_cross_entropy(logits.view(), &[0, 0, 1], &[1.0, 3.0, 0.0]);
+        let (loss, _) = weighted_cross_entropy(logits.view(), &[0, 0, 1], &[1.0, 3.0, 0.0]);
         let l0 = 2f64.ln();
         let l1 = (1.0 + (-2f64).exp()).ln();
         assert!((loss - (l0 + 3.0 * l1) / 4.0).abs() < 1e-12);
@@ -165,7 +164,7 @@ mod tests {
         let logits = random_matrix(6, 4, &mut rng) * 2.0;
         let labels = [0, 3, 1, 1, 2, 0];
         let weights = [0.5, 2.0, 1.0, 0.0, 3.5, 1.2];
-        let (_, grad, _) = weighted_cross_entropy(logits.view(), &labels, &weights);
+        let (_, grad) = weighted_cross_entropy(logits.view(), &labels, &weights);
         let num = fd_grad(logits.as_slice().unwrap(), |v| {
             let l = Array2::from_shape_vec((6, 4), v.to_vec()).unwrap();
             weighted_cross_entropy(l.view(), &labels, &weights).0
@@ -178,10 +177,9 @@ mod tests {
     #[test]
     fn cross_entropy_with_zero_total_weight_is_zero() {
         let logits = array![[1.0f32, 2.0]];
-        let (loss, grad, probs) = weighted_cross_entropy(logits.view(), &[0], &[0.0]);
+        let (loss, grad) = weighted_cross_entropy(logits.view(), &[0], &[0.0]);
         assert_eq!(loss, 0.0);
         assert!(grad.iter().all(|&v| v == 0.0));
-        assert!((probs.sum() - 1.0).abs() < 1e-6);
     }
 
     #[test]

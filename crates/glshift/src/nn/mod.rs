@@ -20,6 +20,7 @@ mod linear;
 mod loss;
 mod mlp;
 mod network;
+pub(crate) mod rows;
 mod sgd;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -29,6 +30,7 @@ pub use adam::{Adam, AdamConfig};
 pub use batchnorm::{column_stats, BatchNorm, BnCache, BnGrad, BN_EPS};
 pub use linear::{Linear, LinearGrad};
 pub use loss::{argmax_row, one_hot, softmax, weighted_cross_entropy};
+pub(crate) use loss::softmax_in_place;
 pub use mlp::{dropout_mask, Block, BlockGrad, BnStats, Mlp};
 pub use sgd::{Optimizer, Sgd};
 pub use network::{stack_rows, Forward, Grads, Network, NetworkConfig, ParamKind, Pass};

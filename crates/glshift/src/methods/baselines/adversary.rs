@@ -126,7 +126,7 @@ impl<T: Real> Discriminator<T> {
         let (inv_s, inv_t) = (T::from_f64_(1.0 / ns as f64), T::from_f64_(1.0 / nt as f64));
         let coef: Vec<T> = weights_s.iter().map(|&w| w * inv_s).chain(weights_t.iter().map(|&w| w * inv_t)).collect();
         let total: f64 = coef.iter().map(|c| c.to_f64_()).sum();
-        let (mean, mut d_logits, _) = weighted_cross_entropy(pass.logits.view(), &labels, &coef);
+        let (mean, mut d_logits) = weighted_cross_entropy(pass.logits.view(), &labels, &coef);
         d_logits.mapv_inplace(|v| v * T::from_f64_(total));
         let (grads, grad_input) = self.net.backward_with_input(&pass, d_logits.view());
         // ∂L_D/∂ωᵢ = ℓᵢ/n_domain, with ℓᵢ = log(e^{l₀} + e^{l₁}) − l_{label} computed stably.

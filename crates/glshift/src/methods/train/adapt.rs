@@ -210,17 +210,19 @@ impl Adaptation<'_, '_> {
         let full = self.trainer.adamw_mut();
         let with_z = !(keep_z_there && full.resident().is_some());
         full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, with_z).map_err(device_error)?;
-        let eval_logits = if self.cfg.network.dropout > 0.0 {
-            full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?
+        // Without dropout the training-mode pass is the evaluation-mode one: read in place.
+        let eval_pass = if self.cfg.network.dropout > 0.0 {
+            Some(full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?)
         } else {
-            full.logits().to_owned()
+            None
         };
+        let eval_logits = eval_pass.as_ref().map_or(full.logits(), |l| l.view());
         let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
             label_shift::fit_temperature(eval_logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
         } else {
             1.0
         };
-        let probs = label_shift::softmax_with_temperature(eval_logits.view(), temperature);
+        let probs = label_shift::softmax_with_temperature(eval_logits, temperature);
         Ok(Observation { temperature, probs })
     }
 
@@ -294,7 +296,7 @@ fn rows_seen<'a>(layout: &'a Layout, sees_target: bool) -> ArrayView2<'a, f32> {
 
 /// τ-confident pseudo-labels (Algorithm 1): target rows whose top probability exceeds `tau`,
 /// excluding classes the prior says are absent. Returns (row indices, labels).
-pub(super) fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
+pub fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
     let mut rows = Vec::new();
     let mut labels = Vec::new();
     for (i, row) in target_probs.rows().into_iter().enumerate() {
@@ -310,7 +312,7 @@ pub(super) fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f
 /// The source cross-entropy J_E on the training rows, weighted as the method asks, and its
 /// gradient wrt their logits. All-zero weights fall back to the plain mean (no labelled mass
 /// would leave the classifier without a loss).
-pub(super) fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
+pub fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
     let uniform = vec![1.0f32; y.len()];
     let (weights, sum_form) = match weighting {
         CeWeights::Uniform => (uniform.clone(), false),
@@ -318,7 +320,7 @@ pub(super) fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighti
         CeWeights::WeightedSum(w) => (y.iter().map(|&k| w[k] as f32).collect::<Vec<f32>>(), true),
     };
     let w = if weights.iter().any(|&w| w > 0.0) { &weights } else { &uniform };
-    let (mut ce, mut grad, _) = weighted_cross_entropy(logits, y, w);
+    let (mut ce, mut grad) = weighted_cross_entropy(logits, y, w);
     if sum_form {
         // The baselines' papers weight the CE as (1/n_s)·Σ wᵢ·CEᵢ, not as a weighted mean.
         let scale = weights.iter().map(|&w| w as f64).sum::<f64>() / y.len() as f64;

@@ -55,7 +55,7 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
         let x = layout.gather(&idx)?;
         net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false).map_err(device_error)?;
-        let (ce, d_logits, _) = weighted_cross_entropy(net.logits(), &y, &vec![1.0f32; y.len()]);
+        let (ce, d_logits) = weighted_cross_entropy(net.logits(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         if !net.step(x.view(), d_logits.view(), None).map_err(device_error)? {
             return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));

@@ -83,7 +83,7 @@ fn run<N: Snapshots>(
     let mut best = None;
     for it in 0..cfg.pretrain_iters {
         net.forward(x_source, &train_fw, &mut rng, false).map_err(device_error)?;
-        let (ce, d_train_logits, _) = weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
+        let (ce, d_train_logits) = weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         let mut holdout = None;
         if n_hold > 0 {

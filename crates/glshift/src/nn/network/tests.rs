@@ -34,14 +34,14 @@ impl Problem {
     fn loss(&self, net: &Network<f64>) -> f64 {
         let mut rng = ChaCha8Rng::seed_from_u64(1234);
         let pass = net.forward(self.x.view(), &self.fw, &mut rng);
-        let (ce, _, _) = weighted_cross_entropy(pass.logits.view(), &self.labels, &self.weights);
+        let (ce, _) = weighted_cross_entropy(pass.logits.view(), &self.labels, &self.weights);
         ce + (&pass.z * &self.r).sum()
     }
 
     fn check(&self, net: &Network<f64>, what: &str) {
         let mut rng = ChaCha8Rng::seed_from_u64(1234);
         let pass = net.forward(self.x.view(), &self.fw, &mut rng);
-        let (_, dl, _) = weighted_cross_entropy(pass.logits.view(), &self.labels, &self.weights);
+        let (_, dl) = weighted_cross_entropy(pass.logits.view(), &self.labels, &self.weights);
         let grads = net.backward(&pass, dl.view(), Some(self.r.view()));
         let params: Vec<Vec<f64>> = net.params().iter().map(|(_, p)| p.to_vec()).collect();
         let tensors = grads.tensors();
@@ -171,7 +171,7 @@ fn input_gradient_matches_finite_differences_and_parameter_gradients_are_unchang
         };
         let mut rng = ChaCha8Rng::seed_from_u64(1234);
         let pass = net.forward(p.x.view(), &p.fw, &mut rng);
-        let (_, dl, _) = weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights);
+        let (_, dl) = weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights);
         let (grads, dx) = net.backward_with_input(&pass, dl.view());
         assert_eq!(grads, net.backward(&pass, dl.view(), None));
         let num = fd_grad(p.x.as_slice().unwrap(), |v| ce_at(&Array2::from_shape_vec((N, D_IN), v.to_vec()).unwrap()));
@@ -527,7 +527,7 @@ fn backward_on_the_leading_rows_equals_the_full_backward_with_zero_rows_bit_for_
         let x = random_matrix(n, d_in, &mut rng).mapv(|v| v as f32);
         let labels: Vec<usize> = (0..r).map(|i| (i * 7) % c).collect();
         let pass = net.forward(x.view(), &Forward::training(r), &mut rng);
-        let (_, d_train, _) = weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
+        let (_, d_train) = weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
         let mut d_full = Array2::<f32>::zeros((n, c));
         d_full.slice_mut(s![..r, ..]).assign(&d_train);
         let full = net.backward(&pass, d_full.view(), None);
