@@ -10,7 +10,8 @@
 #   3. a VisDA-2017-shaped synthetic task (152,397 + 55,388 × 2048, 12 classes), full-batch MUL:
 #      the wall time per pre-training and per adaptation iteration on each device (`glshift
 #      fit` prints it, set-up and scoring left out), from short runs of the same command, and
-#      their ratio; and the GPU's with TF32 kernel sums;
+#      their ratio; and the GPU's with TF32 kernel sums; and the host's share of an iteration
+#      (`glshift perf --host-iteration`: the calls on the logits, which stay on the CPU);
 #   4. `full`: the same task's whole full-batch fit with the default iterations and stopping
 #      rules on the GPU (the issue's goal: at most 60 s), timed out after 200 s; with TF32
 #      kernel sums (`tf32_kernel_sums`, also timed in section 3) where only they are predicted
@@ -148,6 +149,9 @@ EOF
   echo "$1 ($2 pre-training + $3 adaptation iterations, $4): wall $(secs "$a" "$(stamp)") s"
   grep -E "target rows in|^device:|time per iteration|accuracy \(evaluation|Maximum resident" "$W/$1.log"
 }
+# What stays on the CPU per iteration (the calls on the logits), on this machine's cores: the
+# floor under a GPU iteration's time (a few seconds).
+"$G" perf --host-iteration 152397,55388 --c 12 --runs 5
 short vis-cuda 20 10 cuda 130
 short vis-cuda-tf32 20 10 cuda 130 'tf32_kernel_sums = true'
 short vis-cpu 3 2 cpu 150

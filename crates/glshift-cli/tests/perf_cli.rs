@@ -85,3 +85,25 @@ fn perf_device_is_reported_and_cuda_without_a_gpu_is_an_error() {
     let o = glshift().args(["perf", "--device", "cuda", "--grid-n", "200"]).output().unwrap();
     assert!(!o.status.success() && stderr(&o).contains("--device applies to one measurement"), "{}", stderr(&o));
 }
+
+#[test]
+fn perf_host_iteration_times_each_host_call_and_sums_the_stages() {
+    let v = perf_json(&["--host-iteration", "500,300", "--c", "4", "--runs", "3"]);
+    assert_eq!((v["n_source"].as_u64(), v["n_holdout"].as_u64(), v["n_target"].as_u64()), (Some(500), Some(100), Some(300)));
+    let calls = v["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 7, "{v}");
+    let stage_sum = |stage: &str| -> f64 {
+        calls.iter().filter(|c| c["stage"] == stage).map(|c| c["median_ms"].as_f64().unwrap()).sum()
+    };
+    for c in calls {
+        let (median, min) = (c["median_ms"].as_f64().unwrap(), c["min_ms"].as_f64().unwrap());
+        assert!(min > 0.0 && min <= median, "{c}");
+    }
+    assert_eq!(v["adaptation_ms"].as_f64(), Some(stage_sum("adaptation")));
+    assert_eq!(v["pretraining_ms"].as_f64(), Some(stage_sum("pre-training")));
+    for (args, what) in [(vec!["--host-iteration", "500"], "two row counts"), (vec!["--host-iteration", "400,0", "--c", "4"], "host-iteration")] {
+        let o = glshift().arg("perf").args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+    }
+}

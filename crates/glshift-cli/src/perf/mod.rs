@@ -18,6 +18,7 @@ use glshift_experiments::perf::rff::{office_caltech_sets, RffInput};
 use glshift_experiments::perf::{self, load_avg, MeasureSpec, Measurement};
 use serde_json::Value;
 
+mod host;
 mod peers;
 use peers::{prepare_peers, python_with_numpy, run_peers, PeerInput};
 
@@ -84,12 +85,19 @@ pub struct PerfArgs {
     /// f32 sums), to measure their speed and the values they give. No fit uses them.
     #[arg(long)]
     pub tf32: bool,
+    /// Instead of the kernel sums: time the host's share of one full-batch iteration (the calls
+    /// on the logits, `perf/host.rs`) at SOURCE,TARGET rows and `--c` classes.
+    #[arg(long, value_delimiter = ',', num_args = 1, value_names = ["SOURCE,TARGET"])]
+    pub host_iteration: Option<Vec<usize>>,
     /// Office-Caltech10 features for the random-feature error and the MUL iteration time.
     #[arg(long, default_value = "../shared/data/office_caltech10_effnetlite2")]
     pub data: PathBuf,
 }
 
 pub fn run(args: PerfArgs) -> Result<()> {
+    if let Some(rows) = &args.host_iteration {
+        return host::run(&args, rows);
+    }
     let est: McmdEstimator = args.mcmd.parse()?;
     if args.runs == 0 {
         bail!("invalid parameter `--runs` = 0: at least one timed run is needed");

@@ -1,7 +1,9 @@
 //! The workloads and timings behind `glshift perf` (the CLI prints them): one J_TU + J_DU loss
 //! and gradient on seeded synthetic data ([`Workload`], [`measure`]), the random-feature inputs
-//! from Office-Caltech10 ([`rff`]), and one MUL adaptation iteration ([`mul_iteration`]).
+//! from Office-Caltech10 ([`rff`]), one MUL adaptation iteration ([`mul_iteration`]), and the
+//! host's share of a full-batch iteration ([`host`]).
 
+pub mod host;
 pub mod rff;
 mod workload;
 

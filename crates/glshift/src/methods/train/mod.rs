@@ -39,6 +39,7 @@ pub use records::{FitData, Fitted, HoldoutRecord, IterRecord, Progress, Stage, T
 use crate::{Error, Result};
 pub use guard::{check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
 pub use minibatch::Sampler;
+pub use adapt::{pseudo_labels, source_cross_entropy};
 use layout::Layout;
 use pretrain::{PretrainKey, PretrainState};
 pub use pretrain::{PretrainCache, Pretrained};
