@@ -12,12 +12,13 @@
 //! probabilities, as CKB's conditional term does, detached (see [`soft_labels`]); J_DU keeps the
 //! paper's confident pseudo-labels.
 
-use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2, Axis};
 
 use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 use crate::device::ResidentZ;
-use crate::kernel::{self, LabelKernel, Labelled, McmdEstimator, McmdParams};
+use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
+use terms::TermSettings;
 use crate::nn::one_hot;
 use crate::Result;
 
@@ -86,94 +87,30 @@ impl MulTerms {
     }
 }
 
-fn class_presence(y: ArrayView2<f32>) -> Vec<bool> {
-    y.sum_axis(Axis(0)).iter().map(|&v| v > 0.0).collect()
-}
-
-/// J_TU's class weights: `prior` on the classes both label matrices (n × c) have rows of,
-/// renormalised over them so J_TU keeps its scale as classes come and go; `None` where no
-/// class with weight is shared.
-fn shared_class_prior(prior: &[f64], ys: ArrayView2<f32>, yt: ArrayView2<f32>) -> Option<Vec<f64>> {
-    let (src_has, tgt_has) = (class_presence(ys), class_presence(yt));
-    let mut prior: Vec<f64> = (0..prior.len()).map(|k| if src_has[k] && tgt_has[k] { prior[k] } else { 0.0 }).collect();
-    let total: f64 = prior.iter().sum();
-    if total > 0.0 {
-        prior.iter_mut().for_each(|p| *p /= total);
-        Some(prior)
-    } else {
-        None
-    }
-}
-
-/// The λ_DU applied: with the balance rule λ_DU·‖λ_TU∇J_TU‖/‖∇J_DU‖ (norms `tu_norm`,
-/// `du_norm`; see [`MulTerms::lambda_du_effective`]), else, or where either norm is 0, λ_DU.
-fn balanced_lambda_du(lambda_du: f64, balance: bool, tu_norm: f64, du_norm: f64) -> f64 {
-    if balance && tu_norm > 0.0 && du_norm > 0.0 {
-        lambda_du * tu_norm / du_norm
-    } else {
-        lambda_du
-    }
-}
-
-/// Computes the terms and the gradient of λ_TU·J_TU − λ_DU·J_DU w.r.t. zs and zt.
+/// Computes the terms and the gradient of λ_TU·J_TU − λ_DU·J_DU w.r.t. zs and zt (the rules of
+/// `terms`, on the host's rows: `host`).
 pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
-    let (ns, nt) = (inp.zs.nrows(), inp.zt.nrows());
-    let mut grad_zs = Array2::<f32>::zeros(inp.zs.raw_dim());
-    let mut grad_zt = Array2::<f32>::zeros(inp.zt.raw_dim());
-    let h = kernel::bandwidth(&[inp.zs, inp.zt], inp.bandwidth_multiplier)?;
-    let source = Labelled { z: inp.zs, y: inp.ys };
-    let target = Labelled { z: inp.zt, y: inp.yt };
-
-    let mut j_tu = 0.0;
-    if inp.use_tu && inp.lambda_tu > 0.0 && nt > 0 {
-        if let Some(prior) = shared_class_prior(inp.prior, inp.ys, inp.yt) {
-            let tu = match inp.discrepancy {
-                Discrepancy::Mcmd => kernel::j_tu_with(&source, &target, &prior, &inp.params, h, inp.mcmd)?,
-                Discrepancy::ClasswiseMmd => kernel::classwise_j_tu(&source, &target, &prior, h)?,
-            };
-            j_tu = tu.value;
-            grad_zs.scaled_add(inp.lambda_tu as f32, &tu.grad_s);
-            grad_zt.scaled_add(inp.lambda_tu as f32, &tu.grad_t);
-        }
-    }
-
-    let tu_norm = (grad_zs.iter().chain(grad_zt.iter()).map(|&g| (g as f64).powi(2)).sum::<f64>()).sqrt();
-    let mut lambda_du_effective = 0.0;
-    let mut j_du = 0.0;
-    let mut j_du_source_only = None;
-    let mut grad_zt_du = None;
-    if inp.use_du && inp.lambda_du > 0.0 {
-        let (zt_du, yt_du) = inp.du_target.unwrap_or((inp.zt, inp.yt));
-        let pooled = inp.du_pooled && zt_du.nrows() > 0;
-        let (z, y) = if pooled {
-            (concatenate![Axis(0), inp.zs, zt_du], concatenate![Axis(0), inp.ys, yt_du])
-        } else {
-            (inp.zs.to_owned(), inp.ys.to_owned())
-        };
-        let active = class_presence(y.view());
-        let m = active.iter().filter(|&&a| a).count();
-        if m >= 2 {
-            let pairs = (m * (m - 1)) as f64;
-            let pooled_rows = Labelled { z: z.view(), y: y.view() };
-            let du = match inp.discrepancy {
-                Discrepancy::Mcmd => kernel::j_du_with(&pooled_rows, &inp.params, h, Some(&active), inp.mcmd)?,
-                Discrepancy::ClasswiseMmd => kernel::classwise_j_du(&pooled_rows, h, Some(&active))?,
-            };
-            j_du = du.value / pairs;
-            let du_norm = du.grad.iter().map(|&g| (g as f64).powi(2)).sum::<f64>().sqrt() / pairs;
-            lambda_du_effective = balanced_lambda_du(inp.lambda_du, inp.du_balance, tu_norm, du_norm);
-            let scale = -(lambda_du_effective / pairs) as f32;
-            grad_zs.scaled_add(scale, &du.grad.slice(s![..ns, ..]));
-            if pooled && inp.du_target.is_some() {
-                grad_zt_du = Some(du.grad.slice(s![ns.., ..]).mapv(|g| scale * g));
-            } else if pooled {
-                grad_zt.scaled_add(scale, &du.grad.slice(s![ns.., ..]));
-            } else {
-                j_du_source_only = Some(j_du);
-            }
-        }
-    }
-    Ok(MulTerms { j_tu, j_du, j_du_source_only, bandwidth: h, lambda_du_effective, grad_zs, grad_zt, grad_zt_du })
+    let settings = TermSettings {
+        bandwidth_multiplier: inp.bandwidth_multiplier,
+        lambda_tu: inp.lambda_tu,
+        lambda_du: inp.lambda_du,
+        use_tu: inp.use_tu,
+        use_du: inp.use_du,
+        du_balance: inp.du_balance,
+        du_pooled: inp.du_pooled,
+    };
+    let mut rows = host::HostRows::new(inp);
+    let v = terms::terms(&mut rows, &settings, inp.prior)?;
+    Ok(MulTerms {
+        j_tu: v.j_tu,
+        j_du: v.j_du,
+        j_du_source_only: v.j_du_source_only,
+        bandwidth: v.bandwidth,
+        lambda_du_effective: v.lambda_du_effective,
+        grad_zs: rows.grad_zs,
+        grad_zt: rows.grad_zt,
+        grad_zt_du: rows.grad_zt_du,
+    })
 }
 
 /// Soft target labels of J_TU under the Gaussian label kernel: the network's evaluation-mode
@@ -335,6 +272,8 @@ impl Method for Mul {
     }
 }
 
+mod host;
 mod resident;
+mod terms;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! features, soft target labels and separate J_DU rows.
 
 use super::*;
+use crate::kernel::{self, Labelled};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
