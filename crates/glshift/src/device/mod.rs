@@ -186,11 +186,26 @@ pub fn allowing_tf32<R>(f: impl FnOnce() -> R) -> R {
 /// Notes a GPU failure of the current scope (the work was, or will be, redone on the CPU):
 /// reported as `fallback` under `auto`, an error under `cuda`.
 pub(crate) fn record_failure(reason: String) {
+    #[cfg(test)]
+    FAILURES.with(|f| f.borrow_mut().push(reason.clone()));
     ACTIVE.with(|a| {
         if let Some(a) = a.borrow_mut().as_mut() {
             a.failure.get_or_insert(reason);
         }
     });
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Every failure [`record_failure`] noted on this thread, scope or not: a test's device
+    /// that failed and was replaced by the CPU would otherwise pass as agreeing with it.
+    static FAILURES: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The failures noted on this thread since the last call (tests).
+#[cfg(test)]
+pub(crate) fn take_failures() -> Vec<String> {
+    FAILURES.with(|f| std::mem::take(&mut *f.borrow_mut()))
 }
 
 /// `C = A·B` (A m×k, B k×n, any non-negative strides; transposed views are fine): on the

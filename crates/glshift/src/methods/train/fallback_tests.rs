@@ -141,6 +141,7 @@ fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(on_device: imp
         let data = FitData { source_x: Rows::Memory(xs.view()), source_y: &ys, target_x: Rows::Memory(xt.view()), n_classes: 4, holdout: None };
         let layout = Layout::new(&data, &cfg).unwrap();
         let cpu_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, None::<NoDevice>).unwrap();
+        crate::device::take_failures();
         let dev_pre = pretrain_on(&layout, &cfg, 17, &mut |_| {}, Some(on_device)).unwrap();
         assert_eq!(dev_pre.history.len(), cpu_pre.history.len());
         for (a, b) in dev_pre.history.iter().zip(&cpu_pre.history) {
@@ -148,6 +149,8 @@ fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(on_device: imp
         }
         let cpu = adapt_with_fallback(&data, &layout, cpu_pre.clone(), &cfg, false, &mut |_| {}, None::<NoDevice>).unwrap();
         let dev = adapt_with_fallback(&data, &layout, cpu_pre, &cfg, false, &mut |_| {}, Some(on_device)).unwrap();
+        // Both stages ran on the device to the end: none was redone on the CPU.
+        assert_eq!(crate::device::take_failures(), Vec::<String>::new(), "a stage fell back to the CPU");
         let agree = agreement(&dev.target_probs, &cpu.target_probs);
         assert!(agree >= 0.98, "target predictions agree on {agree}");
         let worst = (&dev.target_probs - &cpu.target_probs).iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -215,7 +218,9 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     assert_eq!(redone.history, cpu.history);
     let Some(kernels) = crate::device::cuda_host_kernels() else { return };
     let kernels = std::sync::Arc::new(kernels);
+    crate::device::take_failures();
     let dev = pretrain_on(&layout, &cfg, 20, &mut |_| {}, Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam))).unwrap();
+    assert_eq!(crate::device::take_failures(), Vec::<String>::new(), "pre-training stayed on the device");
     assert_eq!(dev.history.len(), cpu.history.len());
     for (a, b) in dev.history.iter().zip(&cpu.history) {
         assert!((a.ce - b.ce).abs() <= 1e-4 * b.ce.abs().max(1.0), "mini-batch CE {} vs {}", a.ce, b.ce);
@@ -232,7 +237,9 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     let failed = adapt_with_fallback(&data, &layout, cpu.clone(), &cfg, false, &mut |_| {}, Some(move |net, adam| Ok::<_, String>(Failing { inner: HostNet::new(net, adam), forwards: f2, fail_at: 4 }))).unwrap();
     assert_eq!(fwd.get(), 4);
     assert_eq!(failed.network, want.network);
+    crate::device::take_failures();
     let got = adapt_with_fallback(&data, &layout, cpu, &cfg, false, &mut |_| {}, Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam))).unwrap();
+    assert_eq!(crate::device::take_failures(), Vec::<String>::new(), "the bank's adaptation stayed on the device");
     assert_eq!(got.history.len(), want.history.len());
     let agree = agreement(&got.target_probs, &want.target_probs);
     assert!(agree >= 0.98, "target predictions agree on {agree}");
