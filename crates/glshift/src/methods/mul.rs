@@ -18,7 +18,7 @@ use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
 use crate::device::ResidentZ;
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
-use terms::TermSettings;
+pub use terms::TermSettings;
 use crate::nn::one_hot;
 use crate::Result;
 
@@ -39,15 +39,8 @@ pub struct MulInputs<'a> {
     pub params: McmdParams,
     /// Exact kernel sums or random features.
     pub mcmd: McmdEstimator,
-    pub bandwidth_multiplier: f64,
-    pub lambda_tu: f64,
-    pub lambda_du: f64,
-    pub use_tu: bool,
-    pub use_du: bool,
-    /// Balance rule: λ_DU is relative to J_TU's pull (see [`MulTerms::lambda_du_effective`]).
-    pub du_balance: bool,
-    /// Whether the confident target rows join J_DU.
-    pub du_pooled: bool,
+    /// The weights, switches, balance rule and pooling state of the terms.
+    pub settings: TermSettings,
     /// MCMD (the method) or class-wise MMD (the ablation) in both terms.
     pub discrepancy: Discrepancy,
 }
@@ -90,17 +83,8 @@ impl MulTerms {
 /// Computes the terms and the gradient of λ_TU·J_TU − λ_DU·J_DU w.r.t. zs and zt (the rules of
 /// `terms`, on the host's rows: `host`).
 pub fn mul_terms(inp: &MulInputs) -> Result<MulTerms> {
-    let settings = TermSettings {
-        bandwidth_multiplier: inp.bandwidth_multiplier,
-        lambda_tu: inp.lambda_tu,
-        lambda_du: inp.lambda_du,
-        use_tu: inp.use_tu,
-        use_du: inp.use_du,
-        du_balance: inp.du_balance,
-        du_pooled: inp.du_pooled,
-    };
     let mut rows = host::HostRows::new(inp);
-    let v = terms::terms(&mut rows, &settings, inp.prior)?;
+    let v = terms::terms(&mut rows, &inp.settings, inp.prior)?;
     Ok(MulTerms {
         j_tu: v.j_tu,
         j_du: v.j_du,
@@ -158,6 +142,20 @@ impl Mul {
         self.du_pooled
     }
 
+    /// The terms' settings now: the config's, and whether J_DU pools.
+    fn term_settings(&self) -> TermSettings {
+        let m = &self.cfg;
+        TermSettings {
+            bandwidth_multiplier: m.bandwidth_multiplier,
+            lambda_tu: m.lambda_tu,
+            lambda_du: m.lambda_du,
+            use_tu: m.use_tu,
+            use_du: m.use_du,
+            du_balance: m.du_balance,
+            du_pooled: self.du_pooled,
+        }
+    }
+
     /// Records J_DU on the source rows and pools once it has been stable for `du_window` steps.
     fn track_pooling(&mut self, j_du_source_only: Option<f64>) {
         let Some(v) = j_du_source_only else { return };
@@ -197,7 +195,6 @@ impl Method for Mul {
         // class-wise MMD splits rows by pseudo-label and keeps them.
         let soft_tu = self.params.label_kernel == LabelKernel::GaussianAuto && self.discrepancy == Discrepancy::Mcmd;
         let soft = soft_tu.then(|| soft_labels(inp.target_probs, inp.prior));
-        let m = &self.cfg;
         let terms = mul_terms(&MulInputs {
             zs: inp.zs,
             ys: ys.view(),
@@ -206,14 +203,8 @@ impl Method for Mul {
             du_target: soft.as_ref().map(|_| (zt.view(), yt.view())),
             prior: inp.prior,
             params: self.params,
-            mcmd: m.mcmd,
-            bandwidth_multiplier: m.bandwidth_multiplier,
-            lambda_tu: m.lambda_tu,
-            lambda_du: m.lambda_du,
-            use_tu: m.use_tu,
-            use_du: m.use_du,
-            du_balance: m.du_balance,
-            du_pooled: self.du_pooled,
+            mcmd: self.cfg.mcmd,
+            settings: self.term_settings(),
             discrepancy: self.discrepancy,
         })?;
         let was_pooled = self.du_pooled;
@@ -252,7 +243,7 @@ impl Method for Mul {
     }
 
     fn step_resident(&mut self, inp: &AdaptInputs, z: &dyn ResidentZ, rows: (usize, usize)) -> Result<StepOutput> {
-        let t = resident::resident_terms(&self.cfg, &self.params, self.du_pooled, inp, z, rows)?;
+        let t = resident::resident_terms(&self.term_settings(), &self.params, inp, z, rows)?;
         let was_pooled = self.du_pooled;
         self.track_pooling(t.j_du_source_only);
         Ok(StepOutput { resident_grad: Some(t.grad_sq), ..self.output(inp, (t.j_tu, t.j_du, t.lambda_du_effective), was_pooled) })

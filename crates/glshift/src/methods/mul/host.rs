@@ -16,8 +16,9 @@ pub(super) struct HostRows<'i, 'a> {
     pub(super) grad_zt: Array2<f32>,
     /// The gradient on `du_target`'s rows where it was given and J_DU pooled them.
     pub(super) grad_zt_du: Option<Array2<f32>>,
-    /// J_DU's rows and labels ([`TermRows::du_labels`]), then its gradient.
-    du_rows: Option<(Array2<f32>, Array2<f32>)>,
+    /// J_DU's rows and labels where it pools ([`TermRows::du_labels`]; else the source rows'
+    /// views), then its gradient.
+    pooled_rows: Option<(Array2<f32>, Array2<f32>)>,
     du_grad: Option<Array2<f32>>,
 }
 
@@ -28,7 +29,7 @@ impl<'i, 'a> HostRows<'i, 'a> {
             grad_zs: Array2::zeros(inp.zs.raw_dim()),
             grad_zt: Array2::zeros(inp.zt.raw_dim()),
             grad_zt_du: None,
-            du_rows: None,
+            pooled_rows: None,
             du_grad: None,
         }
     }
@@ -72,13 +73,18 @@ impl TermRows for HostRows<'_, '_> {
     fn du_labels(&mut self, pooled: bool) -> ArrayView2<'_, f32> {
         let (zs, ys) = (self.inp.zs, self.inp.ys);
         let (zt, yt) = self.du_target();
-        let rows = if pooled { (concatenate![Axis(0), zs, zt], concatenate![Axis(0), ys, yt]) } else { (zs.to_owned(), ys.to_owned()) };
-        self.du_rows.insert(rows).1.view()
+        self.pooled_rows = pooled.then(|| (concatenate![Axis(0), zs, zt], concatenate![Axis(0), ys, yt]));
+        self.pooled_rows.as_ref().map_or(ys, |(_, y)| y.view())
     }
 
-    fn j_du(&mut self, _pooled: bool, active: &[bool], h: f64) -> Result<(f64, f64)> {
-        let (z, y) = self.du_rows.take().expect("TermRows::du_labels runs before j_du");
-        let rows = Labelled { z: z.view(), y: y.view() };
+    fn j_du(&mut self, pooled: bool, active: &[bool], h: f64) -> Result<(f64, f64)> {
+        let pooled_rows = self.pooled_rows.take();
+        let (z, y) = match &pooled_rows {
+            Some((z, y)) if pooled => (z.view(), y.view()),
+            None if !pooled => (self.inp.zs, self.inp.ys),
+            _ => unreachable!("TermRows::du_labels runs before j_du, with the same `pooled`"),
+        };
+        let rows = Labelled { z, y };
         let du = match self.inp.discrepancy {
             Discrepancy::Mcmd => kernel::j_du_with(&rows, &self.inp.params, h, Some(active), self.inp.mcmd)?,
             Discrepancy::ClasswiseMmd => kernel::classwise_j_du(&rows, h, Some(active))?,

@@ -11,7 +11,6 @@ use super::terms::{self, TermRows, TermSettings};
 use crate::device::ResidentZ;
 use crate::kernel::{self, McmdParams};
 use crate::methods::method::AdaptInputs;
-use crate::methods::mul_config::MulConfig;
 use crate::nn::one_hot;
 use crate::{Error, Result};
 
@@ -29,41 +28,44 @@ fn device(reason: String) -> Error {
     Error::Device { requested: "cuda".into(), reason }
 }
 
-/// The kept pass's rows of one iteration: the source training rows and the confident target
-/// rows, by index, with their one-hot labels.
+/// The kept pass's rows of one iteration, by index: the source training rows, then the
+/// confident target rows; their one-hot labels.
 struct DeviceRows<'z> {
     z: &'z dyn ResidentZ,
     params: &'z McmdParams,
-    source: Vec<usize>,
-    target: Vec<usize>,
+    /// Source rows (the first `n_source`), then target rows: the bandwidth's and pooled J_DU's.
+    rows: Vec<usize>,
+    n_source: usize,
     ys: Array2<f32>,
     yt: Array2<f32>,
-    /// J_DU's labels ([`TermRows::du_labels`]).
-    du_y: Option<Array2<f32>>,
+    /// J_DU's labels where it pools ([`TermRows::du_labels`]; else `ys`).
+    pooled_y: Option<Array2<f32>>,
     /// J_DU's gradient on the device ([`TermRows::j_du`]).
     du_grad: Option<usize>,
 }
 
 impl DeviceRows<'_> {
-    /// Source rows, then (J_DU pooled, and the bandwidth) the target rows.
-    fn both(&self) -> Vec<usize> {
-        self.source.iter().chain(&self.target).copied().collect()
+    fn source(&self) -> &[usize] {
+        &self.rows[..self.n_source]
+    }
+
+    fn target(&self) -> &[usize] {
+        &self.rows[self.n_source..]
     }
 }
 
 impl TermRows for DeviceRows<'_> {
     fn bandwidth(&mut self, multiplier: f64) -> Result<f64> {
-        let both = self.both();
-        kernel::bandwidth_of(self.z.mean_pairwise_sq_dist(&both).map_err(device)?, both.len(), multiplier)
+        kernel::bandwidth_of(self.z.mean_pairwise_sq_dist(&self.rows).map_err(device)?, self.rows.len(), multiplier)
     }
 
     fn tu_labels(&self) -> Option<(ArrayView2<'_, f32>, ArrayView2<'_, f32>)> {
-        (!self.target.is_empty()).then(|| (self.ys.view(), self.yt.view()))
+        (!self.target().is_empty()).then(|| (self.ys.view(), self.yt.view()))
     }
 
     fn j_tu(&mut self, prior: &[f64], h: f64, lambda_tu: f64) -> Result<(f64, f64)> {
         let objective = kernel::j_tu_objective(self.ys.view(), self.yt.view(), prior, self.params)?;
-        let domains = [(self.source.as_slice(), self.ys.view()), (self.target.as_slice(), self.yt.view())];
+        let domains = [(self.source(), self.ys.view()), (self.target(), self.yt.view())];
         let (value, id) = self.z.kernel_sums(&domains, &[objective.terms], h).map_err(device)?[0];
         let norm = lambda_tu * self.z.grad_sq_norm(id).map_err(device)?.sqrt();
         self.z.add_to_dz(id, lambda_tu as f32).map_err(device)?;
@@ -71,21 +73,26 @@ impl TermRows for DeviceRows<'_> {
     }
 
     fn du_has_target_rows(&self) -> bool {
-        !self.target.is_empty()
+        !self.target().is_empty()
     }
 
     fn du_labels(&mut self, pooled: bool) -> ArrayView2<'_, f32> {
-        let y = if pooled { concatenate![Axis(0), self.ys, self.yt] } else { self.ys.clone() };
-        self.du_y.insert(y).view()
+        self.pooled_y = pooled.then(|| concatenate![Axis(0), self.ys, self.yt]);
+        self.pooled_y.as_ref().unwrap_or(&self.ys).view()
     }
 
     fn j_du(&mut self, pooled: bool, active: &[bool], h: f64) -> Result<(f64, f64)> {
-        let y = self.du_y.take().expect("TermRows::du_labels runs before j_du");
-        let rows = if pooled { self.both() } else { self.source.clone() };
-        let objective = kernel::j_du_objective(y.view(), self.params, Some(active))?;
-        let (value, id) = self.z.kernel_sums(&[(&rows, y.view())], &[objective.terms], h).map_err(device)?[0];
+        let pooled_y = self.pooled_y.take();
+        let (rows, y) = match &pooled_y {
+            Some(y) if pooled => (self.rows.as_slice(), y.view()),
+            None if !pooled => (self.source(), self.ys.view()),
+            _ => unreachable!("TermRows::du_labels runs before j_du, with the same `pooled`"),
+        };
+        let objective = kernel::j_du_objective(y, self.params, Some(active))?;
+        let (value, id) = self.z.kernel_sums(&[(rows, y)], &[objective.terms], h).map_err(device)?[0];
+        let norm = self.z.grad_sq_norm(id).map_err(device)?.sqrt();
         self.du_grad = Some(id);
-        Ok((value, self.z.grad_sq_norm(id).map_err(device)?.sqrt()))
+        Ok((value, norm))
     }
 
     fn add_du(&mut self, scale: f32, _pooled: bool) -> Result<()> {
@@ -96,30 +103,21 @@ impl TermRows for DeviceRows<'_> {
 
 /// λ_TU·J_TU − λ_DU·J_DU of one iteration on `z`, the kept pass's Z (source training rows
 /// `0..rows.0`, target row i at `rows.1 + i`): J_TU on the source rows and the confident
-/// target rows with their pseudo-labels, J_DU on the source rows or, `du_pooled`, on both;
+/// target rows with their pseudo-labels, J_DU on the source rows or, `settings.du_pooled`, on both;
 /// their gradients added into ∂ℓ/∂Z there.
-pub(super) fn resident_terms(cfg: &MulConfig, params: &McmdParams, du_pooled: bool, inp: &AdaptInputs, z: &dyn ResidentZ, (n_train, off): (usize, usize)) -> Result<ResidentTerms> {
+pub(super) fn resident_terms(settings: &TermSettings, params: &McmdParams, inp: &AdaptInputs, z: &dyn ResidentZ, (n_train, off): (usize, usize)) -> Result<ResidentTerms> {
     let c = inp.prior.len();
     let mut rows = DeviceRows {
         z,
         params,
-        source: (0..n_train).collect(),
-        target: inp.confident.iter().map(|&i| off + i).collect(),
+        rows: (0..n_train).chain(inp.confident.iter().map(|&i| off + i)).collect(),
+        n_source: n_train,
         ys: one_hot::<f32>(inp.ys, c),
         yt: one_hot::<f32>(inp.pseudo_labels, c),
-        du_y: None,
+        pooled_y: None,
         du_grad: None,
     };
-    let settings = TermSettings {
-        bandwidth_multiplier: cfg.bandwidth_multiplier,
-        lambda_tu: cfg.lambda_tu,
-        lambda_du: cfg.lambda_du,
-        use_tu: cfg.use_tu,
-        use_du: cfg.use_du,
-        du_balance: cfg.du_balance,
-        du_pooled,
-    };
-    let v = terms::terms(&mut rows, &settings, inp.prior)?;
+    let v = terms::terms(&mut rows, settings, inp.prior)?;
     Ok(ResidentTerms {
         j_tu: v.j_tu,
         j_du: v.j_du,

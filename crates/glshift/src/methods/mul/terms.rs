@@ -43,15 +43,16 @@ pub(super) trait TermRows {
 }
 
 /// The settings the terms read (`MulConfig`'s, and the pooling state).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct TermSettings {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TermSettings {
     pub bandwidth_multiplier: f64,
     pub lambda_tu: f64,
     pub lambda_du: f64,
     pub use_tu: bool,
     pub use_du: bool,
+    /// Balance rule: λ_DU is relative to J_TU's pull (see `MulTerms::lambda_du_effective`).
     pub du_balance: bool,
-    /// Whether the target rows join J_DU (when it has some).
+    /// Whether the confident target rows join J_DU (when it has some).
     pub du_pooled: bool,
 }
 

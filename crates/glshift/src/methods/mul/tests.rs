@@ -31,13 +31,7 @@ fn inputs<'a>(s: &'a (Array2<f32>, Array2<f32>), t: &'a (Array2<f32>, Array2<f32
         prior,
         params: McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear },
         mcmd: McmdEstimator::Exact,
-        bandwidth_multiplier: 1.0,
-        lambda_tu: 1.0,
-        lambda_du: 0.1,
-        use_tu: true,
-        use_du: true,
-        du_balance: balance,
-        du_pooled: false,
+        settings: TermSettings { bandwidth_multiplier: 1.0, lambda_tu: 1.0, lambda_du: 0.1, use_tu: true, use_du: true, du_balance: balance, du_pooled: false },
         discrepancy: Discrepancy::Mcmd,
     }
 }
@@ -67,12 +61,12 @@ fn balance_rule_makes_du_pull_a_fixed_fraction_of_tu_pull() {
     let (s, t) = (blobs(24, 3, 0.0, 3), blobs(18, 3, 0.7, 4));
     let prior = [0.4, 0.4, 0.2];
     let mut only_tu = inputs(&s, &t, &prior, true);
-    only_tu.use_du = false;
+    only_tu.settings.use_du = false;
     let tu = mul_terms(&only_tu).unwrap();
     let mut only_du = inputs(&s, &t, &prior, true);
-    only_du.use_tu = false;
-    only_du.du_balance = false;
-    only_du.lambda_du = 1.0;
+    only_du.settings.use_tu = false;
+    only_du.settings.du_balance = false;
+    only_du.settings.lambda_du = 1.0;
     let du = mul_terms(&only_du).unwrap();
     let both = mul_terms(&inputs(&s, &t, &prior, true)).unwrap();
     let tu_pull = (norm(&tu.grad_zs).powi(2) + norm(&tu.grad_zt).powi(2)).sqrt();
@@ -89,7 +83,7 @@ fn classes_without_target_rows_do_not_enter_j_tu() {
     let keep: Vec<usize> = (0..18).filter(|i| i % 3 != 2).collect();
     t = (t.0.select(Axis(0), &keep), t.1.select(Axis(0), &keep));
     let mut inp = inputs(&s, &t, &[0.25, 0.25, 0.5], false);
-    inp.use_du = false;
+    inp.settings.use_du = false;
     let out = mul_terms(&inp).unwrap();
     let p = McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear };
     let direct = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &[0.5, 0.5, 0.0], &p, out.bandwidth).unwrap();
@@ -124,10 +118,10 @@ fn separate_du_rows_add_up_to_the_shared_rows_gradient() {
     let (s, t) = (blobs(24, 3, 0.0, 9), blobs(18, 3, 0.5, 10));
     let prior = [0.3, 0.3, 0.4];
     let mut shared = inputs(&s, &t, &prior, false);
-    shared.du_pooled = true;
+    shared.settings.du_pooled = true;
     let a = mul_terms(&shared).unwrap();
     let mut split = inputs(&s, &t, &prior, false);
-    split.du_pooled = true;
+    split.settings.du_pooled = true;
     split.du_target = Some((t.0.view(), t.1.view()));
     let b = mul_terms(&split).unwrap();
     let sum = &b.grad_zt + b.grad_zt_du.as_ref().unwrap();
