@@ -105,7 +105,7 @@ pub struct SuiteEntry {
     pub bootstrap_error: Option<String>,
     /// Fallbacks and reliability warnings of the point estimate.
     pub warnings: Vec<String>,
-    /// EM iterations (MLLS only).
+    /// Evaluations of the EM map (MLLS only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iterations: Option<usize>,
     /// `‖p̂ᵗ − pᵗ‖₁` against the true target prior — evaluation only, present only when the
