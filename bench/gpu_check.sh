@@ -5,8 +5,9 @@
 #   1. the core's device tests on the GPU (products and kernel sums against the CPU's);
 #   2. the 12 Office-Caltech10 EfficientNet-Lite2 UDA tasks, seed 0, default MUL, `--device cuda`
 #      against `--device cpu` (bench/gpu_compare.py: agreement, accuracy, prior l1, and how far
-#      apart the first iterations are); GPU_CHECK_OC10_TF32=1 runs the cuda fits with TF32
-#      kernel sums;
+#      apart the first iterations are); the CPU fits are those bench/gpu_prepare.sh ran on the
+#      CPU machine (DIR/oc10-cpu), fitted here alongside only where they are missing;
+#      GPU_CHECK_OC10_TF32=1 runs the cuda fits with TF32 kernel sums;
 #   3. a VisDA-2017-shaped synthetic task (152,397 + 55,388 × 2048, 12 classes), full-batch MUL:
 #      the wall time per pre-training and per adaptation iteration on each device (`glshift
 #      fit` prints it, set-up and scoring left out), from short runs of the same command, and
@@ -27,13 +28,12 @@
 # Sections run as named: `gpu_check.sh DIR [tests] [sums] [oc10] [visda] [full] [million]`
 # (tests, sums, oc10 and visda by default: about 5 minutes).
 #
-# Prepare here (x86-64, release build), then run through the device tool with `carry: [".gpu"]`:
-#   cargo build --release -p glshift-cli && cargo test -p glshift --lib --no-run
-#   mkdir -p .gpu/oc10 && cp target/release/glshift .gpu/ && strip .gpu/glshift
-#   cp "$(ls -t target/debug/deps/glshift-* | grep -v '\.d$' | head -1)" .gpu/glshift-lib-tests && strip .gpu/glshift-lib-tests
-#   cp ../shared/data/office_caltech10_effnetlite2/{*.npy,classes.txt} .gpu/oc10/
-#   (device) bash bench/gpu_check.sh .gpu
+# Prepare here (x86-64): `bash bench/gpu_prepare.sh` (release build, the core's test binary, the
+# Office-Caltech10 features and their CPU fits into .gpu/, a few minutes), then run through the
+# device tool with `carry: [".gpu"]`: `bash bench/gpu_check.sh .gpu [sections]`. Where $OUT is
+# set (the device tool), the whole output is also written to $OUT/gpu_check.log.
 set -u
+[ -n "${OUT:-}" ] && [ -d "$OUT" ] && exec > >(tee -a "$OUT/gpu_check.log") 2>&1
 B=${1:-.gpu}
 shift || true
 SECTIONS=${*:-tests sums oc10 visda}
@@ -89,8 +89,13 @@ R=$W/oc10
 mkdir -p "$R"
 domains="amazon caltech dslr webcam"
 t0=$(stamp)
+# The CPU fits from the CPU machine (bench/gpu_prepare.sh); any missing one is fitted here,
+# three at a time with 4 threads each, alongside the cuda fits.
+[ -d "$B/oc10-cpu" ] && cp -r "$B"/oc10-cpu/*-cpu "$R"/ 2>/dev/null
+echo "CPU fits from the CPU machine: $(ls -d "$R"/*-cpu 2>/dev/null | wc -l) of 12"
 (
   for s in $domains; do for t in $domains; do [ "$s" = "$t" ] && continue
+    [ -f "$R/$s-$t-cpu/report.json" ] && continue
     RAYON_NUM_THREADS=4 "$G" fit --data "$D" --source $s --target $t --seed 0 --device cpu --quiet --out "$R/$s-$t-cpu" >/dev/null 2>&1 &
     while [ "$(jobs -r | wc -l)" -ge 3 ]; do sleep 0.2; done
   done; done
@@ -113,14 +118,14 @@ done; done
 t1=$(stamp)
 wait $cpu_jobs
 t2=$(stamp)
-echo "cuda fits (sequential) $(secs $t0 $t1) s; cpu fits (3 at a time, 4 threads each, alongside) $(secs $t0 $t2) s"
+echo "cuda fits (sequential) $(secs $t0 $t1) s; cpu fits missing here (3 at a time, 4 threads each, alongside) done after $(secs $t0 $t2) s"
 python3 "$(dirname "$0")/gpu_compare.py" "$R"
 python3 - "$R" <<'EOF'
 import json, os, sys
 r = sys.argv[1]
 for dev in ("cpu", "cuda"):
     t = [json.load(open(os.path.join(r, d, "report.json")))["elapsed_seconds"] for d in sorted(os.listdir(r)) if d.endswith("-" + dev) and os.path.exists(os.path.join(r, d, "report.json"))]
-    print(f"{dev}: fit time per task (report elapsed_seconds) mean {sum(t)/max(len(t),1):.2f} s over {len(t)} tasks")
+    print(f"{dev}: fit time per task (report elapsed_seconds, on the machine that ran it) mean {sum(t)/max(len(t),1):.2f} s over {len(t)} tasks")
 EOF
 
 fi
