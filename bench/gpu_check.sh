@@ -42,6 +42,10 @@ G=$B/glshift
 W=${GPU_CHECK_WORK:-/tmp/gpu_check}
 mkdir -p "$W"
 stamp() { date +%s.%N; }
+T0=$(stamp)
+# Seconds since the script started, at each section's head and at the end (to plan the next
+# run within the device time).
+since() { python3 -c "print(f'[{$(stamp) - $T0:.0f} s since the start]')"; }
 # Peak host memory of the VisDA-shaped fits, for the host memory estimate of GPU fits (GNU
 # time's "Maximum resident set size"; nothing where it is not installed).
 TIMEV=()
@@ -71,11 +75,13 @@ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 
 if want tests; then
 echo "== 1. device tests (products, kernel sums, training and a whole MUL fit with Z kept on the GPU, GPU vs CPU; a GPU test that could not run prints skipped)"
+since
 timeout 150 "$B/glshift-lib-tests" device:: fallback_tests --test-threads 1 --nocapture 2>&1 | tail -40
 fi
 
 if want sums; then
 echo "== 6. one exact J_TU + J_DU pass with gradients (glshift perf): seconds per pass"
+since
 for run in "207785 cuda" "207785 cuda --tf32" "50000 cuda" "50000 cpu"; do
   set -- $run
   timeout 150 "$G" perf --n "$1" --c 12 --runs 3 --device "$2" ${3:-} 2>&1 | tail -2
@@ -84,6 +90,7 @@ fi
 
 if want oc10; then
 echo "== 2. Office-Caltech10 UDA, seed 0: cuda vs cpu"
+since
 D=$B/oc10
 R=$W/oc10
 mkdir -p "$R"
@@ -132,6 +139,7 @@ fi
 
 if want visda; then
 echo "== 3. VisDA-2017-shaped synthetic task, full-batch MUL"
+since
 V=$W/visda
 t0=$(stamp)
 "$G" generate --source-rows 152397 --target-rows 55388 --dims 2048 --classes 12 --separation 0.07 --seed 0 --out "$V" >/dev/null
@@ -175,6 +183,7 @@ EOF
 fi
 if want full; then
 echo "== 4. VisDA-2017-shaped task, the whole default full-batch fit on the GPU (goal: <= 60 s)"
+since
 V=$W/visda
 printf 'training = "full-batch"\nmax_memory_gib = 100.0\n' >"$W/full.toml"
 # Device time is scarce: where section 3 ran, predict the fit from its per-iteration times and
@@ -204,6 +213,7 @@ fi
 
 if want million; then
 echo "== 5. a 1M-row source (1,000,000 + 100,000 x 256, 12 classes), default settings, on the GPU"
+since
 M=$W/million
 a=$(stamp)
 "$G" generate --source-rows 1000000 --target-rows 100000 --dims 256 --classes 12 --separation 0.07 --seed 0 --out "$M" >/dev/null
@@ -216,3 +226,4 @@ echo "1M-row fit (cuda): wall $(secs "$a" "$(stamp)") s"
 grep -E "target rows in|^device:|time per iteration|^iterations|^mini-batch steps|Maximum resident" "$W/million.log"
 fi
 echo "== done"
+since
