@@ -138,14 +138,16 @@ impl EmRun<'_> {
     }
 }
 
-/// The SQUAREM extrapolation from `p0` (module docs), given `p1 = F(p0)`, `p2 = F(p1)` and
-/// `L(p2)`: the point one more EM step starts from.
-fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64], l2: f64) -> Vec<f64> {
+/// The SQUAREM extrapolation from `p0` (module docs), given `p1 = F(p0)` and `p2 = F(p1)`:
+/// the point one more EM step starts from. `L(p2)` is evaluated only for a candidate inside
+/// the simplex.
+fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64]) -> Vec<f64> {
     let r: Vec<f64> = p1.iter().zip(p0).map(|(a, b)| a - b).collect();
     let v: Vec<f64> = p2.iter().zip(p1).zip(p0).map(|((c, b), a)| c - 2.0 * b + a).collect();
     let norm = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>().sqrt();
     let (nr, nv) = (norm(&r), norm(&v));
     let mut alpha = if nv > 0.0 { (-nr / nv).min(-1.0) } else { -1.0 };
+    let mut l2 = None;
     // α = −1 gives p2; a few halvings towards it, then p2.
     for _ in 0..8 {
         if alpha >= -1.0 || !alpha.is_finite() {
@@ -154,7 +156,7 @@ fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64], l2: f64)
         let x: Vec<f64> = (0..p0.len()).map(|k| p0[k] - 2.0 * alpha * r[k] + alpha * alpha * v[k]).collect();
         // Inside the open simplex: EM never moves a share off 0, so none may land there.
         let inside = x.iter().zip(p2).all(|(&xk, &p2k)| if p2k > 0.0 { xk > 0.0 } else { xk == 0.0 });
-        if inside && problem.log_likelihood(&x) >= l2 {
+        if inside && problem.log_likelihood(&x) >= *l2.get_or_insert_with(|| problem.log_likelihood(p2)) {
             return x;
         }
         alpha = (alpha - 1.0) / 2.0;
@@ -208,7 +210,7 @@ fn em(posteriors: ArrayView2<f64>, train_prior: &[f64], tol: f64, max_iter: usiz
             record(&p);
             break;
         }
-        let x = extrapolate(&problem, &p, &p1, &p2, problem.log_likelihood(&p2));
+        let x = extrapolate(&problem, &p, &p1, &p2);
         let (p3, done) = run.step(&x)?;
         p = p3;
         record(&p);
