@@ -30,14 +30,15 @@ pub(super) fn child(args: &PerfArgs, n: usize, c: usize, mcmd: &str, runs: usize
     serde_json::from_str(text.lines().last().unwrap_or("")).context("child output is not JSON")
 }
 
-pub(super) fn f(v: &Value, k: &str) -> Option<f64> {
+/// The number under key `k` of a JSON object, if there is one.
+pub(super) fn json_number(v: &Value, k: &str) -> Option<f64> {
     v.get(k).and_then(Value::as_f64)
 }
 
 /// "1.23" seconds of a peer, its note, or "–".
 fn peer_cell(m: &Value, peer: &str) -> (String, Option<f64>) {
     match m.get("peers").and_then(|p| p.get(peer)) {
-        Some(p) => match f(p, "seconds") {
+        Some(p) => match json_number(p, "seconds") {
             Some(s) => (format!("{s:.3}"), Some(s)),
             None => (
                 p.get("skipped").and_then(Value::as_str).unwrap_or("–").to_string(),
@@ -50,7 +51,7 @@ fn peer_cell(m: &Value, peer: &str) -> (String, Option<f64>) {
 
 /// One row of the exact-loss table from a child's measurement `m`.
 pub(super) fn exact_row(m: &Value, n: usize, c: usize) -> String {
-    let secs = f(m, "seconds").unwrap_or(f64::NAN);
+    let secs = json_number(m, "seconds").unwrap_or(f64::NAN);
     let (np_cell, np) = peer_cell(m, "numpy");
     let (jax_cell, jax) = peer_cell(m, "jax");
     let (di_cell, di) = peer_cell(m, "dense_inverse");
@@ -63,19 +64,19 @@ pub(super) fn exact_row(m: &Value, n: usize, c: usize) -> String {
         .map(|peer| {
             m.get("peers")
                 .and_then(|p| p.get(*peer))
-                .and_then(|p| f(p, "max_rel_err"))
+                .and_then(|p| json_number(p, "max_rel_err"))
                 .map_or("–".into(), |e| format!("{e:.0e}"))
         })
         .collect::<Vec<_>>()
         .join(" / ");
     format!(
         "| {n} | {c} | {secs:.3} | {:.0} | {:.2} | {} | {np_cell} | {jax_cell} | {di_cell} | {} | {} | {agree} | {:.1} |",
-        f(m, "achieved_gflops").unwrap_or(f64::NAN),
-        f(m, "flop_bound_ratio").unwrap_or(f64::NAN),
+        json_number(m, "achieved_gflops").unwrap_or(f64::NAN),
+        json_number(m, "flop_bound_ratio").unwrap_or(f64::NAN),
         m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
         best.map_or("–".into(), |b| format!("{:.1}×", b / secs)),
         di.map_or("–".into(), |b| format!("{:.0}×", b / secs)),
-        f(m, "load_avg_1m_before").unwrap_or(f64::NAN),
+        json_number(m, "load_avg_1m_before").unwrap_or(f64::NAN),
     )
 }
 
@@ -88,14 +89,14 @@ pub(super) fn large_n_row(args: &PerfArgs) {
             println!(
                 "| {} | {c} | {:.1} | {:.0} | {:.2} | {} | would need {:.0} GB | would need {:.0} GB | – | – | – | – | {:.1} |",
                 args.large_n,
-                f(&m, "seconds").unwrap_or(f64::NAN),
-                f(&m, "achieved_gflops").unwrap_or(f64::NAN),
-                f(&m, "flop_bound_ratio").unwrap_or(f64::NAN),
+                json_number(&m, "seconds").unwrap_or(f64::NAN),
+                json_number(&m, "achieved_gflops").unwrap_or(f64::NAN),
+                json_number(&m, "flop_bound_ratio").unwrap_or(f64::NAN),
                 m.get("peak_rss_bytes").and_then(Value::as_u64).map_or("n/a".into(), fmt_bytes),
                 // numpy: K, A and H (n×n f32); JAX: K, its cotangent and two temporaries.
                 3.0 * 4.0 * n * n / 1e9,
                 4.0 * 4.0 * n * n / 1e9,
-                f(&m, "load_avg_1m_before").unwrap_or(f64::NAN),
+                json_number(&m, "load_avg_1m_before").unwrap_or(f64::NAN),
             );
         }
         Err(e) => println!("| {} | {c} | failed: {e} |", args.large_n),

@@ -20,7 +20,7 @@ use serde_json::Value;
 mod grid_rows;
 mod host;
 mod peers;
-use grid_rows::{child, exact_row, f, large_n_row};
+use grid_rows::{child, exact_row, json_number, large_n_row};
 use peers::{prepare_peers, python_with_numpy, run_peers, PeerInput};
 
 #[derive(Args, Debug, Clone)]
@@ -138,7 +138,7 @@ fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool)
     let seconds = m.seconds;
     if let Some(Value::Object(map)) = m.peers.as_mut() {
         for (_, v) in map.iter_mut() {
-            if let Some(s) = f(v, "seconds") {
+            if let Some(s) = json_number(v, "seconds") {
                 v["ratio_to_ours"] = serde_json::json!(s / seconds);
             }
         }
@@ -171,11 +171,11 @@ fn print_measurement(m: &Measurement) {
     if let Some(p) = &m.peers {
         for peer in ["numpy", "jax", "dense_inverse"] {
             let Some(v) = p.get(peer) else { continue };
-            match f(v, "seconds") {
+            match json_number(v, "seconds") {
                 Some(s) => println!(
                     "  {peer}: {s:.4} s = {:.1}× ours; max relative difference to ours {:.1e}",
                     s / m.seconds,
-                    f(v, "max_rel_err").unwrap_or(f64::NAN)
+                    json_number(v, "max_rel_err").unwrap_or(f64::NAN)
                 ),
                 None => println!("  {peer}: {}", v.get("skipped").and_then(Value::as_str).unwrap_or("not run")),
             }
@@ -268,7 +268,7 @@ fn rff_tables(args: &PerfArgs) -> Result<()> {
     let mut last: Option<(usize, f64)> = None;
     for &n in &args.rff_n {
         let m = child(args, n, 65, "random-features:2048", 3, false)?;
-        let s = f(&m, "seconds").unwrap_or(f64::NAN);
+        let s = json_number(&m, "seconds").unwrap_or(f64::NAN);
         base.get_or_insert((n, s));
         last = Some((n, s));
         println!(
