@@ -48,9 +48,9 @@ pub struct EmFit {
 /// where the extrapolation is `F(F(p))` itself), and one more EM step from it ends the cycle.
 /// Why: plain EM converges linearly, with a rate near 1 when the classifier is weak and the
 /// maximum lies on the simplex's boundary (absent classes). After two pre-training
-/// iterations at the VisDA-2017 shape, 182 of the prior guard's ~200 runs stopped at the
-/// 2 000-step cap unconverged, and the guard took most of the fit's time (docs/performance.md,
-/// "MLLS's EM, accelerated"). Each cycle's likelihood is at least its start's, so
+/// iterations at the VisDA-2017 shape, 182 of a fit's 404 MLLS runs (the prior guard's and the
+/// final prior's bootstraps) stopped at the 2 000-step cap unconverged, and they took most of
+/// the fit's time (docs/performance.md, "MLLS's EM, accelerated"). Each cycle's likelihood is at least its start's, so
 /// [`EmFit::log_likelihood`] never decreases; the first two steps are plain EM's, bit for bit,
 /// so a run that converges within them is unchanged.
 pub fn em_prior(
