@@ -37,6 +37,8 @@ def diff(a, b, path, out):
             diff(x, y, f"{path}[{i}]", out)
     elif a != b:
         out["differ"].append(path)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            out["largest"] = max(out.get("largest", (0.0, "")), (abs(a - b), path))
 
 
 def read_model(path):
@@ -54,6 +56,7 @@ def read_model(path):
 def main(old_root, new_root):
     same = differ = 0
     fields = {"only_old": set(), "only_new": set(), "differ": []}
+    largest = (0.0, "")  # the largest absolute difference between two numbers, and where
     for root, _, files in sorted(os.walk(old_root)):
         rel = os.path.relpath(root, old_root)
         for f in sorted(files):
@@ -80,6 +83,8 @@ def main(old_root, new_root):
                 fields["only_old"] |= d["only_old"]
                 fields["only_new"] |= d["only_new"]
                 fields["differ"] += [f"{rel}/{p}" for p in d["differ"]]
+                if "largest" in d:
+                    largest = max(largest, (d["largest"][0], f"{rel}/{d['largest'][1]}"))
             same += ok
             differ += not ok
             print(f"{'same' if ok else 'DIFFERENT'}: {rel}/{f}")
@@ -89,6 +94,8 @@ def main(old_root, new_root):
             print(f"fields in the {k[5:]} build only (not compared): {', '.join(names)}")
     for p in fields["differ"][:40]:
         print(f"differs: {p}")
+    if largest[1]:
+        print(f"largest difference between two numbers: {largest[0]:.2e} at {largest[1]}")
     print(f"{same} files the same, {differ} different")
     sys.exit(1 if differ else 0)
 
