@@ -132,11 +132,11 @@ impl TrainingNet for HostNet {
         Ok(self.net.forward(x, fw, rng).logits)
     }
 
-    fn step(&mut self, _x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
         let pass = self.pass.as_ref().ok_or(NO_PASS)?;
         let grads = match d_z {
-            Some(d_z) => self.net.backward(pass, d_logits, Some(d_z)),
-            None => self.net.backward_leading(pass, d_logits),
+            Some(d_z) => self.net.backward(x, pass, d_logits, Some(d_z)),
+            None => self.net.backward_leading(x, pass, d_logits),
         };
         if !grads.is_finite() {
             return Ok(false);

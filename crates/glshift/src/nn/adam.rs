@@ -194,7 +194,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let x = Array2::<f64>::zeros((2, 2));
         let pass = pass_net.forward(x.view(), &Forward::training(2), &mut rng);
-        let mut grads = pass_net.backward(&pass, Array2::zeros((2, 2)).view(), None);
+        let mut grads = pass_net.backward(x.view(), &pass, Array2::zeros((2, 2)).view(), None);
         for (g, (_, p)) in grads.tensors_mut().into_iter().zip(net.params()) {
             for (g, &p) in g.iter_mut().zip(p) {
                 *g = p - 0.25;
@@ -384,7 +384,7 @@ mod tests {
             let pass = net.forward(x.view(), &fw, &mut rng);
             let (loss, dl) = weighted_cross_entropy(pass.logits.view(), &labels, &weights);
             losses.push(loss);
-            let grads = net.backward(&pass, dl.view(), None);
+            let grads = net.backward(x.view(), &pass, dl.view(), None);
             assert!(grads.is_finite());
             adam.step(&mut net, &grads);
         }

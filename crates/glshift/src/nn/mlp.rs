@@ -47,9 +47,10 @@ pub(crate) struct BlockCache<T> {
 /// Whole-G forward cache.
 #[derive(Clone, Debug)]
 pub(crate) struct MlpCache<T> {
-    /// `inputs[l]` is the input of block `l` (`inputs[0]` a copy of x). The output of the last
-    /// block is not stored here: it is `Pass::z`.
-    inputs: Vec<Array2<T>>,
+    /// `hidden[l]` is the input of block `l + 1`. Block 0's input, x, is not copied: the
+    /// backward is given it again (a full-batch x is the largest array of a fit). The output of
+    /// the last block is not stored here: it is `Pass::z`.
+    hidden: Vec<Array2<T>>,
     blocks: Vec<BlockCache<T>>,
 }
 
@@ -156,15 +157,15 @@ impl<T: Real> Mlp<T> {
         rng: &mut ChaCha8Rng,
     ) -> (Array2<T>, MlpCache<T>) {
         let nb = self.blocks.len();
-        let mut inputs = Vec::with_capacity(nb);
+        let mut hidden: Vec<Array2<T>> = Vec::with_capacity(nb.saturating_sub(1));
         let mut caches = Vec::with_capacity(nb);
-        inputs.push(x.to_owned());
         let mut z = None;
         for (l, block) in self.blocks.iter().enumerate() {
-            let (out, cache) = block.forward(inputs[l].view(), fw, rng);
+            let input = hidden.last().map_or(x, |h| h.view());
+            let (out, cache) = block.forward(input, fw, rng);
             caches.push(cache);
             if l + 1 < nb {
-                inputs.push(out);
+                hidden.push(out);
             } else {
                 z = Some(out);
             }
@@ -172,21 +173,22 @@ impl<T: Real> Mlp<T> {
         (
             z.expect("G has at least one block"),
             MlpCache {
-                inputs,
+                hidden,
                 blocks: caches,
             },
         )
     }
 
-    /// Backward from `dz = ∂ℓ/∂z` (`n × z_dim`, consumed), `z` being the forward's output.
-    /// Returns one gradient per block; ∂ℓ/∂x is not computed.
+    /// Backward from `dz = ∂ℓ/∂z` (`n × z_dim`, consumed), `x` (`n × in`) and `z` being the
+    /// forward's input and output. Returns one gradient per block; ∂ℓ/∂x is not computed.
     pub(crate) fn backward(
         &self,
         cache: &MlpCache<T>,
+        x: ArrayView2<T>,
         z: ArrayView2<T>,
         dz: Array2<T>,
     ) -> Vec<BlockGrad<T>> {
-        self.backward_with_input(cache, z, dz, false).0
+        self.backward_with_input(cache, x, z, dz, false).0
     }
 
     /// [`Mlp::backward`], plus ∂ℓ/∂x (`r × in`) when `need_dx` (a network whose input is another
@@ -198,6 +200,7 @@ impl<T: Real> Mlp<T> {
     pub(crate) fn backward_with_input(
         &self,
         cache: &MlpCache<T>,
+        x: ArrayView2<T>,
         z: ArrayView2<T>,
         dz: Array2<T>,
         need_dx: bool,
@@ -206,16 +209,14 @@ impl<T: Real> Mlp<T> {
         let mut grads = Vec::with_capacity(nb);
         let r = dz.nrows();
         assert!(r <= z.nrows(), "Mlp::backward: dz has more rows than the pass");
+        assert_eq!(x.nrows(), z.nrows(), "Mlp::backward: x and z have different rows");
+        let input = |l: usize| if l == 0 { x } else { cache.hidden[l - 1].view() };
         let mut d = dz;
         for l in (0..nb).rev() {
-            let out = if l + 1 == nb {
-                z.slice(s![..r, ..])
-            } else {
-                cache.inputs[l + 1].slice(s![..r, ..])
-            };
+            let out = if l + 1 == nb { z } else { input(l + 1) };
             let (g, dx) = self.blocks[l].backward(
-                cache.inputs[l].slice(s![..r, ..]),
-                out,
+                input(l).slice(s![..r, ..]),
+                out.slice(s![..r, ..]),
                 &cache.blocks[l],
                 d,
                 l > 0 || need_dx,

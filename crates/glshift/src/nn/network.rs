@@ -48,6 +48,19 @@ pub struct Pass<T = f32> {
     /// Logits F(Z), `n × c`.
     pub logits: Array2<T>,
     cache: MlpCache<T>,
+    /// Where the forward's input was (address and shape): the backward is given the input again
+    /// (the pass keeps no copy of it) and checks it is the same array.
+    input: (usize, (usize, usize)),
+}
+
+impl<T> Pass<T> {
+    /// Panics unless `x` is the array the forward read (the same address and shape).
+    fn check_input(&self, x: &ArrayView2<T>, what: &str) {
+        assert!(
+            (x.as_ptr() as usize, x.dim()) == self.input,
+            "{what}: x is not the array the forward pass read"
+        );
+    }
 }
 
 
@@ -136,7 +149,7 @@ impl<T: Real> Network<T> {
     }
 
     /// Forward on `x` (`n × input_dim`). Returns `z` (`n × z_dim`), `logits` (`n × c`) and the
-    /// cache for [`Network::backward`]. BatchNorm statistics follow `fw` (see [`Forward`]);
+    /// cache for [`Network::backward`], which is given the same `x` again. BatchNorm statistics follow `fw` (see [`Forward`]);
     /// dropout masks are drawn from `rng` only when `fw.train` and dropout > 0.
     ///
     /// # Panics
@@ -152,17 +165,20 @@ impl<T: Real> Network<T> {
         );
         let (z, cache) = self.g.forward(x, fw, rng);
         let logits = self.f.forward(z.view());
-        Pass { z, logits, cache }
+        Pass { z, logits, cache, input: (x.as_ptr() as usize, x.dim()) }
     }
 
-    /// Backward through F and G. `d_logits = ∂ℓ/∂logits` (`n × c`); `d_z_extra` (`n × z_dim`) is
-    /// an additional ∂ℓ/∂z from terms acting on Z directly (kernel losses), added to the part
-    /// coming through F. Returns the gradients of all parameters (not accumulated across calls).
+    /// Backward through F and G of the pass `pass` of [`Network::forward`] on `x`
+    /// (`n × input_dim`, the same array). `d_logits = ∂ℓ/∂logits` (`n × c`); `d_z_extra`
+    /// (`n × z_dim`) is an additional ∂ℓ/∂z from terms acting on Z directly (kernel losses),
+    /// added to the part coming through F. Returns the gradients of all parameters (not
+    /// accumulated across calls).
     ///
     /// # Panics
-    /// If a shape does not match the pass.
+    /// If a shape does not match the pass, or `x` is not the array the pass read.
     pub fn backward(
         &self,
+        x: ArrayView2<T>,
         pass: &Pass<T>,
         d_logits: ArrayView2<T>,
         d_z_extra: Option<ArrayView2<T>>,
@@ -172,6 +188,7 @@ impl<T: Real> Network<T> {
             pass.logits.dim(),
             "Network::backward: d_logits shape"
         );
+        pass.check_input(&x, "Network::backward");
         let (f, dz) = self.f.backward(pass.z.view(), d_logits, true);
         let mut dz = dz.expect("dz requested");
         if let Some(extra) = d_z_extra {
@@ -182,7 +199,7 @@ impl<T: Real> Network<T> {
             );
             dz.scaled_add(T::one(), &extra);
         }
-        let g = self.g.backward(&pass.cache, pass.z.view(), dz);
+        let g = self.g.backward(&pass.cache, x, pass.z.view(), dz);
         Grads { g, f }
     }
 
@@ -193,16 +210,17 @@ impl<T: Real> Network<T> {
     ///
     /// # Panics
     /// If `d_logits` has the wrong width or more rows than the pass, or fewer rows than the
-    /// BatchNorm statistics.
-    pub fn backward_leading(&self, pass: &Pass<T>, d_logits: ArrayView2<T>) -> Grads<T> {
+    /// BatchNorm statistics, or `x` is not the array the pass read.
+    pub fn backward_leading(&self, x: ArrayView2<T>, pass: &Pass<T>, d_logits: ArrayView2<T>) -> Grads<T> {
         let r = d_logits.nrows();
         assert!(
             r <= pass.logits.nrows() && d_logits.ncols() == pass.logits.ncols(),
             "Network::backward_leading: d_logits shape"
         );
+        pass.check_input(&x, "Network::backward_leading");
         let z = pass.z.slice(ndarray::s![..r, ..]);
         let (f, dz) = self.f.backward(z, d_logits, true);
-        let g = self.g.backward(&pass.cache, pass.z.view(), dz.expect("dz requested"));
+        let g = self.g.backward(&pass.cache, x, pass.z.view(), dz.expect("dz requested"));
         Grads { g, f }
     }
 
@@ -210,11 +228,12 @@ impl<T: Real> Network<T> {
     /// network fed by another one (the domain discriminators of `methods::baselines`).
     ///
     /// # Panics
-    /// If a shape does not match the pass.
-    pub fn backward_with_input(&self, pass: &Pass<T>, d_logits: ArrayView2<T>) -> (Grads<T>, Array2<T>) {
+    /// If a shape does not match the pass, or `x` is not the array the pass read.
+    pub fn backward_with_input(&self, x: ArrayView2<T>, pass: &Pass<T>, d_logits: ArrayView2<T>) -> (Grads<T>, Array2<T>) {
         assert_eq!(d_logits.dim(), pass.logits.dim(), "Network::backward_with_input: d_logits shape");
+        pass.check_input(&x, "Network::backward_with_input");
         let (f, dz) = self.f.backward(pass.z.view(), d_logits, true);
-        let (g, dx) = self.g.backward_with_input(&pass.cache, pass.z.view(), dz.expect("dz requested"), true);
+        let (g, dx) = self.g.backward_with_input(&pass.cache, x, pass.z.view(), dz.expect("dz requested"), true);
         (Grads { g, f }, dx.expect("dx requested"))
     }
 

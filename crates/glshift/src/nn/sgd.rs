@@ -121,7 +121,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let pass = net.forward(x.view(), &Forward::training(x.nrows()), &mut rng);
         let (_, d) = weighted_cross_entropy(pass.logits.view(), y, &vec![1.0; y.len()]);
-        net.backward(&pass, d.view(), None)
+        net.backward(x.view(), &pass, d.view(), None)
     }
 
     #[test]

@@ -181,7 +181,7 @@ fn adam_kernel_matches_the_optimiser() {
     let net0 = Network::new(4, 3, &NetworkConfig { hidden: vec![5, 2], ..Default::default() }, 7).unwrap();
     let x = random(6, 4, &mut rng);
     let pass = net0.forward(x.view(), &Forward::training(6), &mut rng);
-    let grads = net0.backward(&pass, random(6, 3, &mut rng).view(), None);
+    let grads = net0.backward(x.view(), &pass, random(6, 3, &mut rng).view(), None);
     let cfg = AdamConfig { lr: 0.01, ..Default::default() };
     let (mut want_net, mut want_adam) = (net0.clone(), Adam::new(&cfg, &net0));
     let (mut got_net, mut got_adam) = (net0.clone(), Adam::new(&cfg, &net0));

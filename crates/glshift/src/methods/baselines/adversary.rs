@@ -128,7 +128,7 @@ impl<T: Real> Discriminator<T> {
         let total: f64 = coef.iter().map(|c| c.to_f64_()).sum();
         let (mean, mut d_logits) = weighted_cross_entropy(pass.logits.view(), &labels, &coef);
         d_logits.mapv_inplace(|v| v * T::from_f64_(total));
-        let (grads, grad_input) = self.net.backward_with_input(&pass, d_logits.view());
+        let (grads, grad_input) = self.net.backward_with_input(h, &pass, d_logits.view());
         // ∂L_D/∂ωᵢ = ℓᵢ/n_domain, with ℓᵢ = log(e^{l₀} + e^{l₁}) − l_{label} computed stably.
         let grad_weights = pass
             .logits

@@ -152,13 +152,13 @@ impl Adaptation<'_, '_> {
     }
 
     /// Backward through G and F of the cross-entropy's gradient on the first `rows.0` rows of
-    /// `pass` and the method's on its source rows (from 0) and target rows (from `rows.1`),
-    /// then one SGD step (the baselines' mini-batch schedule). Rows in between (the hold-out)
-    /// get no gradient.
-    pub(super) fn sgd_step(&mut self, it: usize, pass: &Pass, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+    /// `pass` (of input `x`) and the method's on its source rows (from 0) and target rows (from
+    /// `rows.1`), then one SGD step (the baselines' mini-batch schedule). Rows in between (the
+    /// hold-out) get no gradient.
+    pub(super) fn sgd_step(&mut self, it: usize, (x, pass): (ArrayView2<f32>, &Pass), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
         let (d_logits, d_z) = (logit_gradients(rows, pass.logits.dim(), d_train_logits, out), z_gradients(rows, pass.z.dim(), out));
         let (net, sgd) = self.trainer.sgd();
-        let grads = net.backward(pass, d_logits.view(), Some(d_z.view()));
+        let grads = net.backward(x, pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
             return Err(self.gradient_error(it, d_train_logits, out));
         }

@@ -54,7 +54,7 @@ pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitCon
 const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
 /// Estimated peak memory in bytes of a full-batch fit on `n_rows` rows (source + target) of
-/// dimension `d` with `c` classes: per row, 3 f32 copies of its features and 5 of its
+/// dimension `d` with `c` classes: per row, 2 f32 copies of its features and 5 of its
 /// activations (the hidden widths and the logits); the parameters of G and F 7 times (with their
 /// gradient, two Adam moments and the best pre-training snapshot); and a fixed base. The kernel
 /// terms are tiled, so nothing grows with n² (an n² term here once refused a 20 000-row fit
@@ -64,13 +64,17 @@ const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// default network [512, 256]) peaked at 349 MiB, 314 MiB once the layout stopped copying the
 /// source rows twice more, and 213 MiB once the data path held one copy of the loaded features
 /// instead of three (the loaded features are preprocessed in place and moved into the fit; the
-/// layout's stack is the second copy). `crates/glshift-cli/tests/memory_estimate.rs` holds the
+/// layout's stack is the second copy). By 339bdbb it peaked at 256 MiB, and at 195 MiB once
+/// the network's forward pass stopped keeping a copy of its input (a third copy, and a fourth
+/// while the next pass was made; at the VisDA-2017 shape the peak fell from 9.23 to 5.90 GB,
+/// docs/performance.md, "The forward pass's copy of its input").
+/// `crates/glshift-cli/tests/memory_estimate.rs` holds the
 /// estimate between 1 and 1.6 times a fit's measured peak. Meant to refuse hopeless
 /// configurations before allocating, so an upper estimate.
 pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
-    4.0 * (3.0 * n * df + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
+    4.0 * (2.0 * n * df + 5.0 * n * widths + 7.0 * params) + BASE_BYTES
 }
 
 /// Estimated peak memory in bytes of a mini-batch fit (`training`, `methods::training`) on

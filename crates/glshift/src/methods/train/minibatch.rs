@@ -133,7 +133,7 @@ impl Adaptation<'_, '_> {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
         self.trainer.sgd().1.lr = cfg.baselines.annealed_lr(progress);
-        self.sgd_step(it, &pass, (nb, nb), &d_train_logits, &out)?;
+        self.sgd_step(it, (x.view(), &pass), (nb, nb), &d_train_logits, &out)?;
         let target_prior = batches.estimate.as_ref().map(|e| e.target_prior.clone());
         Ok(adapt_record(iter, (ce, total), &out, 0, temperature, target_prior))
     }

@@ -42,7 +42,7 @@ impl Problem {
         let mut rng = ChaCha8Rng::seed_from_u64(1234);
         let pass = net.forward(self.x.view(), &self.fw, &mut rng);
         let (_, dl) = weighted_cross_entropy(pass.logits.view(), &self.labels, &self.weights);
-        let grads = net.backward(&pass, dl.view(), Some(self.r.view()));
+        let grads = net.backward(self.x.view(), &pass, dl.view(), Some(self.r.view()));
         let params: Vec<Vec<f64>> = net.params().iter().map(|(_, p)| p.to_vec()).collect();
         let tensors = grads.tensors();
         // Index of each G block's bias in the parameter list, when followed by BatchNorm.
@@ -150,8 +150,8 @@ fn d_z_extra_is_added_to_the_gradient_through_f() {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let pass = net.forward(p.x.view(), &p.fw, &mut rng);
     let zero = Array2::<f64>::zeros((N, C));
-    let only_extra = net.backward(&pass, zero.view(), Some(p.r.view()));
-    let none = net.backward(&pass, zero.view(), None);
+    let only_extra = net.backward(p.x.view(), &pass, zero.view(), Some(p.r.view()));
+    let none = net.backward(p.x.view(), &pass, zero.view(), None);
     assert_eq!(none.global_norm(), 0.0);
     assert!(only_extra.global_norm() > 0.0);
     // F does not see Z's extra gradient.
@@ -172,8 +172,8 @@ fn input_gradient_matches_finite_differences_and_parameter_gradients_are_unchang
         let mut rng = ChaCha8Rng::seed_from_u64(1234);
         let pass = net.forward(p.x.view(), &p.fw, &mut rng);
         let (_, dl) = weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights);
-        let (grads, dx) = net.backward_with_input(&pass, dl.view());
-        assert_eq!(grads, net.backward(&pass, dl.view(), None));
+        let (grads, dx) = net.backward_with_input(p.x.view(), &pass, dl.view());
+        assert_eq!(grads, net.backward(p.x.view(), &pass, dl.view(), None));
         let num = fd_grad(p.x.as_slice().unwrap(), |v| ce_at(&Array2::from_shape_vec((N, D_IN), v.to_vec()).unwrap()));
         assert_grad_close(dx.as_slice().unwrap(), &num, "dx");
     }
@@ -447,7 +447,7 @@ fn grads_norm_and_finiteness() {
         &Forward::training(2),
         &mut ChaCha8Rng::seed_from_u64(0),
     );
-    let mut g = net.backward(&pass, Array2::zeros((2, 2)).view(), None);
+    let mut g = net.backward(x.view(), &pass, Array2::zeros((2, 2)).view(), None);
     for t in g.tensors_mut() {
         t.iter_mut().for_each(|v| *v = 2.0);
     }
@@ -499,7 +499,7 @@ fn forward_backward_timing_2500x1280() {
     let dl = Array2::<f32>::from_elem(pass.logits.dim(), 1e-3);
     let t0 = std::time::Instant::now();
     for _ in 0..reps {
-        let g = net.backward(&pass, dl.view(), Some(pass.z.view()));
+        let g = net.backward(x.view(), &pass, dl.view(), Some(pass.z.view()));
         assert!(g.is_finite());
     }
     let tb = t0.elapsed().as_secs_f64() / reps as f64;
@@ -530,8 +530,8 @@ fn backward_on_the_leading_rows_equals_the_full_backward_with_zero_rows_bit_for_
         let (_, d_train) = weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
         let mut d_full = Array2::<f32>::zeros((n, c));
         d_full.slice_mut(s![..r, ..]).assign(&d_train);
-        let full = net.backward(&pass, d_full.view(), None);
-        let leading = net.backward_leading(&pass, d_train.view());
+        let full = net.backward(x.view(), &pass, d_full.view(), None);
+        let leading = net.backward_leading(x.view(), &pass, d_train.view());
         let (a, b) = (full.tensors(), leading.tensors());
         assert_eq!(a.len(), b.len());
         for (k, (ta, tb)) in a.iter().zip(&b).enumerate() {
@@ -549,5 +549,17 @@ fn backward_on_fewer_rows_than_the_batchnorm_statistics_is_refused() {
     let p = Problem::new(6, N, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let pass = net.forward(p.x.view(), &p.fw, &mut rng);
-    net.backward_leading(&pass, Array2::<f64>::zeros((N - 1, C)).view());
+    net.backward_leading(p.x.view(), &pass, Array2::<f64>::zeros((N - 1, C)).view());
+}
+
+/// The pass keeps no copy of its input: a backward given another array than the one the forward
+/// read (here an equal copy) is refused rather than trusted.
+#[test]
+#[should_panic(expected = "not the array the forward pass read")]
+fn backward_refuses_an_input_other_than_the_forwards() {
+    let net = Network::<f64>::new_generic(D_IN, C, &NetworkConfig { hidden: vec![6], ..Default::default() }, 1).unwrap();
+    let p = Problem::new(6, N, 2);
+    let pass = net.forward(p.x.view(), &p.fw, &mut ChaCha8Rng::seed_from_u64(0));
+    let copy = p.x.clone();
+    net.backward(copy.view(), &pass, Array2::<f64>::zeros((N, C)).view(), None);
 }
