@@ -14,7 +14,7 @@ use faer::prelude::Solve;
 use faer::Mat;
 use ndarray::{Array2, ArrayView2};
 
-use super::prior::{check_labels, check_len, check_probs};
+use super::prior::{check_labels, check_len, check_probs, RowCounts};
 use crate::{Error, Result};
 
 /// Probabilities are floored at this value before the logarithm.
@@ -46,14 +46,19 @@ pub fn log_probs(probs: ArrayView2<f32>) -> Array2<f64> {
 
 /// Mean NLL of `labels` under `softmax(a·logp + b)`.
 pub fn bcts_nll(logp: ArrayView2<f64>, labels: &[usize], a: f64, b: &[f64]) -> f64 {
+    nll_of(logp, labels, RowCounts::ONCE, a, b)
+}
+
+/// [`bcts_nll`] with each row counted as `weights` says, divided by the rows' count.
+fn nll_of(logp: ArrayView2<f64>, labels: &[usize], weights: RowCounts, a: f64, b: &[f64]) -> f64 {
     let mut total = 0.0;
-    for (row, &y) in logp.rows().into_iter().zip(labels) {
+    for (i, (row, &y)) in logp.rows().into_iter().zip(labels).enumerate() {
         let z: Vec<f64> = row.iter().zip(b).map(|(l, bk)| a * l + bk).collect();
         let max = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let lse = z.iter().map(|v| (v - max).exp()).sum::<f64>().ln() + max;
-        total += lse - z[y];
+        total += weights.at(i) * (lse - z[y]);
     }
-    total / labels.len().max(1) as f64
+    total / weights.total(labels.len()).max(1.0)
 }
 
 impl Bcts {
@@ -74,15 +79,16 @@ impl Bcts {
 }
 
 /// Objective (NLL + ridge), gradient and Hessian at `θ = (a, b)`.
-fn derivatives(logp: ArrayView2<f64>, labels: &[usize], th: &[f64]) -> (f64, Vec<f64>, Array2<f64>) {
+fn derivatives(logp: ArrayView2<f64>, labels: &[usize], weights: RowCounts, th: &[f64]) -> (f64, Vec<f64>, Array2<f64>) {
     let c = th.len() - 1;
-    let n = labels.len() as f64;
+    let n = weights.total(labels.len());
     let (a, b) = (th[0], &th[1..]);
     let mut g = vec![0.0; c + 1];
     let mut h = Array2::<f64>::zeros((c + 1, c + 1));
     let mut f = 0.0;
     let mut s = vec![0.0; c];
-    for (row, &y) in logp.rows().into_iter().zip(labels) {
+    for (i, (row, &y)) in logp.rows().into_iter().zip(labels).enumerate() {
+        let w = weights.at(i);
         let mut max = f64::NEG_INFINITY;
         for k in 0..c {
             s[k] = a * row[k] + b[k];
@@ -94,18 +100,18 @@ fn derivatives(logp: ArrayView2<f64>, labels: &[usize], th: &[f64]) -> (f64, Vec
             *v = (*v - max).exp();
             sum += *v;
         }
-        f += sum.ln() + max - zy;
+        f += w * (sum.ln() + max - zy);
         s.iter_mut().for_each(|v| *v /= sum);
         let m: f64 = (0..c).map(|k| s[k] * row[k]).sum();
-        g[0] += m - row[y];
-        h[[0, 0]] += (0..c).map(|k| s[k] * row[k] * row[k]).sum::<f64>() - m * m;
+        g[0] += w * (m - row[y]);
+        h[[0, 0]] += w * ((0..c).map(|k| s[k] * row[k] * row[k]).sum::<f64>() - m * m);
         for k in 0..c {
-            g[1 + k] += s[k] - if k == y { 1.0 } else { 0.0 };
-            let hab = s[k] * (row[k] - m);
+            g[1 + k] += w * (s[k] - if k == y { 1.0 } else { 0.0 });
+            let hab = w * (s[k] * (row[k] - m));
             h[[0, 1 + k]] += hab;
             h[[1 + k, 0]] += hab;
             for j in 0..c {
-                h[[1 + k, 1 + j]] += if j == k { s[k] } else { 0.0 } - s[k] * s[j];
+                h[[1 + k, 1 + j]] += w * (if j == k { s[k] } else { 0.0 } - s[k] * s[j]);
             }
         }
     }
@@ -122,22 +128,27 @@ fn derivatives(logp: ArrayView2<f64>, labels: &[usize], th: &[f64]) -> (f64, Vec
 
 /// Fits BCTS on hold-out probabilities (n × c, rows summing to 1) and labels.
 pub fn fit_bcts(probs: ArrayView2<f32>, labels: &[usize]) -> Result<Bcts> {
+    fit_bcts_weighted(probs, labels, RowCounts::ONCE)
+}
+
+/// [`fit_bcts`] with each row counted as `weights` says (one multiplicity per row): the fit to
+/// the rows repeated that often, up to summation order.
+pub(crate) fn fit_bcts_weighted(probs: ArrayView2<f32>, labels: &[usize], weights: RowCounts) -> Result<Bcts> {
     const WHAT: &str = "BCTS calibration";
     check_probs(probs, "BCTS hold-out probabilities")?;
     let c = probs.ncols();
     check_len(labels.len(), probs.nrows(), "BCTS hold-out labels")?;
     check_labels(labels, c, "BCTS hold-out labels")?;
+    weights.check(probs.nrows(), "BCTS hold-out row counts")?;
     let logp = log_probs(probs);
-    let obj = |th: &[f64]| {
-        bcts_nll(logp.view(), labels, th[0], &th[1..])
-            + 0.5 * RIDGE * th[1..].iter().map(|v| v * v).sum::<f64>()
-    };
+    let nll = |a: f64, b: &[f64]| nll_of(logp.view(), labels, weights, a, b);
+    let obj = |th: &[f64]| nll(th[0], &th[1..]) + 0.5 * RIDGE * th[1..].iter().map(|v| v * v).sum::<f64>();
     let mut th = vec![0.0; c + 1];
     th[0] = 1.0;
-    let nll_uncalibrated = bcts_nll(logp.view(), labels, 1.0, &th[1..]);
+    let nll_uncalibrated = nll(1.0, &th[1..]);
     let mut iterations = 0;
     for _ in 0..MAX_NEWTON {
-        let (f, g, h) = derivatives(logp.view(), labels, &th);
+        let (f, g, h) = derivatives(logp.view(), labels, weights, &th);
         let hm = Mat::from_fn(c + 1, c + 1, |i, j| h[[i, j]]);
         let gm = Mat::from_fn(c + 1, 1, |i, _| -g[i]);
         let sol = hm.partial_piv_lu().solve(gm);
@@ -170,7 +181,7 @@ pub fn fit_bcts(probs: ArrayView2<f32>, labels: &[usize]) -> Result<Bcts> {
     if th.iter().any(|v| !v.is_finite()) {
         return Err(Error::numerical(WHAT, format!("non-finite parameters {th:?}")));
     }
-    let nll = bcts_nll(logp.view(), labels, th[0], &th[1..]);
+    let nll = nll(th[0], &th[1..]);
     Ok(Bcts {
         inv_temperature: th[0],
         bias: th[1..].to_vec(),

@@ -58,6 +58,7 @@ use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
+use super::prior::RowCounts;
 use super::{bbse_qp, confusion_matrix, predicted_distribution, DiagnosticsParams, Mlls};
 use crate::{Error, Result};
 
@@ -267,12 +268,43 @@ pub fn prior_guard(
 
 /// (BBSE-QP, MLLS-BCTS) target priors, unfloored.
 fn both_estimates(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<(Vec<f64>, Vec<f64>)> {
-    let conf = confusion_matrix(hold, labels, ps, soft)?;
-    let q = predicted_distribution(target, soft)?;
-    let qp = bbse_qp(conf.matrix.view(), &q, ps)?.target_prior;
+    let qp = qp_estimate(hold, labels, target, ps, soft)?;
     let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: target, source_prior: Some(ps) };
     let mlls = Mlls::default().estimate(&inputs)?.target_prior;
     Ok((qp, mlls))
+}
+
+/// BBSE-QP's target prior, unfloored.
+fn qp_estimate(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<Vec<f64>> {
+    let conf = confusion_matrix(hold, labels, ps, soft)?;
+    let q = predicted_distribution(target, soft)?;
+    Ok(bbse_qp(conf.matrix.view(), &q, ps)?.target_prior)
+}
+
+/// The distinct values of `drawn` (indices below `n`), ascending, and how many times each was
+/// drawn.
+fn distinct(drawn: &[usize], n: usize) -> (Vec<usize>, Vec<u32>) {
+    let mut times = vec![0u32; n];
+    drawn.iter().for_each(|&i| times[i] += 1);
+    times.iter().enumerate().filter(|(_, &k)| k > 0).map(|(i, &k)| (i, k)).unzip()
+}
+
+/// MLLS-BCTS on a replicate: hold-out rows `rows` (drawn from `hold`, labels `labels`) and a
+/// target of hold-out rows `synth`, both run on their distinct rows with the times each was
+/// drawn (`Mlls::estimate_counted`): the estimate on the drawn rows up to summation order.
+/// A replicate draws each of n_t target rows from a hold-out class's rows, so at the
+/// VisDA-2017 shape about half of them are distinct; there the replicates, mostly EM and BCTS,
+/// took 30% of a weak network's fit (docs/performance.md, "The guard's replicates on their
+/// distinct rows").
+fn counted_mlls(hold: ArrayView2<f32>, labels: &[usize], rows: &[usize], synth: &[usize], ps: &[f64]) -> Result<Vec<f64>> {
+    let (h_rows, h_times) = distinct(rows, hold.nrows());
+    let (t_rows, t_times) = distinct(synth, hold.nrows());
+    let h = hold.select(Axis(0), &h_rows);
+    let y: Vec<usize> = h_rows.iter().map(|&i| labels[i]).collect();
+    let t = hold.select(Axis(0), &t_rows);
+    let inputs = ShiftInputs { source_probs: h.view(), source_labels: &y, target_probs: t.view(), source_prior: Some(ps) };
+    let counts = (RowCounts(Some(&h_times)), RowCounts(Some(&t_times)));
+    Ok(Mlls::default().estimate_counted(&inputs, counts)?.target_prior)
 }
 
 /// One replicate from its own seed: (D* on a synthetic label-shift target, QP on the resampled
@@ -293,7 +325,8 @@ fn replicate(
     let h = hold.select(Axis(0), &rows);
     let n_t = target.nrows();
     let synth = drawable.target(by_class, n_t, &mut rng);
-    let (a, b) = both_estimates(h.view(), &y, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
+    let a = qp_estimate(h.view(), &y, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
+    let b = counted_mlls(hold, labels, &rows, &synth, ps).ok()?;
     let resampled: Vec<usize> = (0..n_t).map(|_| rng.random_range(0..n_t)).collect();
     let conf = confusion_matrix(h.view(), &y, ps, soft).ok()?;
     let q = predicted_distribution(target.select(Axis(0), &resampled).view(), soft).ok()?;

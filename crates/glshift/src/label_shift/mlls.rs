@@ -4,9 +4,9 @@
 
 use ndarray::ArrayView2;
 
-use super::bcts::fit_bcts;
-use super::class_prior;
+use super::bcts::fit_bcts_weighted;
 use super::estimators::{finish_from_prior, prepare, ShiftEstimator, ShiftInputs};
+use super::prior::{counted_class_prior, RowCounts};
 use super::ShiftEstimate;
 use crate::{Error, Result};
 
@@ -59,13 +59,14 @@ pub fn em_prior(
     tol: f64,
     max_iter: usize,
 ) -> Result<EmFit> {
-    em(posteriors, train_prior, tol, max_iter, true)
+    em(posteriors, RowCounts::ONCE, train_prior, tol, max_iter, true)
 }
 
 /// One EM problem: the posteriors' rows as one contiguous slice (n·c values, row after row),
-/// their class count and π.
+/// how many times each row counts (the sums and the mean weigh it so), their class count and π.
 struct EmProblem<'a> {
     rows: std::borrow::Cow<'a, [f64]>,
+    counts: RowCounts<'a>,
     c: usize,
     train_prior: &'a [f64],
 }
@@ -85,8 +86,8 @@ impl EmProblem<'_> {
         let w = self.ratio(p);
         let mut r = vec![0.0; c];
         let mut next = vec![0.0; c];
-        let n = self.rows.len() / c;
-        for row in self.rows.chunks_exact(c) {
+        for (i, row) in self.rows.chunks_exact(c).enumerate() {
+            let count = self.counts.at(i);
             let mut s = 0.0;
             for ((rk, &wk), &xk) in r.iter_mut().zip(&w).zip(row) {
                 *rk = wk * xk;
@@ -94,14 +95,15 @@ impl EmProblem<'_> {
             }
             if s > 0.0 {
                 // One division per row, not per class: the divisions were most of a step.
-                let inv = 1.0 / s;
+                let inv = count / s;
                 next.iter_mut().zip(&r).for_each(|(nk, &rk)| *nk += rk * inv);
             } else {
                 // A row with zero posterior on every class that p still allows: keep p.
-                next.iter_mut().zip(p).for_each(|(nk, &pk)| *nk += pk);
+                next.iter_mut().zip(p).for_each(|(nk, &pk)| *nk += count * pk);
             }
         }
-        next.iter_mut().for_each(|v| *v /= n as f64);
+        let n = self.counts.total(self.rows.len() / c);
+        next.iter_mut().for_each(|v| *v /= n);
         next
     }
 
@@ -110,10 +112,13 @@ impl EmProblem<'_> {
     fn log_likelihood(&self, p: &[f64]) -> f64 {
         let w = self.ratio(p);
         let rows = self.rows.chunks_exact(self.c);
-        let n = rows.len() as f64;
+        let n = self.counts.total(rows.len());
         let mut sum = LogSum::default();
-        for r in rows {
-            sum.add(r.iter().zip(&w).map(|(f, w)| f * w).sum::<f64>().max(f64::MIN_POSITIVE));
+        for (i, r) in rows.enumerate() {
+            let s = r.iter().zip(&w).map(|(f, w)| f * w).sum::<f64>().max(f64::MIN_POSITIVE);
+            for _ in 0..self.counts.0.map_or(1, |k| k[i]) {
+                sum.add(s);
+            }
         }
         sum.ln() / n
     }
@@ -231,8 +236,9 @@ fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64]) -> Vec<f
 /// [`em_prior`]; without `trace` the log-likelihood is not recorded (`log_likelihood` is then
 /// empty): the same prior and iterations, bit for bit (the prior guard runs MLLS on every
 /// bootstrap resample).
-fn em(posteriors: ArrayView2<f64>, train_prior: &[f64], tol: f64, max_iter: usize, trace: bool) -> Result<EmFit> {
+fn em(posteriors: ArrayView2<f64>, counts: RowCounts, train_prior: &[f64], tol: f64, max_iter: usize, trace: bool) -> Result<EmFit> {
     let (n, c) = posteriors.dim();
+    counts.check(n, "EM row counts")?;
     if n == 0 || c == 0 || train_prior.len() != c {
         return Err(Error::Shape {
             what: "EM posteriors vs prior".into(),
@@ -247,7 +253,7 @@ fn em(posteriors: ArrayView2<f64>, train_prior: &[f64], tol: f64, max_iter: usiz
         Some(s) => std::borrow::Cow::Borrowed(s),
         None => std::borrow::Cow::Owned(posteriors.iter().copied().collect()),
     };
-    let problem = EmProblem { rows, c, train_prior };
+    let problem = EmProblem { rows, counts, c, train_prior };
     let mut run = EmRun { problem: &problem, tol, max_iter, iterations: 0 };
     let mut log_likelihood = Vec::new();
     let mut record = |p: &[f64]| {
@@ -324,11 +330,21 @@ impl ShiftEstimator for Mlls {
     }
 
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
+        self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
+    }
+}
+
+impl Mlls {
+    /// [`ShiftEstimator::estimate`] with the hold-out rows and the target rows counted as
+    /// `counts` says (a bootstrap resample as its distinct rows, each with the number of times
+    /// it was drawn): the estimate on the rows repeated that often, up to summation order, at
+    /// the cost of the distinct rows. Once each: `estimate`'s bits.
+    pub(crate) fn estimate_counted(&self, inp: &ShiftInputs, (hold, target): (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
         let prep = prepare(inp)?;
         let mut warnings = prep.warnings;
-        let pi = class_prior(inp.source_labels, prep.c)?;
+        let pi = counted_class_prior(inp.source_labels, hold, prep.c)?;
         let post = if self.bcts {
-            let cal = fit_bcts(inp.source_probs, inp.source_labels)?;
+            let cal = fit_bcts_weighted(inp.source_probs, inp.source_labels, hold)?;
             if cal.inv_temperature <= 0.0 {
                 warnings.push(format!(
                     "BCTS inverse temperature {:.3e} ≤ 0: the classifier carries no usable signal",
@@ -339,7 +355,7 @@ impl ShiftEstimator for Mlls {
         } else {
             inp.target_probs.mapv(|v| v as f64)
         };
-        let fit = em(post.view(), &pi, self.tol, self.max_iter, false)?;
+        let fit = em(post.view(), target, &pi, self.tol, self.max_iter, false)?;
         if !fit.converged {
             warnings.push(format!(
                 "EM stopped at its cap of {} steps before the tolerance {:.1e}",
@@ -351,133 +367,5 @@ impl ShiftEstimator for Mlls {
 }
 
 #[cfg(test)]
-mod tests {
-    use ndarray::Array2;
-    use rand::{Rng, SeedableRng};
-
-    /// The trace changes nothing but the trace: same prior (bit for bit), iterations and
-    /// convergence with and without it.
-    #[test]
-    fn em_without_the_trace_gives_the_same_prior_bit_for_bit() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        let post = Array2::from_shape_fn((500, 4), |_| rng.random::<f64>() + 0.01);
-        let post = &post / &post.sum_axis(ndarray::Axis(1)).insert_axis(ndarray::Axis(1));
-        let pi = [0.1, 0.2, 0.3, 0.4];
-        let traced = super::em_prior(post.view(), &pi, 1e-10, 500).unwrap();
-        let bare = super::em(post.view(), &pi, 1e-10, 500, false).unwrap();
-        assert!(traced.iterations > 3 && traced.log_likelihood.len() >= 2);
-        assert!(traced.log_likelihood.windows(2).all(|w| w[1] >= w[0] - 1e-12), "{:?}", traced.log_likelihood);
-        assert!(bare.log_likelihood.is_empty());
-        assert_eq!((bare.iterations, bare.converged), (traced.iterations, traced.converged));
-        let bits = |p: &[f64]| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&bare.prior), bits(&traced.prior));
-    }
-
-    /// The one-logarithm sum equals the sum of logarithms to rounding, over several splits,
-    /// with terms from the smallest normal number to large ones; a term that is not a positive
-    /// normal number makes it NaN.
-    #[test]
-    fn log_sum_matches_the_sum_of_logarithms() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let xs: Vec<f64> = (0..5000)
-            .map(|i| match i % 97 {
-                0 => f64::MIN_POSITIVE,
-                1 => 1e300,
-                _ => (rng.random::<f64>() * 40.0 - 30.0).exp(),
-            })
-            .collect();
-        let mut sum = super::LogSum::default();
-        xs.iter().for_each(|&x| sum.add(x));
-        let want: f64 = xs.iter().map(|x| x.ln()).sum();
-        let got = sum.ln();
-        assert!((got - want).abs() <= 1e-14 * want.abs(), "{got} vs {want}");
-        assert_eq!(super::LogSum::default().ln(), 0.0);
-        for bad in [0.0, -1.0, f64::INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
-            let mut s = super::LogSum::default();
-            s.add(2.0);
-            s.add(bad);
-            assert!(s.ln().is_nan(), "{bad}");
-        }
-    }
-
-    /// Posteriors of a weak classifier (n × c) whose target lacks the last two classes: the
-    /// maximum lies on the simplex's boundary, where plain EM creeps.
-    fn weak_posteriors(n: usize) -> (Array2<f64>, Vec<f64>) {
-        let c = 5;
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        // Rows of classes 0, 1, 2 in the proportions 5 : 3 : 2.
-        let post = Array2::from_shape_fn((n, c), |(i, k)| {
-            let y = [0, 0, 0, 0, 0, 1, 1, 1, 2, 2][i % 10];
-            (f64::from(u8::from(k == y)) + rng.random::<f64>() * 0.6).exp()
-        });
-        let post = &post / &post.sum_axis(ndarray::Axis(1)).insert_axis(ndarray::Axis(1));
-        (post, vec![0.2; c])
-    }
-
-    /// ∂L/∂p_k = (1/n) Σ_i (f_ik/π_k) / Σ_j (p_j/π_j) f_ij: at the maximum over the simplex it is
-    /// 1 where p_k > 0 and at most 1 where p_k = 0 (KKT).
-    fn likelihood_gradient(post: &Array2<f64>, pi: &[f64], p: &[f64]) -> Vec<f64> {
-        let n = post.nrows() as f64;
-        let mut g = vec![0.0; pi.len()];
-        for row in post.rows() {
-            let s: f64 = row.iter().zip(p.iter().zip(pi)).map(|(f, (a, b))| f * a / b).sum();
-            g.iter_mut().zip(row.iter().zip(pi)).for_each(|(gk, (f, b))| *gk += f / b / s / n);
-        }
-        g
-    }
-
-    /// Where plain EM stops at its cap short of the tolerance, the accelerated iteration
-    /// converges in fewer evaluations of F, to a higher likelihood, at a point that meets the
-    /// maximum's KKT conditions.
-    #[test]
-    fn squarem_converges_where_plain_em_stops_at_its_cap() {
-        let (post, pi) = weak_posteriors(2000);
-        let problem = super::EmProblem { rows: post.as_slice().unwrap().into(), c: pi.len(), train_prior: &pi };
-        let mut plain = pi.clone();
-        for _ in 0..1000 {
-            plain = problem.step(&plain);
-        }
-        let plain_change: f64 = problem.step(&plain).iter().zip(&plain).map(|(a, b)| (a - b).abs()).sum();
-        assert!(plain_change > 1e-8, "plain EM converged within 1000 steps ({plain_change:e}): not a slow case");
-        let fit = super::em_prior(post.view(), &pi, 1e-8, 1000).unwrap();
-        eprintln!("plain EM's last change {plain_change:e}; SQUAREM: {} evaluations, prior {:?}", fit.iterations, fit.prior);
-        assert!(fit.converged && fit.iterations < 500, "{} evaluations", fit.iterations);
-        let l = |p: &[f64]| problem.log_likelihood(p);
-        assert!(l(&fit.prior) > l(&plain), "{} vs plain {}", l(&fit.prior), l(&plain));
-        assert!((fit.prior.iter().sum::<f64>() - 1.0).abs() < 1e-12 && fit.prior.iter().all(|&v| v >= 0.0));
-        let g = likelihood_gradient(&post, &pi, &fit.prior);
-        for (k, (&gk, &pk)) in g.iter().zip(&fit.prior).enumerate() {
-            assert!(gk <= 1.0 + 1e-4, "class {k}: gradient {gk} > 1 (p = {:?})", fit.prior);
-            if pk > 1e-3 {
-                assert!((gk - 1.0).abs() < 1e-4, "class {k}: p = {pk}, gradient {gk}");
-            }
-        }
-    }
-
-    /// A run that converges within two steps is plain EM's, bit for bit; a longer one reaches
-    /// plain EM's fixed point.
-    #[test]
-    fn squarem_agrees_with_plain_em() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-        let post = Array2::from_shape_fn((800, 3), |_| rng.random::<f64>() + 0.01);
-        let post = &post / &post.sum_axis(ndarray::Axis(1)).insert_axis(ndarray::Axis(1));
-        let pi = [0.5, 0.3, 0.2];
-        let problem = super::EmProblem { rows: post.as_slice().unwrap().into(), c: 3, train_prior: &pi };
-        let two = problem.step(&problem.step(&pi));
-        let fit = super::em_prior(post.view(), &pi, 1.0, 10).unwrap();
-        assert_eq!((fit.iterations, fit.converged), (1, true));
-        assert_eq!(fit.prior, problem.step(&pi));
-        // A tolerance just above the second step's move stops the run after it.
-        let second_move: f64 = two.iter().zip(&problem.step(&pi)).map(|(a, b)| (a - b).abs()).sum();
-        let fit = super::em_prior(post.view(), &pi, second_move * (1.0 + 1e-12), 10).unwrap();
-        assert_eq!((fit.iterations, fit.prior.clone()), (2, two));
-        let mut plain = pi.to_vec();
-        for _ in 0..20_000 {
-            plain = problem.step(&plain);
-        }
-        let fit = super::em_prior(post.view(), &pi, 1e-13, 20_000).unwrap();
-        assert!(fit.converged);
-        let d: f64 = fit.prior.iter().zip(&plain).map(|(a, b)| (a - b).abs()).sum();
-        assert!(d < 1e-8, "ℓ1 {d:e}: {:?} vs plain {plain:?}", fit.prior);
-    }
-}
+#[path = "mlls_tests.rs"]
+mod tests;

@@ -32,6 +32,50 @@ pub fn class_prior(labels: &[usize], c: usize) -> Result<Vec<f64>> {
     Ok(p)
 }
 
+/// How many times each row counts: once each (`ONCE`), or the given multiplicities — a
+/// bootstrap resample as its distinct rows, each with the number of times it was drawn. Sums
+/// over rows multiply each row's term by its count; a count of 1 multiplies by 1.0, exactly,
+/// so `ONCE` gives the plain sums bit for bit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowCounts<'a>(pub(crate) Option<&'a [u32]>);
+
+impl RowCounts<'_> {
+    /// Every row once.
+    pub(crate) const ONCE: RowCounts<'static> = RowCounts(None);
+
+    /// Row `i`'s count.
+    pub(crate) fn at(&self, i: usize) -> f64 {
+        self.0.map_or(1.0, |w| f64::from(w[i]))
+    }
+
+    /// The rows' total count, for `n` rows.
+    pub(crate) fn total(&self, n: usize) -> f64 {
+        self.0.map_or(n as f64, |w| w.iter().map(|&k| f64::from(k)).sum())
+    }
+
+    /// Errors unless there is one count per row of `n`.
+    pub(crate) fn check(&self, n: usize, what: &str) -> Result<()> {
+        self.0.map_or(Ok(()), |w| check_len(w.len(), n, what))
+    }
+}
+
+/// [`class_prior`] of rows counted as `counts` says: `p_k = Σ_{i: y_i = k} count_i / Σ count_i`.
+pub(crate) fn counted_class_prior(labels: &[usize], counts: RowCounts, c: usize) -> Result<Vec<f64>> {
+    let Some(w) = counts.0 else { return class_prior(labels, c) };
+    check_len(w.len(), labels.len(), "row counts")?;
+    check_labels(labels, c, "labels")?;
+    let mut p = vec![0.0; c];
+    for (&y, &k) in labels.iter().zip(w) {
+        p[y] += f64::from(k);
+    }
+    let n = counts.total(labels.len());
+    if n == 0.0 {
+        return Err(Error::bad_data("labels", "no rows to estimate a class prior from"));
+    }
+    p.iter_mut().for_each(|v| *v /= n);
+    Ok(p)
+}
+
 /// ℓ1 distance `Σ_k |a_k − b_k|` between two distributions over the same classes (the error
 /// of an estimated prior, or the label shift ‖pˢ − pᵗ‖₁ of a task).
 pub fn l1_distance(a: &[f64], b: &[f64]) -> f64 {
