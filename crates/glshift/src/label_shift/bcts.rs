@@ -49,16 +49,16 @@ pub fn bcts_nll(logp: ArrayView2<f64>, labels: &[usize], a: f64, b: &[f64]) -> f
     nll_of(logp, labels, RowCounts::ONCE, a, b)
 }
 
-/// [`bcts_nll`] with each row counted as `weights` says, divided by the rows' count.
-fn nll_of(logp: ArrayView2<f64>, labels: &[usize], weights: RowCounts, a: f64, b: &[f64]) -> f64 {
+/// [`bcts_nll`] with each row counted as `counts` says, divided by the rows' total count.
+fn nll_of(logp: ArrayView2<f64>, labels: &[usize], counts: RowCounts, a: f64, b: &[f64]) -> f64 {
     let mut total = 0.0;
     for (i, (row, &y)) in logp.rows().into_iter().zip(labels).enumerate() {
         let z: Vec<f64> = row.iter().zip(b).map(|(l, bk)| a * l + bk).collect();
         let max = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let lse = z.iter().map(|v| (v - max).exp()).sum::<f64>().ln() + max;
-        total += weights.at(i) * (lse - z[y]);
+        total += counts.at(i) * (lse - z[y]);
     }
-    total / weights.total(labels.len()).max(1.0)
+    total / counts.total(labels.len()).max(1.0)
 }
 
 impl Bcts {
@@ -79,16 +79,16 @@ impl Bcts {
 }
 
 /// Objective (NLL + ridge), gradient and Hessian at `θ = (a, b)`.
-fn derivatives(logp: ArrayView2<f64>, labels: &[usize], weights: RowCounts, th: &[f64]) -> (f64, Vec<f64>, Array2<f64>) {
+fn derivatives(logp: ArrayView2<f64>, labels: &[usize], counts: RowCounts, th: &[f64]) -> (f64, Vec<f64>, Array2<f64>) {
     let c = th.len() - 1;
-    let n = weights.total(labels.len());
+    let n = counts.total(labels.len());
     let (a, b) = (th[0], &th[1..]);
     let mut g = vec![0.0; c + 1];
     let mut h = Array2::<f64>::zeros((c + 1, c + 1));
     let mut f = 0.0;
     let mut s = vec![0.0; c];
     for (i, (row, &y)) in logp.rows().into_iter().zip(labels).enumerate() {
-        let w = weights.at(i);
+        let w = counts.at(i);
         let mut max = f64::NEG_INFINITY;
         for k in 0..c {
             s[k] = a * row[k] + b[k];
@@ -128,27 +128,27 @@ fn derivatives(logp: ArrayView2<f64>, labels: &[usize], weights: RowCounts, th: 
 
 /// Fits BCTS on hold-out probabilities (n × c, rows summing to 1) and labels.
 pub fn fit_bcts(probs: ArrayView2<f32>, labels: &[usize]) -> Result<Bcts> {
-    fit_bcts_weighted(probs, labels, RowCounts::ONCE)
+    fit_bcts_counted(probs, labels, RowCounts::ONCE)
 }
 
-/// [`fit_bcts`] with each row counted as `weights` says (one multiplicity per row): the fit to
+/// [`fit_bcts`] with each row counted as `counts` says (one multiplicity per row): the fit to
 /// the rows repeated that often, up to summation order.
-pub(crate) fn fit_bcts_weighted(probs: ArrayView2<f32>, labels: &[usize], weights: RowCounts) -> Result<Bcts> {
+pub(crate) fn fit_bcts_counted(probs: ArrayView2<f32>, labels: &[usize], counts: RowCounts) -> Result<Bcts> {
     const WHAT: &str = "BCTS calibration";
     check_probs(probs, "BCTS hold-out probabilities")?;
     let c = probs.ncols();
     check_len(labels.len(), probs.nrows(), "BCTS hold-out labels")?;
     check_labels(labels, c, "BCTS hold-out labels")?;
-    weights.check(probs.nrows(), "BCTS hold-out row counts")?;
+    counts.check(probs.nrows(), "BCTS hold-out row counts")?;
     let logp = log_probs(probs);
-    let nll = |a: f64, b: &[f64]| nll_of(logp.view(), labels, weights, a, b);
+    let nll = |a: f64, b: &[f64]| nll_of(logp.view(), labels, counts, a, b);
     let obj = |th: &[f64]| nll(th[0], &th[1..]) + 0.5 * RIDGE * th[1..].iter().map(|v| v * v).sum::<f64>();
     let mut th = vec![0.0; c + 1];
     th[0] = 1.0;
     let nll_uncalibrated = nll(1.0, &th[1..]);
     let mut iterations = 0;
     for _ in 0..MAX_NEWTON {
-        let (f, g, h) = derivatives(logp.view(), labels, weights, &th);
+        let (f, g, h) = derivatives(logp.view(), labels, counts, &th);
         let hm = Mat::from_fn(c + 1, c + 1, |i, j| h[[i, j]]);
         let gm = Mat::from_fn(c + 1, 1, |i, _| -g[i]);
         let sol = hm.partial_piv_lu().solve(gm);

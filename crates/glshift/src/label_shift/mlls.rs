@@ -4,7 +4,7 @@
 
 use ndarray::ArrayView2;
 
-use super::bcts::fit_bcts_weighted;
+use super::bcts::fit_bcts_counted;
 use super::estimators::{finish_from_prior, prepare, ShiftEstimator, ShiftInputs};
 use super::prior::{counted_class_prior, RowCounts};
 use super::ShiftEstimate;
@@ -344,7 +344,7 @@ impl Mlls {
         let mut warnings = prep.warnings;
         let pi = counted_class_prior(inp.source_labels, hold, prep.c)?;
         let post = if self.bcts {
-            let cal = fit_bcts_weighted(inp.source_probs, inp.source_labels, hold)?;
+            let cal = fit_bcts_counted(inp.source_probs, inp.source_labels, hold)?;
             if cal.inv_temperature <= 0.0 {
                 warnings.push(format!(
                     "BCTS inverse temperature {:.3e} ≤ 0: the classifier carries no usable signal",

@@ -133,7 +133,7 @@ fn squarem_agrees_with_plain_em() {
 /// summation order; counted once each, `estimate`'s bits.
 #[test]
 fn counted_rows_give_the_estimate_of_the_repeated_rows() {
-    use super::super::bcts::{fit_bcts, fit_bcts_weighted};
+    use super::super::bcts::{fit_bcts, fit_bcts_counted};
     use super::super::estimators::{ShiftEstimator, ShiftInputs};
     use super::super::prior::RowCounts;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
@@ -164,7 +164,7 @@ fn counted_rows_give_the_estimate_of_the_repeated_rows() {
     let gap: f64 = want.target_prior.iter().zip(&got.target_prior).map(|(a, b)| (a - b).abs()).sum();
     assert!(gap < 1e-9, "ℓ1 {gap:e}: {:?} vs {:?}", got.target_prior, want.target_prior);
     assert!(super::super::l1_distance(&got.target_prior, &ps) > 0.05, "a trivial case: {:?}", got.target_prior);
-    let (a, b) = (fit_bcts(hold_rep.view(), &labels_rep).unwrap(), fit_bcts_weighted(hold.view(), &labels, RowCounts(Some(&hold_times))).unwrap());
+    let (a, b) = (fit_bcts(hold_rep.view(), &labels_rep).unwrap(), fit_bcts_counted(hold.view(), &labels, RowCounts(Some(&hold_times))).unwrap());
     assert!((a.inv_temperature - b.inv_temperature).abs() < 1e-9 && (a.nll - b.nll).abs() < 1e-12, "{a:?} vs {b:?}");
     assert!((a.inv_temperature - 1.0).abs() > 0.05, "BCTS left the probabilities as they were: {a:?}");
     let once = mlls.estimate_counted(&inputs, (RowCounts::ONCE, RowCounts::ONCE)).unwrap();
