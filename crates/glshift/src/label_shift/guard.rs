@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
 use super::prior::RowCounts;
-use super::{bbse_qp, confusion_matrix, predicted_distribution, DiagnosticsParams, Mlls};
+use super::{bbse_qp, confusion_matrix, predicted_distribution, Confusion, DiagnosticsParams, Mlls};
 use crate::{Error, Result};
 
 /// Settings of [`prior_guard`].
@@ -268,15 +268,14 @@ pub fn prior_guard(
 
 /// (BBSE-QP, MLLS-BCTS) target priors, unfloored.
 fn both_estimates(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<(Vec<f64>, Vec<f64>)> {
-    let qp = qp_estimate(hold, labels, target, ps, soft)?;
+    let qp = qp_from(&confusion_matrix(hold, labels, ps, soft)?, target, ps, soft)?;
     let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: target, source_prior: Some(ps) };
     let mlls = Mlls::default().estimate(&inputs)?.target_prior;
     Ok((qp, mlls))
 }
 
-/// BBSE-QP's target prior, unfloored.
-fn qp_estimate(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<Vec<f64>> {
-    let conf = confusion_matrix(hold, labels, ps, soft)?;
+/// BBSE-QP's target prior, unfloored, from the hold-out's confusion matrix `conf`.
+fn qp_from(conf: &Confusion, target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<Vec<f64>> {
     let q = predicted_distribution(target, soft)?;
     Ok(bbse_qp(conf.matrix.view(), &q, ps)?.target_prior)
 }
@@ -325,12 +324,12 @@ fn replicate(
     let h = hold.select(Axis(0), &rows);
     let n_t = target.nrows();
     let synth = drawable.target(by_class, n_t, &mut rng);
-    let a = qp_estimate(h.view(), &y, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
+    // One confusion matrix of the resampled hold-out serves both QPs.
+    let conf = confusion_matrix(h.view(), &y, ps, soft).ok()?;
+    let a = qp_from(&conf, hold.select(Axis(0), &synth).view(), ps, soft).ok()?;
     let b = counted_mlls(hold, labels, &rows, &synth, ps).ok()?;
     let resampled: Vec<usize> = (0..n_t).map(|_| rng.random_range(0..n_t)).collect();
-    let conf = confusion_matrix(h.view(), &y, ps, soft).ok()?;
-    let q = predicted_distribution(target.select(Axis(0), &resampled).view(), soft).ok()?;
-    let boxed = bbse_qp(conf.matrix.view(), &q, ps).ok()?.target_prior;
+    let boxed = qp_from(&conf, target.select(Axis(0), &resampled).view(), ps, soft).ok()?;
     Some((super::l1_distance(&a, &b), boxed))
 }
 

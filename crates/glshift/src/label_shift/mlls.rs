@@ -50,9 +50,9 @@ pub struct EmFit {
 /// maximum lies on the simplex's boundary (absent classes). After two pre-training
 /// iterations at the VisDA-2017 shape, 182 of a fit's 404 MLLS runs (the prior guard's and the
 /// final prior's bootstraps) stopped at the 2 000-step cap unconverged, and they took most of
-/// the fit's time (docs/performance.md, "MLLS's EM, accelerated"). Each cycle's likelihood is at least its start's, so
-/// [`EmFit::log_likelihood`] never decreases; the first two steps are plain EM's, bit for bit,
-/// so a run that converges within them is unchanged.
+/// the fit's time (docs/performance.md, "MLLS's EM, accelerated"). Each cycle's likelihood is
+/// at least its start's, so [`EmFit::log_likelihood`] never decreases; the first two steps are
+/// plain EM's, bit for bit, so a run that converges within them is unchanged.
 pub fn em_prior(
     posteriors: ArrayView2<f64>,
     train_prior: &[f64],
@@ -113,10 +113,10 @@ impl EmProblem<'_> {
         let w = self.ratio(p);
         let rows = self.rows.chunks_exact(self.c);
         let n = self.counts.total(rows.len());
-        let mut sum = LogSum::default();
+        let mut sum = LogSum::new();
         for (i, r) in rows.enumerate() {
             let s = r.iter().zip(&w).map(|(f, w)| f * w).sum::<f64>().max(f64::MIN_POSITIVE);
-            for _ in 0..self.counts.0.map_or(1, |k| k[i]) {
+            for _ in 0..self.counts.times(i) {
                 sum.add(s);
             }
         }
@@ -130,9 +130,8 @@ impl EmProblem<'_> {
 /// overflow. Why: a logarithm per row was 15% of a weak VisDA-shaped fit's time (SQUAREM's
 /// likelihood checks in the prior guard's bootstrap). The product's rounding is of the order
 /// of a sum of logarithms' (a few units in the last place per term).
-#[derive(Default)]
 struct LogSum {
-    /// Product of the mantissas since the last split (1 when empty; `Default`'s 0 is read so).
+    /// Product of the mantissas since the last split (1 when empty).
     mantissas: f64,
     /// Terms in `mantissas`.
     terms: usize,
@@ -145,6 +144,11 @@ struct LogSum {
 impl LogSum {
     /// Terms per split: 512 mantissas below 2 multiply to under 2⁵¹², far from overflow.
     const BLOCK: usize = 512;
+
+    /// The empty sum.
+    fn new() -> LogSum {
+        LogSum { mantissas: 1.0, terms: 0, exponent: 0, bad: false }
+    }
 
     /// `x = m·2^e` with `m ∈ [1, 2)`, for a positive normal `x`.
     fn split(x: f64) -> (f64, i64) {
@@ -161,7 +165,7 @@ impl LogSum {
         }
         let (m, e) = Self::split(x);
         self.exponent += e;
-        self.mantissas = if self.terms == 0 { m } else { self.mantissas * m };
+        self.mantissas *= m;
         self.terms += 1;
         if self.terms == Self::BLOCK {
             let (m, e) = Self::split(self.mantissas);
@@ -174,8 +178,7 @@ impl LogSum {
         if self.bad {
             return f64::NAN;
         }
-        let m = if self.terms == 0 { 1.0 } else { self.mantissas };
-        m.ln() + self.exponent as f64 * std::f64::consts::LN_2
+        self.mantissas.ln() + self.exponent as f64 * std::f64::consts::LN_2
     }
 }
 

@@ -34,14 +34,14 @@ fn log_sum_matches_the_sum_of_logarithms() {
             _ => (rng.random::<f64>() * 40.0 - 30.0).exp(),
         })
         .collect();
-    let mut sum = super::LogSum::default();
+    let mut sum = super::LogSum::new();
     xs.iter().for_each(|&x| sum.add(x));
     let want: f64 = xs.iter().map(|x| x.ln()).sum();
     let got = sum.ln();
     assert!((got - want).abs() <= 1e-14 * want.abs(), "{got} vs {want}");
-    assert_eq!(super::LogSum::default().ln(), 0.0);
+    assert_eq!(super::LogSum::new().ln(), 0.0);
     for bad in [0.0, -1.0, f64::INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
-        let mut s = super::LogSum::default();
+        let mut s = super::LogSum::new();
         s.add(2.0);
         s.add(bad);
         assert!(s.ln().is_nan(), "{bad}");

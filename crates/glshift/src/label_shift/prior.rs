@@ -13,23 +13,7 @@ pub(crate) const PRIOR_SUM_TOL: f64 = 1e-6;
 ///
 /// Errors if `c == 0`, `labels` is empty or any label is `>= c`.
 pub fn class_prior(labels: &[usize], c: usize) -> Result<Vec<f64>> {
-    if c == 0 {
-        return Err(Error::param("c", c, "need at least one class"));
-    }
-    if labels.is_empty() {
-        return Err(Error::bad_data(
-            "labels",
-            "no rows to estimate a class prior from",
-        ));
-    }
-    check_labels(labels, c, "labels")?;
-    let mut p = vec![0.0; c];
-    for &y in labels {
-        p[y] += 1.0;
-    }
-    let n = labels.len() as f64;
-    p.iter_mut().for_each(|v| *v /= n);
-    Ok(p)
+    counted_class_prior(labels, RowCounts::ONCE, c)
 }
 
 /// How many times each row counts: once each (`ONCE`), or the given multiplicities — a
@@ -44,8 +28,13 @@ impl RowCounts<'_> {
     pub(crate) const ONCE: RowCounts<'static> = RowCounts(None);
 
     /// Row `i`'s count.
+    pub(crate) fn times(&self, i: usize) -> u32 {
+        self.0.map_or(1, |w| w[i])
+    }
+
+    /// Row `i`'s count, as the factor of its terms.
     pub(crate) fn at(&self, i: usize) -> f64 {
-        self.0.map_or(1.0, |w| f64::from(w[i]))
+        f64::from(self.times(i))
     }
 
     /// The rows' total count, for `n` rows.
@@ -60,17 +49,24 @@ impl RowCounts<'_> {
 }
 
 /// [`class_prior`] of rows counted as `counts` says: `p_k = Σ_{i: y_i = k} count_i / Σ count_i`.
+/// Errors as [`class_prior`], and when the counts are not one per label or all zero.
 pub(crate) fn counted_class_prior(labels: &[usize], counts: RowCounts, c: usize) -> Result<Vec<f64>> {
-    let Some(w) = counts.0 else { return class_prior(labels, c) };
-    check_len(w.len(), labels.len(), "row counts")?;
+    const EMPTY: &str = "no rows to estimate a class prior from";
+    if c == 0 {
+        return Err(Error::param("c", c, "need at least one class"));
+    }
+    if labels.is_empty() {
+        return Err(Error::bad_data("labels", EMPTY));
+    }
+    counts.check(labels.len(), "row counts")?;
     check_labels(labels, c, "labels")?;
     let mut p = vec![0.0; c];
-    for (&y, &k) in labels.iter().zip(w) {
-        p[y] += f64::from(k);
+    for (i, &y) in labels.iter().enumerate() {
+        p[y] += counts.at(i);
     }
     let n = counts.total(labels.len());
     if n == 0.0 {
-        return Err(Error::bad_data("labels", "no rows to estimate a class prior from"));
+        return Err(Error::bad_data("labels", EMPTY));
     }
     p.iter_mut().for_each(|v| *v /= n);
     Ok(p)

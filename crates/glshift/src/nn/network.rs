@@ -149,8 +149,9 @@ impl<T: Real> Network<T> {
     }
 
     /// Forward on `x` (`n × input_dim`). Returns `z` (`n × z_dim`), `logits` (`n × c`) and the
-    /// cache for [`Network::backward`], which is given the same `x` again. BatchNorm statistics follow `fw` (see [`Forward`]);
-    /// dropout masks are drawn from `rng` only when `fw.train` and dropout > 0.
+    /// cache for [`Network::backward`], which is given the same `x` again. BatchNorm statistics
+    /// follow `fw` (see [`Forward`]); dropout masks are drawn from `rng` only when `fw.train`
+    /// and dropout > 0.
     ///
     /// # Panics
     /// If `x` has the wrong number of columns, or the network has BatchNorm and

@@ -68,9 +68,9 @@ const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// the network's forward pass stopped keeping a copy of its input (a third copy, and a fourth
 /// while the next pass was made; at the VisDA-2017 shape the peak fell from 9.23 to 5.90 GB,
 /// docs/performance.md, "The forward pass's copy of its input").
-/// `crates/glshift-cli/tests/memory_estimate.rs` holds the
-/// estimate between 1 and 1.6 times a fit's measured peak. Meant to refuse hopeless
-/// configurations before allocating, so an upper estimate.
+/// `crates/glshift-cli/tests/memory_estimate.rs` holds the estimate between 1 and 1.6 times a
+/// fit's measured peak. Meant to refuse hopeless configurations before allocating, so an upper
+/// estimate.
 pub fn memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &FitConfig) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
