@@ -1,6 +1,5 @@
 //! Bootstrap intervals (basic or percentile) for any [`ShiftEstimator`].
 
-use ndarray::Axis;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -171,7 +170,9 @@ impl Replicates {
 /// `est` on `inp` and on `b` resamples of it (hold-out rows with their labels, and target rows,
 /// each with replacement). Replicate `r` draws from a ChaCha8 stream seeded from `seed`, so the
 /// result does not depend on the number of threads. A given `inp.source_prior` (full-source
-/// prior) is kept fixed; `None` is re-estimated per replicate.
+/// prior) is kept fixed; `None` is re-estimated per replicate. Each replicate runs
+/// [`ShiftEstimator::estimate_resample`] (on the distinct rows, counted, where the estimator
+/// can).
 ///
 /// Errors: `b < 2`, the point estimate failing, fewer than 2 or under half the replicates
 /// succeeding.
@@ -189,16 +190,7 @@ pub fn bootstrap_replicates(est: &dyn ShiftEstimator, inp: &ShiftInputs, b: usiz
             let mut rng = ChaCha8Rng::seed_from_u64(s);
             let is: Vec<usize> = (0..ns).map(|_| rng.random_range(0..ns)).collect();
             let it: Vec<usize> = (0..nt).map(|_| rng.random_range(0..nt)).collect();
-            let sp = inp.source_probs.select(Axis(0), &is);
-            let sl: Vec<usize> = is.iter().map(|&i| inp.source_labels[i]).collect();
-            let tp = inp.target_probs.select(Axis(0), &it);
-            let r = ShiftInputs {
-                source_probs: sp.view(),
-                source_labels: &sl,
-                target_probs: tp.view(),
-                source_prior: inp.source_prior,
-            };
-            est.estimate(&r).ok().map(|o| o.target_prior)
+            est.estimate_resample(inp, &is, &it).ok().map(|o| o.target_prior)
         })
         .collect();
     let replicates: Vec<Vec<f64>> = reps.into_iter().flatten().collect();

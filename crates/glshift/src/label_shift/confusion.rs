@@ -2,7 +2,7 @@
 
 use ndarray::{Array2, ArrayView2};
 
-use super::prior::{add_prediction, check_labels, check_len, check_prior, check_probs};
+use super::prior::{add_prediction, check_labels, check_len, check_prior, check_probs, RowCounts};
 use crate::Result;
 
 /// Confusion matrix of [`confusion_matrix`].
@@ -36,25 +36,39 @@ pub fn confusion_matrix(
     source_prior: &[f64],
     soft: bool,
 ) -> Result<Confusion> {
+    counted_confusion_matrix(probs, labels, RowCounts::ONCE, source_prior, soft)
+}
+
+/// [`confusion_matrix`] with each row counted as `counts` says (one count per row; a class
+/// whose rows all count 0 is filled as one without rows).
+pub(crate) fn counted_confusion_matrix(
+    probs: ArrayView2<f32>,
+    labels: &[usize],
+    counts: RowCounts,
+    source_prior: &[f64],
+    soft: bool,
+) -> Result<Confusion> {
     check_probs(probs, "hold-out probabilities")?;
     let (n, c) = probs.dim();
     check_len(labels.len(), n, "hold-out labels (one per probability row)")?;
     check_labels(labels, c, "hold-out labels")?;
     check_prior(source_prior, c, "source prior")?;
+    counts.check(n, "hold-out row counts")?;
 
     let mut matrix = Array2::<f64>::zeros((c, c));
-    let mut counts = vec![0usize; c];
-    for (row, &y) in probs.rows().into_iter().zip(labels) {
-        counts[y] += 1;
-        add_prediction(row, soft, |j, v| matrix[[j, y]] += v);
+    let mut per_class = vec![0.0; c];
+    for (i, (row, &y)) in probs.rows().into_iter().zip(labels).enumerate() {
+        let times = counts.at(i);
+        per_class[y] += times;
+        add_prediction(row, soft, |j, v| matrix[[j, y]] += v * times);
     }
     let mut filled_classes = Vec::new();
-    for (k, &n_k) in counts.iter().enumerate() {
-        if n_k == 0 {
+    for (k, &n_k) in per_class.iter().enumerate() {
+        if n_k == 0.0 {
             filled_classes.push(k);
             matrix[[k, k]] = source_prior[k];
         } else {
-            let scale = source_prior[k] / n_k as f64;
+            let scale = source_prior[k] / n_k;
             matrix.column_mut(k).mapv_inplace(|v| v * scale);
         }
     }

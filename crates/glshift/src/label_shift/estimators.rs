@@ -10,10 +10,10 @@
 //! - the output is checked: `w ≥ 0`, `p̂ᵗ` sums to 1, every entry finite; anything else is
 //!   an `Err`, never NaN.
 
-use ndarray::ArrayView2;
+use ndarray::{ArrayView2, Axis};
 
-use super::prior::{check_labels, check_len, check_prior, check_probs};
-use super::{class_prior, ShiftEstimate};
+use super::prior::{check_labels, check_len, check_prior, check_probs, counted_class_prior, RowCounts};
+use super::ShiftEstimate;
 use crate::{Error, Result};
 
 /// Inputs shared by all estimators.
@@ -36,6 +36,24 @@ pub trait ShiftEstimator: Send + Sync {
     fn name(&self) -> &'static str;
     /// Estimate `w` and `p̂ᵗ`; see the module doc for the shared rules.
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate>;
+
+    /// [`ShiftEstimator::estimate`] on a resample of `inp`: its hold-out rows `hold_rows` (with
+    /// their labels) and its target rows `target_rows`, indices below each part's row count,
+    /// repeats allowed (as a bootstrap draws them); `inp.source_prior` is kept. By default the
+    /// drawn rows are copied and estimated. Estimators whose sums take a count per row (MLLS,
+    /// BBSE-QP as `fit` runs it, the fit's final estimators) run on the distinct rows, each
+    /// counted as often as it was drawn: the same estimate up to summation order, at the cost
+    /// of the distinct rows (`label_shift/resample.rs`).
+    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
+        let (hold, target) = (inp.source_probs.select(Axis(0), hold_rows), inp.target_probs.select(Axis(0), target_rows));
+        let labels: Vec<usize> = hold_rows.iter().map(|&i| inp.source_labels[i]).collect();
+        self.estimate(&ShiftInputs {
+            source_probs: hold.view(),
+            source_labels: &labels,
+            target_probs: target.view(),
+            source_prior: inp.source_prior,
+        })
+    }
 }
 
 /// Checked inputs.
@@ -48,6 +66,12 @@ pub(crate) struct Prepared {
 
 /// Validates `inp` (see the module doc) and resolves the source prior.
 pub(crate) fn prepare(inp: &ShiftInputs) -> Result<Prepared> {
+    prepare_counted(inp, RowCounts::ONCE)
+}
+
+/// [`prepare`] with the hold-out rows counted as `hold` says (their label frequencies are the
+/// source prior when `inp.source_prior` is `None`).
+pub(crate) fn prepare_counted(inp: &ShiftInputs, hold: RowCounts) -> Result<Prepared> {
     check_probs(inp.source_probs, "source hold-out probabilities")?;
     check_probs(inp.target_probs, "target probabilities")?;
     let c = inp.source_probs.ncols();
@@ -72,7 +96,7 @@ pub(crate) fn prepare(inp: &ShiftInputs) -> Result<Prepared> {
             check_prior(p, c, "source prior")?;
             p.to_vec()
         }
-        None => class_prior(inp.source_labels, c)?,
+        None => counted_class_prior(inp.source_labels, hold, c)?,
     };
     let mut warnings = Vec::new();
     let zero: Vec<usize> = (0..c).filter(|&k| source_prior[k] == 0.0).collect();

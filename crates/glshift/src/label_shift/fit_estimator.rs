@@ -28,6 +28,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::estimators::{finish_from_prior, ShiftEstimator, ShiftInputs};
+use super::prior::{counted_class_prior, RowCounts};
+use super::resample::CountedResample;
 use super::{FitPrior, Mlls, ShiftEstimate};
 use crate::Result;
 
@@ -90,28 +92,36 @@ pub struct FinalPrior {
     pub soft: bool,
 }
 
-impl FinalPrior {
-    fn qp(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
-        FitPrior { soft: self.soft, floor: 0.0, support: None }.estimate(inp)
-    }
-}
-
 impl ShiftEstimator for FinalPrior {
     fn name(&self) -> &'static str {
         self.kind.name()
     }
 
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
+        self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
+    }
+
+    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
+        let r = CountedResample::new(inp, hold_rows, target_rows);
+        self.estimate_counted(&r.inputs(), r.counts())
+    }
+}
+
+impl FinalPrior {
+    /// [`ShiftEstimator::estimate`] with the hold-out rows and the target rows counted as
+    /// `counts` says (`label_shift/resample.rs`); once each: `estimate`'s bits.
+    fn estimate_counted(&self, inp: &ShiftInputs, counts: (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
+        let qp = || FitPrior { soft: self.soft, floor: 0.0, support: None }.estimate_counted(inp, counts);
         match self.kind {
-            PriorEstimator::Tracker | PriorEstimator::FinalQp => self.qp(inp),
-            PriorEstimator::FinalMllsTs => Mlls { bcts: false, ..Mlls::default() }.estimate(inp),
-            PriorEstimator::FinalMllsBcts => Mlls::default().estimate(inp),
+            PriorEstimator::Tracker | PriorEstimator::FinalQp => qp(),
+            PriorEstimator::FinalMllsTs => Mlls { bcts: false, ..Mlls::default() }.estimate_counted(inp, counts),
+            PriorEstimator::FinalMllsBcts => Mlls::default().estimate_counted(inp, counts),
             PriorEstimator::FinalAverage => {
-                let (a, b) = (self.qp(inp)?, Mlls::default().estimate(inp)?);
+                let (a, b) = (qp()?, Mlls::default().estimate_counted(inp, counts)?);
                 let mean: Vec<f64> = a.target_prior.iter().zip(&b.target_prior).map(|(x, y)| 0.5 * (x + y)).collect();
                 let ps = match inp.source_prior {
                     Some(p) => p.to_vec(),
-                    None => super::class_prior(inp.source_labels, mean.len())?,
+                    None => counted_class_prior(inp.source_labels, counts.0, mean.len())?,
                 };
                 let warnings = a.warnings.into_iter().chain(b.warnings).collect();
                 finish_from_prior(self.name(), &mean, &ps, warnings, b.iterations)

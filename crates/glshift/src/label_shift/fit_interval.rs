@@ -35,9 +35,12 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use super::confusion::counted_confusion_matrix;
+use super::prior::{counted_class_prior, counted_predicted_distribution, RowCounts};
+use super::resample::CountedResample;
 use super::{
-    apply_prior_floor, bbse_qp, bootstrap, confusion_matrix, fit_temperature, predicted_distribution, restrict_to_support,
-    softmax_with_temperature, IntervalMethod, PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
+    apply_prior_floor, bbse_qp, bootstrap, fit_temperature, restrict_to_support, softmax_with_temperature, IntervalMethod,
+    PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
 };
 use crate::Result;
 
@@ -57,17 +60,30 @@ impl ShiftEstimator for FitPrior {
     }
 
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
+        self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
+    }
+
+    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
+        let r = CountedResample::new(inp, hold_rows, target_rows);
+        self.estimate_counted(&r.inputs(), r.counts())
+    }
+}
+
+impl FitPrior {
+    /// [`ShiftEstimator::estimate`] with the hold-out rows and the target rows counted as
+    /// `counts` says (`label_shift/resample.rs`); once each: `estimate`'s bits.
+    pub(crate) fn estimate_counted(&self, inp: &ShiftInputs, (hold, target): (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
         let c = inp.source_probs.ncols();
         let owned;
         let ps = match inp.source_prior {
             Some(p) => p,
             None => {
-                owned = super::class_prior(inp.source_labels, c)?;
+                owned = counted_class_prior(inp.source_labels, hold, c)?;
                 &owned
             }
         };
-        let conf = confusion_matrix(inp.source_probs, inp.source_labels, ps, self.soft)?;
-        let q = predicted_distribution(inp.target_probs, self.soft)?;
+        let conf = counted_confusion_matrix(inp.source_probs, inp.source_labels, hold, ps, self.soft)?;
+        let q = counted_predicted_distribution(inp.target_probs, target, self.soft)?;
         let raw = bbse_qp(conf.matrix.view(), &q, ps)?;
         Ok(match &self.support {
             Some(keep) => restrict_to_support(&raw, ps, keep, self.floor),

@@ -58,7 +58,6 @@ use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
-use super::prior::RowCounts;
 use super::{bbse_qp, confusion_matrix, predicted_distribution, Confusion, DiagnosticsParams, Mlls};
 use crate::{Error, Result};
 
@@ -280,30 +279,16 @@ fn qp_from(conf: &Confusion, target: ArrayView2<f32>, ps: &[f64], soft: bool) ->
     Ok(bbse_qp(conf.matrix.view(), &q, ps)?.target_prior)
 }
 
-/// The distinct values of `drawn` (indices below `n`), ascending, and how many times each was
-/// drawn.
-fn distinct(drawn: &[usize], n: usize) -> (Vec<usize>, Vec<u32>) {
-    let mut times = vec![0u32; n];
-    drawn.iter().for_each(|&i| times[i] += 1);
-    times.iter().enumerate().filter(|(_, &k)| k > 0).map(|(i, &k)| (i, k)).unzip()
-}
-
 /// MLLS-BCTS on a replicate: hold-out rows `rows` (drawn from `hold`, labels `labels`) and a
-/// target of hold-out rows `synth`, both run on their distinct rows with the times each was
-/// drawn (`Mlls::estimate_counted`): the estimate on the drawn rows up to summation order.
+/// target of hold-out rows `synth`, run on their distinct rows with the times each was drawn
+/// ([`ShiftEstimator::estimate_resample`]): the estimate on the drawn rows up to summation order.
 /// A replicate draws each of n_t target rows from a hold-out class's rows, so at the
 /// VisDA-2017 shape about half of them are distinct; there the replicates, mostly EM and BCTS,
 /// took 30% of a weak network's fit (docs/performance.md, "The guard's replicates on their
 /// distinct rows").
 fn counted_mlls(hold: ArrayView2<f32>, labels: &[usize], rows: &[usize], synth: &[usize], ps: &[f64]) -> Result<Vec<f64>> {
-    let (h_rows, h_times) = distinct(rows, hold.nrows());
-    let (t_rows, t_times) = distinct(synth, hold.nrows());
-    let h = hold.select(Axis(0), &h_rows);
-    let y: Vec<usize> = h_rows.iter().map(|&i| labels[i]).collect();
-    let t = hold.select(Axis(0), &t_rows);
-    let inputs = ShiftInputs { source_probs: h.view(), source_labels: &y, target_probs: t.view(), source_prior: Some(ps) };
-    let counts = (RowCounts(Some(&h_times)), RowCounts(Some(&t_times)));
-    Ok(Mlls::default().estimate_counted(&inputs, counts)?.target_prior)
+    let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: hold, source_prior: Some(ps) };
+    Ok(Mlls::default().estimate_resample(&inputs, rows, synth)?.target_prior)
 }
 
 /// One replicate from its own seed: (D* on a synthetic label-shift target, QP on the resampled

@@ -200,9 +200,3 @@ fn reports_of_earlier_builds_load() {
     let old: PriorGuard = serde_json::from_value(value).unwrap();
     assert_eq!((old.max_class_gap, old.resolution, old.disagrees, old.trusted), (0.0, 0.0, false, g.trusted));
 }
-
-#[test]
-fn distinct_rows_come_ascending_with_the_times_each_was_drawn() {
-    assert_eq!(distinct(&[3, 1, 3, 0, 3], 5), (vec![0, 1, 3], vec![1, 1, 3]));
-    assert_eq!(distinct(&[], 2), (vec![], vec![]));
-}

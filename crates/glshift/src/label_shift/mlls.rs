@@ -5,8 +5,9 @@
 use ndarray::ArrayView2;
 
 use super::bcts::fit_bcts_counted;
-use super::estimators::{finish_from_prior, prepare, ShiftEstimator, ShiftInputs};
+use super::estimators::{finish_from_prior, prepare_counted, ShiftEstimator, ShiftInputs};
 use super::prior::{counted_class_prior, RowCounts};
+use super::resample::CountedResample;
 use super::ShiftEstimate;
 use crate::{Error, Result};
 
@@ -116,9 +117,7 @@ impl EmProblem<'_> {
         let mut sum = LogSum::new();
         for (i, r) in rows.enumerate() {
             let s = r.iter().zip(&w).map(|(f, w)| f * w).sum::<f64>().max(f64::MIN_POSITIVE);
-            for _ in 0..self.counts.times(i) {
-                sum.add(s);
-            }
+            sum.add_times(s, self.counts.times(i));
         }
         sum.ln() / n
     }
@@ -158,18 +157,38 @@ impl LogSum {
         (f64::from_bits((bits & MANTISSA) | (1023 << 52)), e)
     }
 
-    fn add(&mut self, x: f64) {
+    /// Adds `ln x` `times` times: `m^k` and `k·e` in one step for up to a block's remaining
+    /// terms, so that a row counted k times costs one term, not k (`times = 1`: the plain
+    /// product, bit for bit).
+    fn add_times(&mut self, x: f64, times: u32) {
         if !(x.is_normal() && x > 0.0) {
             self.bad = true;
             return;
         }
         let (m, e) = Self::split(x);
-        self.exponent += e;
-        self.mantissas *= m;
-        self.terms += 1;
-        if self.terms == Self::BLOCK {
-            let (m, e) = Self::split(self.mantissas);
-            (self.mantissas, self.exponent, self.terms) = (m, self.exponent + e, 1);
+        let mut left = times as usize;
+        while left > 0 {
+            // terms < BLOCK here: a full block is split at once (below), leaving 1 term.
+            let k = left.min(Self::BLOCK - self.terms);
+            self.exponent += e * k as i64;
+            self.mantissas *= Self::power(m, k);
+            self.terms += k;
+            left -= k;
+            if self.terms == Self::BLOCK {
+                let (m, e) = Self::split(self.mantissas);
+                (self.mantissas, self.exponent, self.terms) = (m, self.exponent + e, 1);
+            }
+        }
+    }
+
+    /// `m^k` (`k ≤ BLOCK`): multiplied out inline for the small counts of a bootstrap
+    /// resample, where `powi`'s library call cost more than the row's other work.
+    fn power(m: f64, k: usize) -> f64 {
+        match k {
+            1 => m,
+            2 => m * m,
+            3 => m * m * m,
+            _ => m.powi(k as i32),
         }
     }
 
@@ -236,9 +255,9 @@ fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64]) -> Vec<f
     p2.to_vec()
 }
 
-/// [`em_prior`]; without `trace` the log-likelihood is not recorded (`log_likelihood` is then
-/// empty): the same prior and iterations, bit for bit (the prior guard runs MLLS on every
-/// bootstrap resample).
+/// [`em_prior`] with rows counted as `counts` says; without `trace` the log-likelihood is not
+/// recorded (`log_likelihood` is then empty): the same prior and iterations, bit for bit (the
+/// bootstraps run MLLS on every resample).
 fn em(posteriors: ArrayView2<f64>, counts: RowCounts, train_prior: &[f64], tol: f64, max_iter: usize, trace: bool) -> Result<EmFit> {
     let (n, c) = posteriors.dim();
     counts.check(n, "EM row counts")?;
@@ -335,6 +354,11 @@ impl ShiftEstimator for Mlls {
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
     }
+
+    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
+        let r = CountedResample::new(inp, hold_rows, target_rows);
+        self.estimate_counted(&r.inputs(), r.counts())
+    }
 }
 
 impl Mlls {
@@ -343,7 +367,7 @@ impl Mlls {
     /// it was drawn): the estimate on the rows repeated that often, up to summation order, at
     /// the cost of the distinct rows. Once each: `estimate`'s bits.
     pub(crate) fn estimate_counted(&self, inp: &ShiftInputs, (hold, target): (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
-        let prep = prepare(inp)?;
+        let prep = prepare_counted(inp, hold)?;
         let mut warnings = prep.warnings;
         let pi = counted_class_prior(inp.source_labels, hold, prep.c)?;
         let post = if self.bcts {

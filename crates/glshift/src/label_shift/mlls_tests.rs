@@ -35,17 +35,46 @@ fn log_sum_matches_the_sum_of_logarithms() {
         })
         .collect();
     let mut sum = super::LogSum::new();
-    xs.iter().for_each(|&x| sum.add(x));
+    xs.iter().for_each(|&x| sum.add_times(x, 1));
     let want: f64 = xs.iter().map(|x| x.ln()).sum();
     let got = sum.ln();
     assert!((got - want).abs() <= 1e-14 * want.abs(), "{got} vs {want}");
     assert_eq!(super::LogSum::new().ln(), 0.0);
     for bad in [0.0, -1.0, f64::INFINITY, f64::NAN, f64::MIN_POSITIVE / 2.0] {
         let mut s = super::LogSum::new();
-        s.add(2.0);
-        s.add(bad);
+        s.add_times(2.0, 1);
+        s.add_times(bad, 3);
         assert!(s.ln().is_nan(), "{bad}");
     }
+}
+
+/// A term added k times at once is the term added k times: counts from 1 to 1500 (past a
+/// block of 512), terms from the smallest normal number to 1e300.
+#[test]
+fn log_sum_of_counted_terms_matches_the_repeated_terms() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+    let terms: Vec<(f64, u32)> = (0..3000)
+        .map(|i| {
+            let x = match i % 89 {
+                0 => f64::MIN_POSITIVE,
+                1 => 1e300,
+                _ => (rng.random::<f64>() * 40.0 - 30.0).exp(),
+            };
+            (x, if i % 500 == 7 { 1500 } else { rng.random_range(1..9) })
+        })
+        .collect();
+    let (mut counted, mut repeated) = (super::LogSum::new(), super::LogSum::new());
+    for &(x, k) in &terms {
+        counted.add_times(x, k);
+        (0..k).for_each(|_| repeated.add_times(x, 1));
+    }
+    let want: f64 = terms.iter().map(|&(x, k)| f64::from(k) * x.ln()).sum();
+    for got in [counted.ln(), repeated.ln()] {
+        assert!((got - want).abs() <= 1e-13 * want.abs(), "{got} vs {want}");
+    }
+    let mut zero = super::LogSum::new();
+    zero.add_times(3.0, 0);
+    assert_eq!(zero.ln(), 0.0, "a term counted 0 times adds nothing");
 }
 
 /// Posteriors of a weak classifier (n × c) whose target lacks the last two classes: the

@@ -42,6 +42,7 @@ mod guard;
 mod holdout;
 mod polish;
 mod prior;
+mod resample;
 #[cfg(test)]
 mod estimator_tests;
 #[cfg(test)]

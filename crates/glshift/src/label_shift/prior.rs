@@ -84,13 +84,26 @@ pub fn l1_distance(a: &[f64], b: &[f64]) -> f64 {
 /// counts the one-hot argmax of each row (ties go to the lowest index); `soft = true` averages
 /// the probabilities (each row renormalised to sum exactly 1).
 pub fn predicted_distribution(probs: ArrayView2<f32>, soft: bool) -> Result<Vec<f64>> {
+    counted_predicted_distribution(probs, RowCounts::ONCE, soft)
+}
+
+/// [`predicted_distribution`] with each row counted as `counts` says:
+/// `q_j = Σ_i count_i P(ŷ_i = j) / Σ_i count_i`. Errors also when the counts are not one per
+/// row or all zero.
+pub(crate) fn counted_predicted_distribution(probs: ArrayView2<f32>, counts: RowCounts, soft: bool) -> Result<Vec<f64>> {
     check_probs(probs, "target probabilities")?;
     let (n, c) = probs.dim();
+    counts.check(n, "target row counts")?;
     let mut q = vec![0.0; c];
-    for row in probs.rows() {
-        add_prediction(row, soft, |j, v| q[j] += v);
+    for (i, row) in probs.rows().into_iter().enumerate() {
+        let times = counts.at(i);
+        add_prediction(row, soft, |j, v| q[j] += v * times);
     }
-    q.iter_mut().for_each(|v| *v /= n as f64);
+    let total = counts.total(n);
+    if total == 0.0 {
+        return Err(Error::bad_data("target row counts", "every row counts 0"));
+    }
+    q.iter_mut().for_each(|v| *v /= total);
     Ok(q)
 }
 
