@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use glshift::methods::{ConfigOverrides, ConfigSource, FitConfig};
-use glshift::output::write_files_atomically;
+use glshift::output::{write_files_atomically_with, StagedFile};
 use glshift::pipeline;
 use glshift::records::Protocol;
 use glshift_experiments::protocol;
@@ -93,7 +93,8 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     bar.finish();
     let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
-    write_files_atomically(&run_files(&args.run.out, &out)?)?;
+    let (staged, files) = run_files(&args.run.out, &out)?;
+    write_files_atomically_with(staged, &files)?;
     let r = &out.report;
     for w in &r.warnings {
         eprintln!("warning: {w}");
@@ -143,16 +144,20 @@ fn open_on_disk(args: &FitArgs, cfg: &FitConfig) -> Result<Option<(glshift::data
     Ok(on_disk.then_some((pair, proto)))
 }
 
-/// The files of a run in `dir`: report.json, predictions.csv, the model and the
-/// representations (for `write_files_atomically`, with whatever else the command writes).
-pub fn run_files(dir: &std::path::Path, out: &pipeline::RunOutput) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let mut files = vec![
+/// The files of a run, for `write_files_atomically_with` (with whatever else the command
+/// writes): the representations, staged as they are written (`.npy` files the size of Z,
+/// never held as bytes), and report.json, predictions.csv and the model as bytes.
+pub type RunFiles = (Vec<StagedFile>, Vec<(PathBuf, Vec<u8>)>);
+
+/// The [`RunFiles`] of `out` in `dir`.
+pub fn run_files(dir: &std::path::Path, out: &pipeline::RunOutput) -> Result<RunFiles> {
+    let staged = out.stage_embedding_files(dir)?;
+    let files = vec![
         (dir.join("report.json"), serde_json::to_vec_pretty(&out.report)?),
         (dir.join("predictions.csv"), out.predictions_csv().into_bytes()),
         (dir.join(MODEL_FILE), out.model.to_bytes()?),
     ];
-    files.extend(out.embedding_files()?.into_iter().map(|(name, bytes)| (dir.join(name), bytes)));
-    Ok(files)
+    Ok((staged, files))
 }
 
 /// Refuses an output folder that cannot be written, before any work is done: the folder is

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use glshift::output::write_files_atomically;
+use glshift::output::write_files_atomically_with;
 use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule, SelectionFile};
 use glshift_experiments::protocol;
 
@@ -123,9 +123,9 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
         target_evaluation: outcome.evaluation.clone(),
         elapsed_seconds: elapsed,
     };
-    let mut files = run_files(&args.run.out, &outcome.chosen)?;
+    let (staged, mut files) = run_files(&args.run.out, &outcome.chosen)?;
     files.push((args.run.out.join("selection.json"), serde_json::to_vec_pretty(&file)?));
-    write_files_atomically(&files)?;
+    write_files_atomically_with(staged, &files)?;
     print_summary(&outcome, elapsed);
     eprintln!("wrote {}", args.run.out.display());
     Ok(())

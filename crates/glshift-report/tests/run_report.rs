@@ -23,9 +23,8 @@ fn fast(method: MethodKind) -> FitConfig {
 fn make_run(dir: &Path, method: MethodKind) {
     let task = generate(&SyntheticConfig { n_classes: 4, n_source: 240, n_target: 160, ..Default::default() }).unwrap();
     let out = pipeline::run(&task.source, &task.target, &fast(method), &mut |_| {}).unwrap();
-    let mut files = vec![(dir.join("report.json"), serde_json::to_vec_pretty(&out.report).unwrap())];
-    files.extend(out.embedding_files().unwrap().into_iter().map(|(n, b)| (dir.join(n), b)));
-    glshift::output::write_files_atomically(&files).unwrap();
+    let files = vec![(dir.join("report.json"), serde_json::to_vec_pretty(&out.report).unwrap())];
+    glshift::output::write_files_atomically_with(out.stage_embedding_files(dir).unwrap(), &files).unwrap();
 }
 
 fn opts() -> FigureOptions {

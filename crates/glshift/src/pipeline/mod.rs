@@ -11,7 +11,7 @@ use crate::data::Domain;
 use crate::data::{FilePair, Rows};
 use crate::model::dataset::check_domain_rows;
 use crate::nn::argmax_row;
-use crate::output::npy_bytes;
+use crate::output::StagedFile;
 use crate::methods::{FitConfig, PretrainCache, Progress};
 use crate::model::{CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::{Error, Result};
@@ -78,17 +78,18 @@ impl RunOutput {
         predictions_csv(&self.target_probs, &self.report.classes)
     }
 
-    /// `(file name, .npy bytes)` of Z (f32, n × d) for both domains and of the labels (i64):
-    /// what `glshift report` needs for the t-SNE figures. The target labels are included only
-    /// when the target has them.
-    pub fn embedding_files(&self) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    /// Z (f32, n × d) of both domains and the labels (i64) as `.npy` files in `dir`, staged
+    /// (they appear through [`crate::output::write_files_atomically_with`], with the run's
+    /// other files): what `glshift report` needs for the t-SNE figures. The target labels are
+    /// included only when the target has them.
+    pub fn stage_embedding_files(&self, dir: &Path) -> Result<Vec<StagedFile>> {
         let mut files = vec![
-            (Z_SOURCE_FILE, npy_bytes(&self.source_z, Path::new(Z_SOURCE_FILE))?),
-            (Z_TARGET_FILE, npy_bytes(&self.target_z, Path::new(Z_TARGET_FILE))?),
-            (LABELS_SOURCE_FILE, npy_bytes(&labels_array(&self.source_labels), Path::new(LABELS_SOURCE_FILE))?),
+            StagedFile::npy(&self.source_z, dir.join(Z_SOURCE_FILE))?,
+            StagedFile::npy(&self.target_z, dir.join(Z_TARGET_FILE))?,
+            StagedFile::npy(&labels_array(&self.source_labels), dir.join(LABELS_SOURCE_FILE))?,
         ];
         if let Some(t) = &self.target_labels {
-            files.push((LABELS_TARGET_FILE, npy_bytes(&labels_array(t), Path::new(LABELS_TARGET_FILE))?));
+            files.push(StagedFile::npy(&labels_array(t), dir.join(LABELS_TARGET_FILE))?);
         }
         Ok(files)
     }
