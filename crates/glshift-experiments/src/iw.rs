@@ -10,7 +10,7 @@
 //! high-dimensional boundary.
 
 use glshift::data::Domain;
-use glshift::eval::metrics::class_means;
+use glshift::eval::metrics::{class_means, ScaledRows};
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::pipeline;
 use ndarray::Array2;
@@ -98,9 +98,8 @@ fn argmax(row: ndarray::ArrayView1<f32>) -> usize {
 fn train_one(source: &Domain, target: &Domain, cfg: &FitConfig, shared: usize, res: usize) -> Result<IwRun> {
     let out = pipeline::run(source, target, cfg, &mut |_| {})?;
     let c = source.n_classes();
-    let zs = out.source_z.mapv(f64::from);
     let protos: Vec<Option<(f64, f64)>> =
-        class_means(zs.view(), &out.source_labels, c).into_iter().map(|m| m.map(|m| (m[0], m[1]))).collect();
+        class_means(ScaledRows::new(out.source_z.view(), 1.0), &out.source_labels, c).into_iter().map(|m| m.map(|m| (m[0], m[1]))).collect();
     let zt = &out.target_z;
     let pts = zt.rows().into_iter().map(|r| (f64::from(r[0]), f64::from(r[1]))).chain(protos.iter().flatten().copied());
     let (xr, yr) = bounds(pts);

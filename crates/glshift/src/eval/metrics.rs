@@ -7,10 +7,10 @@
 //! scalar keeps the geometry (J_b/J_w is scale-free) while making J_b, J_w and the distance
 //! matrices comparable between runs and methods.
 
-use ndarray::{Array1, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{bandwidth, mcmd2_matrix, Labelled, McmdParams};
+use crate::kernel::{mcmd2_matrix, scaled_bandwidth, Labelled, McmdParams};
 use crate::nn::one_hot;
 use crate::{Error, Result};
 
@@ -69,7 +69,41 @@ pub fn common_scale(zs: ArrayView2<f32>, zt: ArrayView2<f32>) -> f64 {
     }
 }
 
-fn check_labels(z: &ArrayView2<f64>, y: &[usize], c: usize, what: &str) -> Result<()> {
+/// The rows of a representation (n × d, f32) multiplied by one scalar, read in f64 a row at a
+/// time. Why not a scaled f64 copy: at 1 000 000 + 300 000 rows × 256 the two copies were
+/// 2.6 GB, the peak of the whole fit (docs/performance.md, "The metrics' copy of Z").
+#[derive(Clone, Copy, Debug)]
+pub struct ScaledRows<'a> {
+    z: ArrayView2<'a, f32>,
+    scale: f64,
+}
+
+impl<'a> ScaledRows<'a> {
+    /// The rows of `z` times `scale` (each value `f64::from(v) * scale`).
+    pub fn new(z: ArrayView2<'a, f32>, scale: f64) -> Self {
+        ScaledRows { z, scale }
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.z.nrows()
+    }
+
+    /// Calls `f(i, row_i)` for every row in order (one row buffer of length d).
+    fn for_each(&self, mut f: impl FnMut(usize, &[f64])) {
+        let mut buf = vec![0.0; self.z.ncols()];
+        for (i, row) in self.z.rows().into_iter().enumerate() {
+            buf.iter_mut().zip(row).for_each(|(b, &v)| *b = f64::from(v) * self.scale);
+            f(i, &buf);
+        }
+    }
+
+    /// The rows `rows` (in the given order) as an owned `rows.len() × d` array.
+    fn select(&self, rows: &[usize]) -> Array2<f64> {
+        self.z.select(Axis(0), rows).mapv(|v| f64::from(v) * self.scale)
+    }
+}
+
+fn check_labels(z: &ScaledRows, y: &[usize], c: usize, what: &str) -> Result<()> {
     if z.nrows() != y.len() {
         return Err(Error::Shape {
             what: format!("{what} labels vs rows of Z"),
@@ -86,44 +120,42 @@ fn check_labels(z: &ArrayView2<f64>, y: &[usize], c: usize, what: &str) -> Resul
     Ok(())
 }
 
-/// Class means z̄_k (`None` for a class without rows).
-pub fn class_means(z: ArrayView2<f64>, y: &[usize], c: usize) -> Vec<Option<Array1<f64>>> {
-    let mut sums = vec![Array1::<f64>::zeros(z.ncols()); c];
+/// Class means z̄_k (`None` for a class without rows); `y` has one label `< c` per row.
+pub fn class_means(z: ScaledRows, y: &[usize], c: usize) -> Vec<Option<Array1<f64>>> {
+    let mut sums = vec![Array1::<f64>::zeros(z.z.ncols()); c];
     let mut counts = vec![0usize; c];
-    for (row, &k) in z.rows().into_iter().zip(y) {
-        sums[k] += &row;
-        counts[k] += 1;
-    }
+    z.for_each(|i, row| {
+        sums[y[i]].iter_mut().zip(row).for_each(|(s, v)| *s += v);
+        counts[y[i]] += 1;
+    });
     sums.into_iter().zip(counts).map(|(s, m)| (m > 0).then(|| s / m as f64)).collect()
 }
 
 /// J_b, J_w and J_b/J_w of one domain (see [`Separability`]).
-pub fn separability(z: ArrayView2<f64>, y: &[usize], c: usize) -> Result<Separability> {
+pub fn separability(z: ScaledRows, y: &[usize], c: usize) -> Result<Separability> {
     check_labels(&z, y, c, "separability")?;
     let n = z.nrows() as f64;
-    let mean = z.sum_axis(ndarray::Axis(0)) / n;
+    let mut sum = Array1::<f64>::zeros(z.z.ncols());
+    z.for_each(|_, row| sum.iter_mut().zip(row).for_each(|(s, v)| *s += v));
+    let mean = sum / n;
     let means = class_means(z, y, c);
     let present: Vec<&Array1<f64>> = means.iter().flatten().collect();
-    let j_b = present.iter().map(|m| sq_dist(m, &mean)).sum::<f64>() / present.len() as f64;
-    let j_w = z
-        .rows()
-        .into_iter()
-        .zip(y)
-        .map(|(row, &k)| sq_dist(&row.to_owned(), means[k].as_ref().expect("class has a row")))
-        .sum::<f64>()
-        / n;
+    let j_b = present.iter().map(|m| sq_dist(m.as_slice().expect("contiguous"), &mean)).sum::<f64>() / present.len() as f64;
+    let mut within = Vec::with_capacity(z.nrows());
+    z.for_each(|i, row| within.push(sq_dist(row, means[y[i]].as_ref().expect("class has a row"))));
+    let j_w = within.into_iter().sum::<f64>() / n;
     let ratio = if j_w > 0.0 { j_b / j_w } else if j_b > 0.0 { f64::INFINITY } else { 0.0 };
     Ok(Separability { j_b, j_w, ratio, classes_present: present.len() })
 }
 
-fn sq_dist(a: &Array1<f64>, b: &Array1<f64>) -> f64 {
+fn sq_dist(a: &[f64], b: &Array1<f64>) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
 /// D_kl = ‖a_k − b_l‖² between two lists of class prototypes (`None` where either is missing).
 pub fn prototype_distances(a: &[Option<Array1<f64>>], b: &[Option<Array1<f64>>]) -> Vec<Vec<Option<f64>>> {
     a.iter()
-        .map(|ak| b.iter().map(|bl| Some(sq_dist(ak.as_ref()?, bl.as_ref()?))).collect())
+        .map(|ak| b.iter().map(|bl| Some(sq_dist(ak.as_ref()?.as_slice().expect("contiguous"), bl.as_ref()?))).collect())
         .collect()
 }
 
@@ -151,11 +183,10 @@ pub fn embedding_metrics(
         });
     }
     let scale = common_scale(zs, zt);
-    let zs = zs.mapv(|v| f64::from(v) * scale);
-    let zt = zt.mapv(|v| f64::from(v) * scale);
-    let source = separability(zs.view(), ys, c)?;
-    let target = separability(zt.view(), yt, c)?;
-    let (ms, mt) = (class_means(zs.view(), ys, c), class_means(zt.view(), yt, c));
+    let (zs, zt) = (ScaledRows::new(zs, scale), ScaledRows::new(zt, scale));
+    let source = separability(zs, ys, c)?;
+    let target = separability(zt, yt, c)?;
+    let (ms, mt) = (class_means(zs, ys, c), class_means(zt, yt, c));
     let d_st = prototype_distances(&ms, &mt);
     let d_tt = prototype_distances(&mt, &mt);
     let d_st_diagonal_mean = mean_of((0..c).filter_map(|k| d_st[k][k]));
@@ -163,11 +194,11 @@ pub fn embedding_metrics(
         mean_of((0..c).flat_map(|k| (0..c).filter(move |&l| l != k).map(move |l| (k, l))).filter_map(|(k, l)| d_st[k][l]));
 
     // A collapsed Z (all rows equal) has no bandwidth; the other metrics still describe it.
-    let h = bandwidth(&[zs.view(), zt.view()], 1.0).ok();
+    let h = scaled_bandwidth(&[zs.z, zt.z], scale, 1.0).ok();
     let mcmd2_per_class = match h {
         Some(h) => {
-            let (zs, ys) = sample_rows(zs.view(), ys, 1);
-            let (zt, yt) = sample_rows(zt.view(), yt, 2);
+            let (zs, ys) = sample_rows(zs, ys, 1);
+            let (zt, yt) = sample_rows(zt, yt, 2);
             let (ys1, yt1) = (one_hot::<f64>(&ys, c), one_hot::<f64>(&yt, c));
             let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
             (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect()
@@ -194,16 +225,16 @@ pub const MCMD_METRIC_ROWS: usize = 10_000;
 
 /// At most [`MCMD_METRIC_ROWS`] rows of `z` with their labels: all of them, or a seeded sample
 /// in row order (`stream` keeps the two domains' draws apart).
-fn sample_rows(z: ArrayView2<f64>, y: &[usize], stream: u64) -> (ndarray::Array2<f64>, Vec<usize>) {
+fn sample_rows(z: ScaledRows, y: &[usize], stream: u64) -> (Array2<f64>, Vec<usize>) {
     use rand::seq::index::sample;
     use rand::SeedableRng;
     if z.nrows() <= MCMD_METRIC_ROWS {
-        return (z.to_owned(), y.to_vec());
+        return (z.select(&(0..z.nrows()).collect::<Vec<_>>()), y.to_vec());
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x3e7a_0000 ^ stream);
     let mut rows = sample(&mut rng, z.nrows(), MCMD_METRIC_ROWS).into_vec();
     rows.sort_unstable();
-    (z.select(ndarray::Axis(0), &rows), rows.iter().map(|&i| y[i]).collect())
+    (z.select(&rows), rows.iter().map(|&i| y[i]).collect())
 }
 
 #[cfg(test)]
@@ -217,20 +248,24 @@ mod tests {
     #[test]
     fn separability_matches_hand_computed_values() {
         // Class 0 at x = ±1 around 0, class 1 at x = 9, 11 around 10: means 0 and 10, overall 5.
-        let z = array![[-1.0, 0.0], [1.0, 0.0], [9.0, 0.0], [11.0, 0.0]];
-        let s = separability(z.view(), &[0, 0, 1, 1], 3).unwrap();
+        let z = array![[-1.0f32, 0.0], [1.0, 0.0], [9.0, 0.0], [11.0, 0.0]];
+        let s = separability(ScaledRows::new(z.view(), 1.0), &[0, 0, 1, 1], 3).unwrap();
         assert!((s.j_b - 25.0).abs() < 1e-12, "{s:?}");
         assert!((s.j_w - 1.0).abs() < 1e-12, "{s:?}");
         assert!((s.ratio - 25.0).abs() < 1e-12);
         assert_eq!(s.classes_present, 2, "an empty class is not averaged into J_b");
+        // The rows read scaled: J_b and J_w scale by its square, the ratio not.
+        let t = separability(ScaledRows::new(z.view(), 0.5), &[0, 0, 1, 1], 3).unwrap();
+        assert!((t.j_b - 6.25).abs() < 1e-12 && (t.j_w - 0.25).abs() < 1e-12 && (t.ratio - 25.0).abs() < 1e-12, "{t:?}");
     }
 
     #[test]
     fn tighter_clusters_have_a_higher_ratio() {
-        let loose = array![[-2.0], [2.0], [8.0], [12.0]];
-        let tight = array![[-0.5], [0.5], [9.5], [10.5]];
+        let loose = array![[-2.0f32], [2.0], [8.0], [12.0]];
+        let tight = array![[-0.5f32], [0.5], [9.5], [10.5]];
         let y = [0, 0, 1, 1];
-        assert!(separability(tight.view(), &y, 2).unwrap().ratio > separability(loose.view(), &y, 2).unwrap().ratio);
+        let ratio = |z: &ndarray::Array2<f32>| separability(ScaledRows::new(z.view(), 1.0), &y, 2).unwrap().ratio;
+        assert!(ratio(&tight) > ratio(&loose));
     }
 
     #[test]

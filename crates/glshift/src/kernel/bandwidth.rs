@@ -6,13 +6,14 @@ use ndarray::{Array1, ArrayView2};
 /// Mean squared distance over all ordered pairs (i, j), diagonal included, of the rows of
 /// `z` (n×d): (1/n²) Σ_ij ‖z_i − z_j‖² = 2(mean_i ‖z_i‖² − ‖mean_i z_i‖²). Returns 0 for n = 0.
 pub fn mean_pairwise_sq_dist<T: Real>(z: ArrayView2<T>) -> f64 {
-    pooled_mean_pairwise_sq_dist(&[z])
+    pooled_mean_pairwise_sq_dist(&[z], 1.0)
 }
 
 /// The same quantity for the vertical concatenation of `blocks` (which must share the
-/// column count). Two passes around the mean, in f64: the one-pass form
-/// mean‖z‖² − ‖mean z‖² cancels catastrophically when the features have a large offset.
-fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>]) -> f64 {
+/// column count), every value read as `v · scale` in f64 (a scale of 1 multiplies exactly).
+/// Two passes around the mean: the one-pass form mean‖z‖² − ‖mean z‖² cancels
+/// catastrophically when the features have a large offset.
+fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>], scale: f64) -> f64 {
     let n: usize = blocks.iter().map(|b| b.nrows()).sum();
     let d = blocks.first().map_or(0, |b| b.ncols());
     if n == 0 {
@@ -23,7 +24,7 @@ fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>]) -> f64 {
         for row in b.rows() {
             mean.iter_mut()
                 .zip(row)
-                .for_each(|(m, v)| *m += v.to_f64_());
+                .for_each(|(m, v)| *m += v.to_f64_() * scale);
         }
     }
     mean /= n as f64;
@@ -33,7 +34,7 @@ fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>]) -> f64 {
             ss += row
                 .iter()
                 .zip(&mean)
-                .map(|(v, m)| (v.to_f64_() - m).powi(2))
+                .map(|(v, m)| (v.to_f64_() * scale - m).powi(2))
                 .sum::<f64>();
         }
     }
@@ -48,6 +49,12 @@ fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>]) -> f64 {
 /// finite and > 0 (`Error::Param`), no rows, or h not finite or ≤ 0, e.g. when all rows
 /// are identical (`Error::Numerical`).
 pub fn bandwidth<T: Real>(blocks: &[ArrayView2<T>], multiplier: f64) -> Result<f64> {
+    scaled_bandwidth(blocks, 1.0, multiplier)
+}
+
+/// [`bandwidth`] of the rows of `blocks` multiplied by `scale` (each value `v · scale` in
+/// f64), without a scaled copy of them: the bandwidth of the evaluation metrics' rescaled Z.
+pub fn scaled_bandwidth<T: Real>(blocks: &[ArrayView2<T>], scale: f64, multiplier: f64) -> Result<f64> {
     check_multiplier(multiplier)?;
     if let Some(first) = blocks.first() {
         if let Some(b) = blocks.iter().find(|b| b.ncols() != first.ncols()) {
@@ -62,7 +69,7 @@ pub fn bandwidth<T: Real>(blocks: &[ArrayView2<T>], multiplier: f64) -> Result<f
     if n == 0 {
         return Err(no_rows());
     }
-    bandwidth_of(pooled_mean_pairwise_sq_dist(blocks), n, multiplier)
+    bandwidth_of(pooled_mean_pairwise_sq_dist(blocks, scale), n, multiplier)
 }
 
 fn check_multiplier(multiplier: f64) -> Result<()> {

@@ -39,7 +39,7 @@ mod tests_label;
 mod tests_mmd;
 pub(crate) mod tiled;
 
-pub use bandwidth::{bandwidth, mean_pairwise_sq_dist};
+pub use bandwidth::{bandwidth, mean_pairwise_sq_dist, scaled_bandwidth};
 pub(crate) use bandwidth::bandwidth_of;
 pub use classwise::{classwise_j_du, classwise_j_tu};
 pub use cme::cme_coefficients;

@@ -369,6 +369,15 @@ fn bandwidth_equals_brute_force_mean_pairwise_distance() {
     );
     let pooled32 = pooled.mapv(|v| v as f32);
     assert!(rel(mean_pairwise_sq_dist(pooled32.view()), brute) <= 1e-6);
+    // Rows read scaled by s: the bandwidth of the scaled copy, bit for bit, and s² times h.
+    let (a32, b32) = (a.z.mapv(|v| v as f32), b.z.mapv(|v| v as f32));
+    let scaled = |z: &Array2<f32>| z.mapv(|v| f64::from(v) * 0.37);
+    assert_eq!(
+        crate::kernel::scaled_bandwidth(&[a32.view(), b32.view()], 0.37, 2.5).unwrap(),
+        bandwidth(&[scaled(&a32).view(), scaled(&b32).view()], 2.5).unwrap()
+    );
+    let once = bandwidth(&[a32.view(), b32.view()], 2.5).unwrap();
+    assert!(rel(crate::kernel::scaled_bandwidth(&[a32.view(), b32.view()], 0.37, 2.5).unwrap(), 0.37 * 0.37 * once) <= 1e-12);
 }
 
 #[test]
