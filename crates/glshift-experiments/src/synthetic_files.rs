@@ -60,7 +60,7 @@ struct Staged {
 impl Staged {
     fn new(dir: &Path, name: &str) -> Result<Staged> {
         let path = dir.join(name);
-        let tmp = NamedTempFile::new_in(dir).map_err(|e| write_err(&path, e))?;
+        let tmp = glshift::output::temp_file_in(dir).map_err(|e| write_err(&path, e))?;
         Ok(Staged { tmp: BufWriter::with_capacity(1 << 20, tmp), path })
     }
 
@@ -71,12 +71,6 @@ impl Staged {
     fn finish(self) -> Result<(NamedTempFile, PathBuf)> {
         let path = self.path;
         let tmp = self.tmp.into_inner().map_err(|e| write_err(&path, e.error()))?;
-        // A temporary file is private (0600); a data folder is meant to be read by others.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(|e| write_err(&path, e))?;
-        }
         tmp.as_file().sync_all().map_err(|e| write_err(&path, e))?;
         Ok((tmp, path))
     }

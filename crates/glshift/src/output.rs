@@ -9,6 +9,19 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Write { path: path.to_path_buf(), reason: e.to_string() }
 }
 
+/// A temporary file in `dir`, to be renamed into place, created with the permissions of any new
+/// file (0o666 less the umask, as `std::fs::write` gives) rather than `NamedTempFile`'s 0o600,
+/// which left every report, model and prediction readable by its owner alone.
+pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    builder.tempfile_in(dir)
+}
+
 /// `a` as the bytes of a `.npy` file, to be written (with the other files of a run) by
 /// [`write_files_atomically`]; `path` names the file in the error.
 pub fn npy_bytes<T: ndarray_npy::WriteNpyExt + ?Sized>(a: &T, path: &Path) -> Result<Vec<u8>> {
@@ -38,7 +51,7 @@ impl StagedFile {
     pub fn new(path: PathBuf) -> Result<Self> {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| write_err(&path, e))?;
-        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| write_err(&path, e))?;
+        let tmp = temp_file_in(dir).map_err(|e| write_err(&path, e))?;
         Ok(StagedFile { out: std::io::BufWriter::with_capacity(1 << 20, tmp), path })
     }
 
@@ -68,7 +81,7 @@ pub fn write_files_atomically_with(streamed: Vec<StagedFile>, files: &[(PathBuf,
     for (path, contents) in files {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| write_err(path, e))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| write_err(path, e))?;
+        let mut tmp = temp_file_in(dir).map_err(|e| write_err(path, e))?;
         tmp.write_all(contents).map_err(|e| write_err(path, e))?;
         tmp.as_file().sync_all().map_err(|e| write_err(path, e))?;
         staged.push((tmp, path.clone()));
@@ -124,6 +137,22 @@ mod tests {
         let tpath = dir.path().join("t.npy");
         write_files_atomically_with(vec![StagedFile::npy(&t, tpath.clone()).unwrap()], &[]).unwrap();
         assert_eq!(std::fs::read(&tpath).unwrap(), npy_bytes(&t, &tpath).unwrap());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn outputs_get_the_permissions_of_any_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.csv"));
+        let mut staged = StagedFile::new(b.clone()).unwrap();
+        staged.write(b"x\n").unwrap();
+        write_files_atomically_with(vec![staged], &[(a.clone(), b"{}".to_vec())]).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // Under the usual umask 022: 0o644, where NamedTempFile's default left 0o600.
+        assert_eq!((mode(&a), mode(&b)), (mode(&plain), mode(&plain)), "as std::fs::write, umask applied");
     }
 
     #[test]
