@@ -134,18 +134,23 @@ pub fn class_means(z: ScaledRows, y: &[usize], c: usize) -> Vec<Option<Array1<f6
 /// J_b, J_w and J_b/J_w of one domain (see [`Separability`]).
 pub fn separability(z: ScaledRows, y: &[usize], c: usize) -> Result<Separability> {
     check_labels(&z, y, c, "separability")?;
+    Ok(separability_around(z, y, &class_means(z, y, c)))
+}
+
+/// [`separability`] of rows whose labels are checked, around their [`class_means`] `means`.
+fn separability_around(z: ScaledRows, y: &[usize], means: &[Option<Array1<f64>>]) -> Separability {
     let n = z.nrows() as f64;
     let mut sum = Array1::<f64>::zeros(z.z.ncols());
     z.for_each(|_, row| sum.iter_mut().zip(row).for_each(|(s, v)| *s += v));
     let mean = sum / n;
-    let means = class_means(z, y, c);
     let present: Vec<&Array1<f64>> = means.iter().flatten().collect();
     let j_b = present.iter().map(|m| sq_dist(m.as_slice().expect("contiguous"), &mean)).sum::<f64>() / present.len() as f64;
-    let mut within = Vec::with_capacity(z.nrows());
-    z.for_each(|i, row| within.push(sq_dist(row, means[y[i]].as_ref().expect("class has a row"))));
-    let j_w = within.into_iter().sum::<f64>() / n;
+    // Non-negative terms from 0: the sum `Iterator::sum` gives, without a vector of n terms.
+    let mut within = 0.0;
+    z.for_each(|i, row| within += sq_dist(row, means[y[i]].as_ref().expect("class has a row")));
+    let j_w = within / n;
     let ratio = if j_w > 0.0 { j_b / j_w } else if j_b > 0.0 { f64::INFINITY } else { 0.0 };
-    Ok(Separability { j_b, j_w, ratio, classes_present: present.len() })
+    Separability { j_b, j_w, ratio, classes_present: present.len() }
 }
 
 fn sq_dist(a: &[f64], b: &Array1<f64>) -> f64 {
@@ -184,9 +189,11 @@ pub fn embedding_metrics(
     }
     let scale = common_scale(zs, zt);
     let (zs, zt) = (ScaledRows::new(zs, scale), ScaledRows::new(zt, scale));
-    let source = separability(zs, ys, c)?;
-    let target = separability(zt, yt, c)?;
+    check_labels(&zs, ys, c, "separability")?;
+    check_labels(&zt, yt, c, "separability")?;
+    // Each domain's class means once, for its separability and the prototype distances.
     let (ms, mt) = (class_means(zs, ys, c), class_means(zt, yt, c));
+    let (source, target) = (separability_around(zs, ys, &ms), separability_around(zt, yt, &mt));
     let d_st = prototype_distances(&ms, &mt);
     let d_tt = prototype_distances(&mt, &mt);
     let d_st_diagonal_mean = mean_of((0..c).filter_map(|k| d_st[k][k]));
@@ -229,7 +236,7 @@ fn sample_rows(z: ScaledRows, y: &[usize], stream: u64) -> (Array2<f64>, Vec<usi
     use rand::seq::index::sample;
     use rand::SeedableRng;
     if z.nrows() <= MCMD_METRIC_ROWS {
-        return (z.select(&(0..z.nrows()).collect::<Vec<_>>()), y.to_vec());
+        return (z.z.mapv(|v| f64::from(v) * z.scale), y.to_vec());
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x3e7a_0000 ^ stream);
     let mut rows = sample(&mut rng, z.nrows(), MCMD_METRIC_ROWS).into_vec();

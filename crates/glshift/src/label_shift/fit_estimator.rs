@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::estimators::{finish_from_prior, ShiftEstimator, ShiftInputs};
 use super::prior::{counted_class_prior, RowCounts};
-use super::resample::CountedResample;
+use super::resample::on_distinct_rows;
 use super::{FitPrior, Mlls, ShiftEstimate};
 use crate::Result;
 
@@ -102,8 +102,7 @@ impl ShiftEstimator for FinalPrior {
     }
 
     fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        let r = CountedResample::new(inp, hold_rows, target_rows);
-        self.estimate_counted(&r.inputs(), r.counts())
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
     }
 }
 

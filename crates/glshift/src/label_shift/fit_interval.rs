@@ -37,7 +37,7 @@ use ndarray::{Array2, ArrayView2};
 
 use super::confusion::counted_confusion_matrix;
 use super::prior::{counted_class_prior, counted_predicted_distribution, RowCounts};
-use super::resample::CountedResample;
+use super::resample::on_distinct_rows;
 use super::{
     apply_prior_floor, bbse_qp, bootstrap, fit_temperature, restrict_to_support, softmax_with_temperature, IntervalMethod,
     PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
@@ -64,8 +64,7 @@ impl ShiftEstimator for FitPrior {
     }
 
     fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        let r = CountedResample::new(inp, hold_rows, target_rows);
-        self.estimate_counted(&r.inputs(), r.counts())
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
     }
 }
 

@@ -7,7 +7,7 @@ use ndarray::ArrayView2;
 use super::bcts::fit_bcts_counted;
 use super::estimators::{finish_from_prior, prepare_counted, ShiftEstimator, ShiftInputs};
 use super::prior::{counted_class_prior, RowCounts};
-use super::resample::CountedResample;
+use super::resample::on_distinct_rows;
 use super::ShiftEstimate;
 use crate::{Error, Result};
 
@@ -356,8 +356,7 @@ impl ShiftEstimator for Mlls {
     }
 
     fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        let r = CountedResample::new(inp, hold_rows, target_rows);
-        self.estimate_counted(&r.inputs(), r.counts())
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
     }
 }
 

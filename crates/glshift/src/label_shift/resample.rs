@@ -12,6 +12,8 @@ use ndarray::{Array2, Axis};
 
 use super::estimators::ShiftInputs;
 use super::prior::RowCounts;
+use super::ShiftEstimate;
+use crate::Result;
 
 /// The distinct values of `drawn` (indices below `n`), ascending, and how many times each was
 /// drawn.
@@ -21,8 +23,21 @@ pub(crate) fn distinct(drawn: &[usize], n: usize) -> (Vec<usize>, Vec<u32>) {
     times.iter().enumerate().filter(|(_, &k)| k > 0).map(|(i, &k)| (i, k)).unzip()
 }
 
+/// `estimate`, an estimator's counted form, on the distinct rows of the resample of `inp` that
+/// `hold_rows` and `target_rows` name, with their counts: the body of every counted
+/// [`ShiftEstimator::estimate_resample`](super::ShiftEstimator::estimate_resample).
+pub(crate) fn on_distinct_rows(
+    inp: &ShiftInputs,
+    hold_rows: &[usize],
+    target_rows: &[usize],
+    estimate: impl FnOnce(&ShiftInputs, (RowCounts, RowCounts)) -> Result<ShiftEstimate>,
+) -> Result<ShiftEstimate> {
+    let r = CountedResample::new(inp, hold_rows, target_rows);
+    estimate(&r.inputs(), r.counts())
+}
+
 /// The distinct rows of a resample of some [`ShiftInputs`], copied, with their counts.
-pub(crate) struct CountedResample<'a> {
+struct CountedResample<'a> {
     hold: Array2<f32>,
     labels: Vec<usize>,
     target: Array2<f32>,
@@ -34,7 +49,7 @@ pub(crate) struct CountedResample<'a> {
 impl<'a> CountedResample<'a> {
     /// The hold-out rows `hold_rows` (with their labels) and the target rows `target_rows` of
     /// `inp` (indices below each part's row count, repeats allowed); `inp.source_prior` is kept.
-    pub(crate) fn new(inp: &ShiftInputs<'a>, hold_rows: &[usize], target_rows: &[usize]) -> CountedResample<'a> {
+    fn new(inp: &ShiftInputs<'a>, hold_rows: &[usize], target_rows: &[usize]) -> CountedResample<'a> {
         let (h_rows, hold_times) = distinct(hold_rows, inp.source_probs.nrows());
         let (t_rows, target_times) = distinct(target_rows, inp.target_probs.nrows());
         CountedResample {
@@ -48,7 +63,7 @@ impl<'a> CountedResample<'a> {
     }
 
     /// The distinct rows as an estimator's inputs.
-    pub(crate) fn inputs(&self) -> ShiftInputs<'_> {
+    fn inputs(&self) -> ShiftInputs<'_> {
         ShiftInputs {
             source_probs: self.hold.view(),
             source_labels: &self.labels,
@@ -58,7 +73,7 @@ impl<'a> CountedResample<'a> {
     }
 
     /// How many times each row of [`CountedResample::inputs`] was drawn: (hold-out, target).
-    pub(crate) fn counts(&self) -> (RowCounts<'_>, RowCounts<'_>) {
+    fn counts(&self) -> (RowCounts<'_>, RowCounts<'_>) {
         (RowCounts(Some(&self.hold_times)), RowCounts(Some(&self.target_times)))
     }
 }
