@@ -11,7 +11,9 @@ use ndarray::Array2;
 
 fuzz_target!(|data: &[u8]| {
     let path = Path::new("fuzz.glshift");
-    for parsed in [FittedModel::from_bytes(data, path), FittedModel::from_bytes_unverified(data, path)] {
+    for parsed in
+        [FittedModel::from_bytes(data, path), FittedModel::from_bytes_unverified(data, path)]
+    {
         match parsed {
             Ok(model) => {
                 let x = Array2::<f32>::zeros((1, model.input_dim()));

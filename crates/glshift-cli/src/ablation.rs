@@ -47,7 +47,9 @@ pub fn run(args: AblationArgs) -> Result<()> {
     let kernels: Vec<(String, LabelKernel)> = args
         .label_kernels
         .iter()
-        .map(|&k| (k.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string()), k.into()))
+        .map(|&k| {
+            (k.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string()), k.into())
+        })
         .collect();
     run_grid(&args.grid, &ablation_variants(&base, &kernels, args.rows.as_deref())?)
 }

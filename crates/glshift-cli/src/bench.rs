@@ -63,7 +63,8 @@ impl GridArgs {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    let methods: Vec<MethodKind> = args.methods.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
+    let methods: Vec<MethodKind> =
+        args.methods.iter().map(|m| m.parse()).collect::<Result<_, _>>()?;
     let base = resolve_config_on(args.grid.run.config.as_ref(), None, None, args.grid.run.device)?;
     run_grid(&args.grid, &grid::method_variants(&methods, &base)?)
 }
@@ -89,7 +90,10 @@ impl GridObserver for Bar {
 /// Runs the grid with a progress bar and prints its table.
 pub fn run_grid(args: &GridArgs, variants: &[Variant]) -> Result<()> {
     let bar = if args.run.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
-    bar.set_style(ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?.progress_chars("=> "));
+    bar.set_style(
+        ProgressStyle::with_template("bench [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})")?
+            .progress_chars("=> "),
+    );
     let mut obs = Bar(bar);
     let outcome = grid::run_grid(&args.spec(), variants, &mut obs)?;
     obs.0.finish_and_clear();

@@ -63,6 +63,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
         };
         println!("| {method} | {a:.2} ± {sd:.2} | {prior} |");
     }
-    println!("\nmean ± std over {} seed(s); target labels used only for these scores.", args.seeds.len());
+    println!(
+        "\nmean ± std over {} seed(s); target labels used only for these scores.",
+        args.seeds.len()
+    );
     Ok(())
 }

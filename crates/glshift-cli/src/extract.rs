@@ -32,9 +32,11 @@ pub struct ExtractArgs {
 fn progress_bar(total: usize, quiet: bool) -> ProgressBar {
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(total as u64) };
     bar.set_style(
-        ProgressStyle::with_template("extract [{bar:30}] {pos}/{len} {msg} {per_sec} ({elapsed}, eta {eta})")
-            .expect("static template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "extract [{bar:30}] {pos}/{len} {msg} {per_sec} ({elapsed}, eta {eta})",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     bar
 }
@@ -78,7 +80,13 @@ pub fn run(args: ExtractArgs) -> Result<()> {
     write_outputs(&args.out, &layout.classes, &domains, &report)?;
     let skipped: usize = domains.iter().map(|d| d.skipped.len()).sum();
     for d in &domains {
-        eprintln!("{}: {} images -> {} x {}", d.name, d.files, d.features.nrows(), d.features.ncols());
+        eprintln!(
+            "{}: {} images -> {} x {}",
+            d.name,
+            d.files,
+            d.features.nrows(),
+            d.features.ncols()
+        );
     }
     eprintln!(
         "extracted {images} images in {seconds:.1} s: {:.2} images/s on {} threads ({skipped} skipped); wrote {}",

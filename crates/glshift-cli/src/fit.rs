@@ -36,7 +36,11 @@ pub struct FitArgs {
 }
 
 /// Builds the configuration: defaults, then the TOML file, then command-line flags.
-pub fn resolve_config(config: Option<&PathBuf>, method: Option<&str>, seed: Option<u64>) -> Result<FitConfig> {
+pub fn resolve_config(
+    config: Option<&PathBuf>,
+    method: Option<&str>,
+    seed: Option<u64>,
+) -> Result<FitConfig> {
     resolve_config_on(config, method, seed, None)
 }
 
@@ -48,7 +52,8 @@ pub fn resolve_config_on(
     device: Option<crate::pair::DeviceArg>,
 ) -> Result<FitConfig> {
     let source = config.map_or(ConfigSource::Defaults, |p| ConfigSource::TomlFile(p));
-    let overrides = ConfigOverrides { method, seed, device: device.map(Into::into), ..Default::default() };
+    let overrides =
+        ConfigOverrides { method, seed, device: device.map(Into::into), ..Default::default() };
     Ok(FitConfig::resolve(source, overrides)?)
 }
 
@@ -68,7 +73,12 @@ pub fn device_line(d: &glshift::device::DeviceUsed) -> String {
 }
 
 pub fn run(args: FitArgs) -> Result<()> {
-    let cfg = resolve_config_on(args.run.config.as_ref(), args.method.as_deref(), args.seed.get(), args.run.device)?;
+    let cfg = resolve_config_on(
+        args.run.config.as_ref(),
+        args.method.as_deref(),
+        args.seed.get(),
+        args.run.device,
+    )?;
     let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &cfg);
     if result.is_err() && created {
@@ -79,7 +89,10 @@ pub fn run(args: FitArgs) -> Result<()> {
 }
 
 fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
-    let bar = TrainBar::new(&format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target), args.run.quiet);
+    let bar = TrainBar::new(
+        &format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target),
+        args.run.quiet,
+    );
     let (out, proto) = match open_on_disk(args, cfg)? {
         Some((pair, proto)) => (pipeline::run_files(&pair, cfg, &mut |p| bar.update(p)), proto),
         None => {
@@ -91,7 +104,8 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         }
     };
     bar.finish();
-    let mut out = out.with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
+    let mut out = out
+        .with_context(|| format!("training {} → {} failed", args.pair.source, args.pair.target))?;
     out.report.protocol = proto;
     let (staged, files) = run_files(&args.run.out, &out)?;
     write_files_atomically_with(staged, &files)?;
@@ -99,7 +113,10 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
-    eprintln!("{} {} → {}: {} target rows in {:.1} s", r.method, r.source, r.target, r.n_target, r.elapsed_seconds);
+    eprintln!(
+        "{} {} → {}: {} target rows in {:.1} s",
+        r.method, r.source, r.target, r.n_target, r.elapsed_seconds
+    );
     eprintln!("device: {}", device_line(&r.device));
     if let Some(t) = bar.iteration_times() {
         eprintln!("time per iteration: {t}");
@@ -134,13 +151,19 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
 /// The pair with its feature rows left in their `.npy` files, when the fit reads them from
 /// there (`pipeline::reads_from_files`: it trains by mini-batch) and the task takes every row
 /// (`uda`); `None`: load the pair.
-fn open_on_disk(args: &FitArgs, cfg: &FitConfig) -> Result<Option<(glshift::data::FilePair, Protocol)>> {
-    let Some(pair) = glshift::data::open_pair_files(&args.pair.data, &args.pair.source, &args.pair.target)? else {
+fn open_on_disk(
+    args: &FitArgs,
+    cfg: &FitConfig,
+) -> Result<Option<(glshift::data::FilePair, Protocol)>> {
+    let Some(pair) =
+        glshift::data::open_pair_files(&args.pair.data, &args.pair.source, &args.pair.target)?
+    else {
         return Ok(None);
     };
     let proto = args.protocol.parse(pair.source.n_classes())?;
     let n_rows = pair.source_rows.nrows() + pair.target_rows.nrows();
-    let on_disk = proto == Protocol::Uda && pipeline::reads_from_files(cfg, n_rows, pair.source_rows.ncols());
+    let on_disk =
+        proto == Protocol::Uda && pipeline::reads_from_files(cfg, n_rows, pair.source_rows.ncols());
     Ok(on_disk.then_some((pair, proto)))
 }
 
@@ -172,8 +195,12 @@ pub fn check_out_dir(out: &std::path::Path) -> Result<bool> {
         format!("{}: cannot create the --out folder; choose a writable location", out.display())
     })?;
     let probe = out.join(format!(".glshift-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .with_context(|| format!("{}: the --out folder is not writable; choose another folder or fix its permissions", out.display()))?;
+    std::fs::write(&probe, b"").with_context(|| {
+        format!(
+            "{}: the --out folder is not writable; choose another folder or fix its permissions",
+            out.display()
+        )
+    })?;
     let _ = std::fs::remove_file(&probe);
     Ok(created)
 }

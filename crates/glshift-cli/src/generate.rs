@@ -64,7 +64,9 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         seed: a.seed,
     };
     let start = Instant::now();
-    let report = write_synthetic_folder(&cfg, &a.out, &mut |rows| eprintln!("generated {rows} rows ({:.1} s)", start.elapsed().as_secs_f64()))?;
+    let report = write_synthetic_folder(&cfg, &a.out, &mut |rows| {
+        eprintln!("generated {rows} rows ({:.1} s)", start.elapsed().as_secs_f64())
+    })?;
     let prior: Vec<String> = report.target_prior.iter().map(|p| format!("{p:.3}")).collect();
     eprintln!("target prior: [{}]", prior.join(", "));
     println!("wrote {} (domains `source` and `target`)", a.out.display());

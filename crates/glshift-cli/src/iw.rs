@@ -39,12 +39,14 @@ pub fn run(args: IwArgs) -> Result<()> {
     let (source, target) = match (&args.data, &args.source, &args.target) {
         (Some(dir), Some(s), Some(t)) => data::load_pair(dir, s, t)?,
         _ => {
-            let task = generate(&SyntheticConfig { n_classes: 4, seed: cfg.seed, ..Default::default() })?;
+            let task =
+                generate(&SyntheticConfig { n_classes: 4, seed: cfg.seed, ..Default::default() })?;
             (task.source, task.target)
         }
     };
     let opts = IwOptions { hidden: args.hidden.clone(), ..IwOptions::default() };
-    let ablation = iw_ablation(&source, &target, &cfg, &opts).context("importance-weighting ablation")?;
+    let ablation =
+        iw_ablation(&source, &target, &cfg, &opts).context("importance-weighting ablation")?;
     let written = glshift_report::iw::write(&ablation, &args.out)?;
     for r in &ablation.runs {
         eprintln!(

@@ -7,9 +7,9 @@ mod extract;
 mod fit;
 mod generate;
 mod iw;
+mod monitor;
 mod pair;
 mod perf;
-mod monitor;
 mod predict;
 mod progress;
 mod report;
@@ -22,7 +22,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "glshift", version, about = "Generalized label shift correction with Minimum Uncertainty Learning (MUL)")]
+#[command(
+    name = "glshift",
+    version,
+    about = "Generalized label shift correction with Minimum Uncertainty Learning (MUL)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

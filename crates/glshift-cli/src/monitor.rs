@@ -67,7 +67,9 @@ fn batch_names(dir: &Path) -> Result<Vec<String>> {
     let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix("_features.npy")).map(String::from))
+        .filter_map(|e| {
+            e.file_name().to_str().and_then(|n| n.strip_suffix("_features.npy")).map(String::from)
+        })
         .collect();
     names.sort();
     if names.is_empty() {
@@ -79,7 +81,11 @@ fn batch_names(dir: &Path) -> Result<Vec<String>> {
 fn monitor(args: &MonitorArgs, model: &FittedModel, names: &[String]) -> Result<()> {
     let mut batches = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
-        let params = BatchParams { resamples: args.bootstrap, level: args.level, seed: args.seed.wrapping_add(i as u64) };
+        let params = BatchParams {
+            resamples: args.bootstrap,
+            level: args.level,
+            seed: args.seed.wrapping_add(i as u64),
+        };
         let b = one_batch(&args.batches, name, model, &params);
         if !args.quiet {
             match &b.outcome {
@@ -96,8 +102,12 @@ fn monitor(args: &MonitorArgs, model: &FittedModel, names: &[String]) -> Result<
         }
         batches.push(b);
     }
-    let (html, figures) = monitor_page(&args.model.display().to_string(), model.class_names(), &batches)?;
-    let mut files = vec![(args.out.join("batches.csv"), batches_csv(model.class_names(), &batches).into_bytes()), (args.out.join("monitor.html"), html.into_bytes())];
+    let (html, figures) =
+        monitor_page(&args.model.display().to_string(), model.class_names(), &batches)?;
+    let mut files = vec![
+        (args.out.join("batches.csv"), batches_csv(model.class_names(), &batches).into_bytes()),
+        (args.out.join("monitor.html"), html.into_bytes()),
+    ];
     files.extend(glshift_report::run::figure_files(&args.out, &figures));
     write_files_atomically(&files)?;
     if !args.quiet {
@@ -108,28 +118,47 @@ fn monitor(args: &MonitorArgs, model: &FittedModel, names: &[String]) -> Result<
 
 /// One batch read, predicted and estimated; any failure becomes the batch's error message.
 fn one_batch(dir: &Path, name: &str, model: &FittedModel, params: &BatchParams) -> MonitorBatch {
-    let mut b = MonitorBatch { name: name.to_string(), n_rows: 0, outcome: Err(String::new()), truth: None, accuracy: None, unadapted_accuracy: None };
+    let mut b = MonitorBatch {
+        name: name.to_string(),
+        n_rows: 0,
+        outcome: Err(String::new()),
+        truth: None,
+        accuracy: None,
+        unadapted_accuracy: None,
+    };
     b.outcome = estimate(dir, name, model, params, &mut b);
     b
 }
 
 /// The estimate of batch `name`; fills `b`'s row count and, with labels, its scores.
-fn estimate(dir: &Path, name: &str, model: &FittedModel, params: &BatchParams, b: &mut MonitorBatch) -> std::result::Result<BatchPrior, String> {
+fn estimate(
+    dir: &Path,
+    name: &str,
+    model: &FittedModel,
+    params: &BatchParams,
+    b: &mut MonitorBatch,
+) -> std::result::Result<BatchPrior, String> {
     let features = dir.join(format!("{name}_features.npy"));
     let x = data::read_npy_matrix(&features).map_err(|e| e.to_string())?;
     b.n_rows = x.nrows();
     let labels_path = dir.join(format!("{name}_labels.npy"));
     let labels = match labels_path.exists() {
-        true => Some(read_labels(&labels_path, x.nrows(), model.n_classes()).map_err(|e| format!("{e:#}"))?),
+        true => Some(
+            read_labels(&labels_path, x.nrows(), model.n_classes())
+                .map_err(|e| format!("{e:#}"))?,
+        ),
         false => None,
     };
     let in_file = |e: glshift::Error| format!("{}: {e}", features.display());
     let plain = model.predict_proba(x.view()).map_err(in_file)?;
-    let test_x = x.select(ndarray::Axis(0), &glshift::model::batch_test_rows(x.nrows(), params.seed));
+    let test_x =
+        x.select(ndarray::Axis(0), &glshift::model::batch_test_rows(x.nrows(), params.seed));
     let adapted = model.adapt_batch(plain.view(), Some(test_x.view()), params).map_err(in_file)?;
     // Evaluation only: the labels score the batch after its estimate is made.
     if let Some(y) = &labels {
-        let accuracy = |p: &Array2<f32>| eval::score(&argmax_rows(p), y, model.n_classes()).map(|s| s.accuracy).ok();
+        let accuracy = |p: &Array2<f32>| {
+            eval::score(&argmax_rows(p), y, model.n_classes()).map(|s| s.accuracy).ok()
+        };
         b.accuracy = accuracy(&adapted.probs);
         b.unadapted_accuracy = accuracy(&plain);
         b.truth = class_prior(y, model.n_classes()).ok();
@@ -164,7 +193,12 @@ fn batches_csv(classes: &[String], batches: &[MonitorBatch]) -> String {
                     ));
                 }
             }
-            Err(e) => out.push_str(&format!("{},{},,,,,,,,,,,,{}\n", csv_field(&b.name), b.n_rows, csv_field(e))),
+            Err(e) => out.push_str(&format!(
+                "{},{},,,,,,,,,,,,{}\n",
+                csv_field(&b.name),
+                b.n_rows,
+                csv_field(e)
+            )),
         }
     }
     out

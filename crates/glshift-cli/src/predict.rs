@@ -146,7 +146,10 @@ impl Rows {
 
 /// The rows to predict, a description of where they came from, and their labels if any. A
 /// `--features` file is only opened here (header and length checked); its rows are read later.
-fn open_rows(args: &PredictArgs, model: &FittedModel) -> Result<(String, Rows, Option<Vec<usize>>)> {
+fn open_rows(
+    args: &PredictArgs,
+    model: &FittedModel,
+) -> Result<(String, Rows, Option<Vec<usize>>)> {
     if let (Some(dir), Some(name)) = (&args.data, &args.domain) {
         let d = data::load_domain(dir, name)?;
         let input = format!("domain '{}' ({})", d.name, d.path.display());
@@ -178,7 +181,10 @@ pub(crate) fn read_labels(path: &Path, n: usize, c: usize) -> Result<Vec<usize>>
         .enumerate()
         .map(|(i, &v)| match usize::try_from(v) {
             Ok(k) if k < c => Ok(k),
-            _ => bail!("{}: label {v} at row {i} is outside the model's classes 0..{c}", path.display()),
+            _ => bail!(
+                "{}: label {v} at row {i} is outside the model's classes 0..{c}",
+                path.display()
+            ),
         })
         .collect()
 }
@@ -194,12 +200,22 @@ struct Predicted {
 /// Predicts block by block, appending each block's lines to predictions.csv as they are made
 /// (with `--adapt-prior`: every row's probabilities first, then the re-weighted ones), then
 /// writes report.json; both files appear together at the end, or neither.
-fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, labels: Option<&[usize]>) -> Result<()> {
+fn write_outputs(
+    args: &PredictArgs,
+    model: &FittedModel,
+    input: &str,
+    rows: Rows,
+    labels: Option<&[usize]>,
+) -> Result<()> {
     let n_rows = rows.nrows();
     let classes = model.class_names();
     let mut csv = StagedFile::new(args.out.join("predictions.csv"))?;
     csv.write(predictions_csv_header(classes).as_bytes())?;
-    let predicted = if args.adapt_prior { predict_adapted(args, model, input, rows, &mut csv)? } else { predict_blocks(args, model, input, rows, &mut csv)? };
+    let predicted = if args.adapt_prior {
+        predict_adapted(args, model, input, rows, &mut csv)?
+    } else {
+        predict_blocks(args, model, input, rows, &mut csv)?
+    };
     let mut counts = vec![0usize; model.n_classes()];
     predicted.classes.iter().for_each(|&k| counts[k] += 1);
     // Evaluation only: labels are read after the predictions are final.
@@ -211,7 +227,10 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
         _ => None,
     };
     let batch_prior_l1_error = match (labels, &batch) {
-        (Some(t), Some(b)) => Some(glshift::label_shift::l1_distance(&b.batch_prior, &glshift::label_shift::class_prior(t, c)?)),
+        (Some(t), Some(b)) => Some(glshift::label_shift::l1_distance(
+            &b.batch_prior,
+            &glshift::label_shift::class_prior(t, c)?,
+        )),
         _ => None,
     };
     let report = PredictReport {
@@ -232,7 +251,10 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
         unadapted_accuracy,
         batch_prior_l1_error,
     };
-    write_files_atomically_with(vec![csv], &[(args.out.join("report.json"), serde_json::to_vec_pretty(&report)?)])?;
+    write_files_atomically_with(
+        vec![csv],
+        &[(args.out.join("report.json"), serde_json::to_vec_pretty(&report)?)],
+    )?;
     if !args.quiet {
         print_summary(args, &report);
     }
@@ -241,13 +263,21 @@ fn write_outputs(args: &PredictArgs, model: &FittedModel, input: &str, rows: Row
 
 /// The plain path: each block's probabilities written as they are made (bit for bit what
 /// `predict` wrote before `--adapt-prior` existed).
-fn predict_blocks(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, csv: &mut StagedFile) -> Result<Predicted> {
+fn predict_blocks(
+    args: &PredictArgs,
+    model: &FittedModel,
+    input: &str,
+    rows: Rows,
+    csv: &mut StagedFile,
+) -> Result<Predicted> {
     let classes = model.class_names();
     let mut predicted: Vec<usize> = Vec::with_capacity(rows.nrows());
     let mut lines = String::new();
     let (blocks, device) = glshift::device::scoped(args.device.into(), || {
         Ok(rows.for_each_block(|x, first| {
-            let probs = model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?;
+            let probs = model
+                .predict_proba_block(x, first)
+                .with_context(|| format!("predicting {input}"))?;
             predicted.extend(probs.rows().into_iter().map(|r| glshift::nn::argmax_row(r).0));
             lines.clear();
             push_predictions_csv_rows(&mut lines, probs.view(), classes, first);
@@ -261,7 +291,13 @@ fn predict_blocks(args: &PredictArgs, model: &FittedModel, input: &str, rows: Ro
 
 /// `--adapt-prior`: every row's probabilities (n × c, block by block), the batch estimate,
 /// and the re-weighted probabilities written.
-fn predict_adapted(args: &PredictArgs, model: &FittedModel, input: &str, rows: Rows, csv: &mut StagedFile) -> Result<Predicted> {
+fn predict_adapted(
+    args: &PredictArgs,
+    model: &FittedModel,
+    input: &str,
+    rows: Rows,
+    csv: &mut StagedFile,
+) -> Result<Predicted> {
     if !model.can_adapt_batches() {
         bail!(
             "{}: --adapt-prior needs the source hold-out a model file keeps from format version 2 on (a version-1 file, or a fit without a hold-out, has none); refit with this glshift",
@@ -273,22 +309,45 @@ fn predict_adapted(args: &PredictArgs, model: &FittedModel, input: &str, rows: R
     let (mut parts, mut kept_rows): (Vec<Array2<f32>>, Vec<Array2<f32>>) = (Vec::new(), Vec::new());
     let (blocks, device) = glshift::device::scoped(args.device.into(), || {
         Ok(rows.for_each_block(|x, first| {
-            parts.push(model.predict_proba_block(x, first).with_context(|| format!("predicting {input}"))?);
-            let kept: Vec<usize> = test_rows.iter().filter(|&&i| i >= first && i < first + x.nrows()).map(|&i| i - first).collect();
+            parts.push(
+                model
+                    .predict_proba_block(x, first)
+                    .with_context(|| format!("predicting {input}"))?,
+            );
+            let kept: Vec<usize> = test_rows
+                .iter()
+                .filter(|&&i| i >= first && i < first + x.nrows())
+                .map(|&i| i - first)
+                .collect();
             kept_rows.push(x.select(Axis(0), &kept));
             Ok(())
         }))
     })?;
     blocks?;
-    let join = |parts: &[Array2<f32>]| ndarray::concatenate(Axis(0), &parts.iter().map(|p| p.view()).collect::<Vec<ArrayView2<f32>>>());
+    let join = |parts: &[Array2<f32>]| {
+        ndarray::concatenate(
+            Axis(0),
+            &parts.iter().map(|p| p.view()).collect::<Vec<ArrayView2<f32>>>(),
+        )
+    };
     let (plain, test_x) = (join(&parts)?, join(&kept_rows)?);
     drop((parts, kept_rows));
-    let params = glshift::model::BatchParams { resamples: args.bootstrap, level: args.level, seed: args.seed };
-    let adapted = model.adapt_batch(plain.view(), Some(test_x.view()), &params).with_context(|| format!("adapting the model to {input}"))?;
+    let params = glshift::model::BatchParams {
+        resamples: args.bootstrap,
+        level: args.level,
+        seed: args.seed,
+    };
+    let adapted = model
+        .adapt_batch(plain.view(), Some(test_x.view()), &params)
+        .with_context(|| format!("adapting the model to {input}"))?;
     let mut lines = String::new();
     push_predictions_csv_rows(&mut lines, adapted.probs.view(), model.class_names(), 0);
     csv.write(lines.as_bytes())?;
-    Ok(Predicted { classes: argmax_rows(&adapted.probs), device, batch: Some((adapted.prior, argmax_rows(&plain))) })
+    Ok(Predicted {
+        classes: argmax_rows(&adapted.probs),
+        device,
+        batch: Some((adapted.prior, argmax_rows(&plain))),
+    })
 }
 
 fn print_summary(args: &PredictArgs, report: &PredictReport) {
@@ -297,11 +356,25 @@ fn print_summary(args: &PredictArgs, report: &PredictReport) {
         eprintln!("model's estimated target prior: {}", fmt_vec(p));
     }
     if let Some(b) = &report.batch {
-        eprintln!("batch prior ({}, {:.0}% interval per class): {}", b.estimator, 100.0 * b.level, fmt_vec(&b.batch_prior));
-        eprintln!("moved from the model's prior: ℓ1 = {:.3} (p = {:.3} for no move)", b.batch_prior_move_l1, b.batch_prior_move_p_value);
-        eprintln!("label-shift residual test against the source hold-out: p = {:.3}", b.label_shift_p_value);
+        eprintln!(
+            "batch prior ({}, {:.0}% interval per class): {}",
+            b.estimator,
+            100.0 * b.level,
+            fmt_vec(&b.batch_prior)
+        );
+        eprintln!(
+            "moved from the model's prior: ℓ1 = {:.3} (p = {:.3} for no move)",
+            b.batch_prior_move_l1, b.batch_prior_move_p_value
+        );
+        eprintln!(
+            "label-shift residual test against the source hold-out: p = {:.3}",
+            b.label_shift_p_value
+        );
         if let Some(t) = &b.target_shift {
-            eprintln!("target test (a label shift of the fitted target?): MMD² = {:.4}, p = {:.3}", t.mmd2, t.p_value);
+            eprintln!(
+                "target test (a label shift of the fitted target?): MMD² = {:.4}, p = {:.3}",
+                t.mmd2, t.p_value
+            );
         }
         for w in &b.warnings {
             eprintln!("warning: {w}");

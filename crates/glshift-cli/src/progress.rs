@@ -33,7 +33,13 @@ impl IterClock {
             .zip(&self.stages)
             .filter_map(|(name, s)| {
                 let (first, last, n) = (*s)?;
-                (n >= 2).then(|| format!("{name} {:.1} ms ({} iterations)", 1e3 * (last - first).as_secs_f64() / (n - 1) as f64, n))
+                (n >= 2).then(|| {
+                    format!(
+                        "{name} {:.1} ms ({} iterations)",
+                        1e3 * (last - first).as_secs_f64() / (n - 1) as f64,
+                        n
+                    )
+                })
             })
             .collect();
         (!parts.is_empty()).then(|| parts.join(", "))

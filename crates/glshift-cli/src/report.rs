@@ -30,14 +30,21 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<()> {
     let opts = FigureOptions {
-        tsne: TsneParams { learning_rate: args.tsne_learning_rate, perplexity: args.tsne_perplexity, ..TsneParams::default() },
+        tsne: TsneParams {
+            learning_rate: args.tsne_learning_rate,
+            perplexity: args.tsne_perplexity,
+            ..TsneParams::default()
+        },
         max_tsne_points: args.max_tsne_points,
     };
     let written = match folder_kind(&args.dir)? {
         FolderKind::Run => write_run_report(&args.dir, args.baseline.as_deref(), &opts),
         FolderKind::Bench => {
             if args.baseline.is_some() {
-                anyhow::bail!("--baseline compares two run folders; {} is a bench folder", args.dir.display());
+                anyhow::bail!(
+                    "--baseline compares two run folders; {} is a bench folder",
+                    args.dir.display()
+                );
             }
             write_bench_report(&args.dir)
         }

@@ -8,7 +8,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use glshift::output::write_files_atomically_with;
-use glshift::select::{default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule, SelectionFile};
+use glshift::select::{
+    default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule,
+    SelectionFile,
+};
 use glshift_experiments::protocol;
 
 use crate::fit::{check_out_dir, resolve_config_on, run_files};
@@ -101,7 +104,13 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
             if let Some((_, b)) = bar.take() {
                 b.finish();
             }
-            let label = format!("candidate {}/{} {}→{}", i + 1, params.configs().len(), args.pair.source, args.pair.target);
+            let label = format!(
+                "candidate {}/{} {}→{}",
+                i + 1,
+                params.configs().len(),
+                args.pair.source,
+                args.pair.target
+            );
             bar = Some((i, TrainBar::new(&label, args.run.quiet)));
         }
         if let Some((_, b)) = bar.as_ref() {
@@ -111,7 +120,9 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
     if let Some((_, b)) = bar.take() {
         b.finish();
     }
-    let mut outcome = outcome.with_context(|| format!("selecting on {} → {} failed", args.pair.source, args.pair.target))?;
+    let mut outcome = outcome.with_context(|| {
+        format!("selecting on {} → {} failed", args.pair.source, args.pair.target)
+    })?;
     let elapsed = started.elapsed().as_secs_f64();
     outcome.chosen.report.protocol = proto;
     let file = SelectionFile {
@@ -134,12 +145,22 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
 fn print_summary(o: &SelectOutcome, elapsed: f64) {
     let s = &o.selection;
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
-    eprintln!("{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}", "candidate", "iwcv", "dev-n", "snd", "-entropy", "circular", "rule", "adapt");
+    eprintln!(
+        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        "candidate", "iwcv", "dev-n", "snd", "-entropy", "circular", "rule", "adapt"
+    );
     for c in &s.candidates {
         let sc = &c.scores;
         eprintln!(
             "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
-            c.name, f(sc.iwcv), f(sc.dev_normalised), f(sc.snd), f(sc.neg_entropy), f(sc.circular), f(c.rule_value), c.adapt_iterations
+            c.name,
+            f(sc.iwcv),
+            f(sc.dev_normalised),
+            f(sc.snd),
+            f(sc.neg_entropy),
+            f(sc.circular),
+            f(c.rule_value),
+            c.adapt_iterations
         );
     }
     // Each distinct warning once, with the candidates it concerns (most are the data's).
@@ -155,7 +176,12 @@ fn print_summary(o: &SelectOutcome, elapsed: f64) {
     seen.iter().for_each(|(w, names)| eprintln!("warning ({}): {w}", names.join(", ")));
     eprintln!("chosen: {} — {}", s.chosen_name, s.reason);
     if let Some(e) = &o.evaluation {
-        let accs: Vec<String> = s.candidates.iter().zip(&e.target_accuracy).map(|(c, a)| format!("{} {:.2}%", c.name, 100.0 * a)).collect();
+        let accs: Vec<String> = s
+            .candidates
+            .iter()
+            .zip(&e.target_accuracy)
+            .map(|(c, a)| format!("{} {:.2}%", c.name, 100.0 * a))
+            .collect();
         eprintln!("target accuracy (evaluation only, after the choice): {}", accs.join(", "));
     }
     eprintln!("select took {elapsed:.1} s");

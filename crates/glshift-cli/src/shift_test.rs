@@ -15,7 +15,10 @@ use glshift::kernel::cond_test::{ClassTest, CondTest, DEFAULT_PERMUTATIONS, MIN_
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift::records::{ClassTestRecord, ShiftTestFile, TestSeconds};
-use glshift_experiments::cond_test::{argmax_assign, calibrate, calibration_markdown, class_counts, shared_rows, test_domains, CalibrationConfig};
+use glshift_experiments::cond_test::{
+    argmax_assign, calibrate, calibration_markdown, class_counts, shared_rows, test_domains,
+    CalibrationConfig,
+};
 use ndarray::Axis;
 
 use crate::fit::resolve_config;
@@ -72,7 +75,10 @@ pub struct CalibrationArgs {
 
 pub fn test_cmd(a: TestArgs) -> Result<()> {
     if a.out.is_dir() {
-        bail!("{}: --out must be a JSON file path, and a folder of that name exists", a.out.display());
+        bail!(
+            "{}: --out must be a JSON file path, and a folder of that name exists",
+            a.out.display()
+        );
     }
     let cfg = resolve_config(a.config.as_ref(), a.method.as_deref(), a.seed.get())?;
     let (source, target) = a.pair.load()?;
@@ -99,13 +105,19 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     stats.apply(&mut xs)?;
     let mut xt = target.features.clone();
     stats.apply(&mut xt)?;
-    let (ys, yt) = (argmax_assign(run.holdout_probs.view()), argmax_assign(run.target_probs.view()));
+    let (ys, yt) =
+        (argmax_assign(run.holdout_probs.view()), argmax_assign(run.target_probs.view()));
     refuse_untestable(&ys, &yt, &source, &target)?;
     let eps = cfg.mul.mcmd_params(c).eps;
-    let (res, h) = test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, cfg.seed, eps, a.alpha)?;
+    let (res, h) =
+        test_domains(xs.view(), &ys, xt.view(), &yt, c, a.permutations, cfg.seed, eps, a.alpha)?;
     let test_s = t_test.elapsed().as_secs_f64();
     let decision = decision_text(&res, &source.class_names, a.alpha);
-    let per_class = res.per_class.iter().map(|t| ClassTestRecord::new(t, &source.class_names, untestable_reason(t))).collect();
+    let per_class = res
+        .per_class
+        .iter()
+        .map(|t| ClassTestRecord::new(t, &source.class_names, untestable_reason(t)))
+        .collect();
     let report = ShiftTestFile {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
         source: source.name.clone(),
@@ -129,7 +141,11 @@ pub fn test_cmd(a: TestArgs) -> Result<()> {
     write_files_atomically(&[(a.out.clone(), serde_json::to_vec_pretty(&report)?)])?;
     print_table(&res, &source.class_names);
     eprintln!("{decision}");
-    eprintln!("cost: fit {fit_s:.2} s, test {test_s:.2} s ({} permutations); total / fit = {:.3}", a.permutations, (fit_s + test_s) / fit_s);
+    eprintln!(
+        "cost: fit {fit_s:.2} s, test {test_s:.2} s ({} permutations); total / fit = {:.3}",
+        a.permutations,
+        (fit_s + test_s) / fit_s
+    );
     println!("wrote {}", a.out.display());
     Ok(())
 }
@@ -160,7 +176,8 @@ fn refuse_untestable(ys: &[usize], yt: &[usize], source: &Domain, target: &Domai
     if (0..c).any(|k| ns[k] >= MIN_ROWS_PER_CLASS && nt[k] >= MIN_ROWS_PER_CLASS) {
         return Ok(());
     }
-    let counts: Vec<String> = (0..c).map(|k| format!("{} {}/{}", source.class_names[k], ns[k], nt[k])).collect();
+    let counts: Vec<String> =
+        (0..c).map(|k| format!("{} {}/{}", source.class_names[k], ns[k], nt[k])).collect();
     bail!(
         "no class can be tested: a class needs at least {MIN_ROWS_PER_CLASS} rows assigned to it on each side, and none has \
          (rows per class, source hold-out of '{}' / target '{}' ({}): {}); give more target rows, or a larger hold-out \
@@ -179,15 +196,19 @@ fn untestable_reason(t: &ClassTest) -> Option<String> {
         .filter(|(_, n)| *n < MIN_ROWS_PER_CLASS)
         .map(|(side, n)| format!("{n} {side} rows"))
         .collect();
-    (!t.testable).then(|| format!("{} (fewer than {MIN_ROWS_PER_CLASS} on a side)", short.join(", ")))
+    (!t.testable)
+        .then(|| format!("{} (fewer than {MIN_ROWS_PER_CLASS} on a side)", short.join(", ")))
 }
 
 /// The summary line: what was found, and in how many testable classes of how many.
 fn decision_text(res: &CondTest, names: &[String], alpha: f64) -> String {
     let (m, c) = (res.testable_classes, res.per_class.len());
-    let note = (m < c).then(|| format!("{} not testable: fewer than {} rows on a side", c - m, res.min_rows_per_class));
+    let note = (m < c).then(|| {
+        format!("{} not testable: fewer than {} rows on a side", c - m, res.min_rows_per_class)
+    });
     if res.reject_any {
-        let shifted: Vec<&str> = res.per_class.iter().filter(|t| t.reject).map(|t| names[t.class].as_str()).collect();
+        let shifted: Vec<&str> =
+            res.per_class.iter().filter(|t| t.reject).map(|t| names[t.class].as_str()).collect();
         let note = note.map(|n| format!("; {n}")).unwrap_or_default();
         format!("conditional shift detected (Holm, family-wise α = {alpha}) in: {} ({m} of {c} classes testable{note})", shifted.join(", "))
     } else {
@@ -200,9 +221,16 @@ fn decision_text(res: &CondTest, names: &[String], alpha: f64) -> String {
 fn print_table(res: &CondTest, names: &[String]) {
     let f = |o: Option<f64>| o.map_or("–".into(), |v| format!("{v:.4}"));
     for t in &res.per_class {
-        let counts = format!("{:>14}  n_s {:>3}  n_t {:>3}", names[t.class], t.n_source, t.n_target);
+        let counts =
+            format!("{:>14}  n_s {:>3}  n_t {:>3}", names[t.class], t.n_source, t.n_target);
         if t.testable {
-            eprintln!("{counts}  MCMD² {:>9}  p {:>7}  Holm {:>7}{}", f(t.mcmd2), f(t.p_value), f(t.p_adjusted), if t.reject { "  *" } else { "" });
+            eprintln!(
+                "{counts}  MCMD² {:>9}  p {:>7}  Holm {:>7}{}",
+                f(t.mcmd2),
+                f(t.p_value),
+                f(t.p_adjusted),
+                if t.reject { "  *" } else { "" }
+            );
         } else {
             eprintln!("{counts}  not testable (fewer than {MIN_ROWS_PER_CLASS} rows on a side)");
         }
@@ -217,7 +245,13 @@ pub fn calibration_cmd(a: CalibrationArgs) -> Result<()> {
     let real = a.real_target.as_ref().map(|t| data::load_domain(&a.data, t)).transpose()?;
     let fit = resolve_config(None, Some("source"), Some(a.seed))?;
     let eps = fit.mul.mcmd_params(d.n_classes()).eps;
-    let cfg = CalibrationConfig { draws: a.draws, permutations: a.permutations, seed: a.seed, deltas: a.delta.clone(), eps };
+    let cfg = CalibrationConfig {
+        draws: a.draws,
+        permutations: a.permutations,
+        seed: a.seed,
+        deltas: a.delta.clone(),
+        eps,
+    };
     let report = calibrate(&d, real.as_ref(), &fit, &cfg)?;
     let md = calibration_markdown(&report);
     write_files_atomically(&[

@@ -26,8 +26,10 @@ fn expect_failure(breakage: impl FnOnce(&Path), extra: &[&str], expect: &[&str])
         out.to_str().unwrap().to_string(),
         dir.path().join("fast.toml").to_str().unwrap().to_string(),
     );
-    let mut args: Vec<&str> =
-        vec!["fit", "--data", &data, "--source", "src", "--target", "tgt", "--config", &cfg, "--out", &out_s, "--quiet"];
+    let mut args: Vec<&str> = vec![
+        "fit", "--data", &data, "--source", "src", "--target", "tgt", "--config", &cfg, "--out",
+        &out_s, "--quiet",
+    ];
     // `{dir}` in a flag value stands for the fixture folder.
     let extra: Vec<String> = extra.iter().map(|a| a.replace("{dir}", &data)).collect();
     for pair in extra.chunks(2) {
@@ -45,7 +47,8 @@ fn expect_failure(breakage: impl FnOnce(&Path), extra: &[&str], expect: &[&str])
         assert!(err.to_lowercase().contains(&e.to_lowercase()), "message lacks {e:?}: {err}");
     }
     if out.is_dir() {
-        let left: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(left.is_empty(), "output left in {}: {left:?}", out.display());
     }
     eprintln!("{err}"); // the messages, for review with --nocapture
@@ -54,8 +57,11 @@ fn expect_failure(breakage: impl FnOnce(&Path), extra: &[&str], expect: &[&str])
 
 /// Replaces the fast config by `text` (settings under test plus the fast ones).
 fn config(d: &Path, text: &str) {
-    std::fs::write(d.join("fast.toml"), format!("pretrain_iters = 30\nadapt_iters = 20\n{text}\n[network]\nhidden = [16]\n"))
-        .unwrap();
+    std::fs::write(
+        d.join("fast.toml"),
+        format!("pretrain_iters = 30\nadapt_iters = 20\n{text}\n[network]\nhidden = [16]\n"),
+    )
+    .unwrap();
 }
 
 fn remove_npy(d: &Path, name: &str) {
@@ -77,7 +83,11 @@ fn missing_features_file() {
 
 #[test]
 fn missing_data_folder() {
-    expect_failure(|_| {}, &["--data", "/nonexistent/glshift-data"], &["/nonexistent/glshift-data"]);
+    expect_failure(
+        |_| {},
+        &["--data", "/nonexistent/glshift-data"],
+        &["/nonexistent/glshift-data"],
+    );
 }
 
 #[test]
@@ -87,7 +97,11 @@ fn folder_without_the_domain_lists_the_domains_present() {
 
 #[test]
 fn empty_npy_file() {
-    expect_failure(|d| std::fs::write(d.join("src_features.npy"), b"").unwrap(), &[], &["src_features.npy", "empty"]);
+    expect_failure(
+        |d| std::fs::write(d.join("src_features.npy"), b"").unwrap(),
+        &[],
+        &["src_features.npy", "empty"],
+    );
 }
 
 #[test]
@@ -107,7 +121,15 @@ fn truncated_npy_file() {
 fn npy_of_unsupported_dtype() {
     // complex64: 45 × 4 values of 8 bytes.
     expect_failure(
-        |d| write_raw_npy(&d.join("tgt_features.npy"), "<c8", false, &[45, 4], &vec![0u8; 45 * 4 * 8]),
+        |d| {
+            write_raw_npy(
+                &d.join("tgt_features.npy"),
+                "<c8",
+                false,
+                &[45, 4],
+                &vec![0u8; 45 * 4 * 8],
+            )
+        },
         &[],
         &["tgt_features.npy", "dtype"],
     );
@@ -116,7 +138,15 @@ fn npy_of_unsupported_dtype() {
 #[test]
 fn npy_of_three_dimensions() {
     expect_failure(
-        |d| write_raw_npy(&d.join("tgt_features.npy"), "<f4", false, &[45, 2, 2], &f32_bytes(&[1.0; 180])),
+        |d| {
+            write_raw_npy(
+                &d.join("tgt_features.npy"),
+                "<f4",
+                false,
+                &[45, 2, 2],
+                &f32_bytes(&[1.0; 180]),
+            )
+        },
         &[],
         &["tgt_features.npy", "2-D"],
     );
@@ -125,7 +155,9 @@ fn npy_of_three_dimensions() {
 #[test]
 fn labels_npy_of_two_columns() {
     expect_failure(
-        |d| write_raw_npy(&d.join("src_labels.npy"), "<i8", false, &[60, 2], &vec![0u8; 60 * 2 * 8]),
+        |d| {
+            write_raw_npy(&d.join("src_labels.npy"), "<i8", false, &[60, 2], &vec![0u8; 60 * 2 * 8])
+        },
         &[],
         &["src_labels.npy", "shape"],
     );
@@ -135,7 +167,9 @@ fn labels_npy_of_two_columns() {
 fn fractional_labels() {
     expect_failure(
         |d| {
-            let y: Vec<u8> = (0..60).flat_map(|i| if i == 4 { 1.5f64 } else { (i % 3) as f64 }.to_le_bytes()).collect();
+            let y: Vec<u8> = (0..60)
+                .flat_map(|i| if i == 4 { 1.5f64 } else { (i % 3) as f64 }.to_le_bytes())
+                .collect();
             write_raw_npy(&d.join("src_labels.npy"), "<f8", false, &[60], &y);
         },
         &[],
@@ -151,7 +185,10 @@ fn mat_without_a_known_feature_key() {
             let (x, y) = blobs(60, 0.0);
             let cols: Vec<f64> = x.t().iter().map(|&v| f64::from(v)).collect();
             let labels: Vec<f64> = y.iter().map(|&v| v as f64).collect();
-            write_mat(&d.join("src.mat"), &[("data", &[60, 4], &cols), ("labels", &[60, 1], &labels)]);
+            write_mat(
+                &d.join("src.mat"),
+                &[("data", &[60, 4], &cols), ("labels", &[60, 1], &labels)],
+            );
         },
         &[],
         &["src.mat", "fts", "data"],
@@ -163,7 +200,9 @@ fn mat_v73_hdf5_is_refused_with_a_conversion_hint() {
     expect_failure(
         |d| {
             remove_npy(d, "src");
-            let mut bytes = format!("{:<116}", "MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .").into_bytes();
+            let mut bytes =
+                format!("{:<116}", "MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .")
+                    .into_bytes();
             bytes.resize(512, 0);
             std::fs::write(d.join("src.mat"), bytes).unwrap();
         },
@@ -247,7 +286,11 @@ fn csv_empty_file() {
 #[test]
 fn malformed_classes_file_count() {
     // classes.txt lists 2 classes, labels go to 2.
-    expect_failure(|d| std::fs::write(d.join("classes.txt"), "a\nb\n").unwrap(), &[], &["label 2", "classes.txt"]);
+    expect_failure(
+        |d| std::fs::write(d.join("classes.txt"), "a\nb\n").unwrap(),
+        &[],
+        &["label 2", "classes.txt"],
+    );
 }
 
 // ---- values ---------------------------------------------------------------------------------
@@ -347,7 +390,11 @@ fn source_with_one_class() {
 
 #[test]
 fn source_without_labels() {
-    expect_failure(|d| std::fs::remove_file(d.join("src_labels.npy")).unwrap(), &[], &["src", "no labels"]);
+    expect_failure(
+        |d| std::fs::remove_file(d.join("src_labels.npy")).unwrap(),
+        &[],
+        &["src", "no labels"],
+    );
 }
 
 #[test]
@@ -437,7 +484,13 @@ fn non_positive_learning_rate() {
 #[test]
 fn network_without_layers() {
     expect_failure(
-        |d| std::fs::write(d.join("fast.toml"), "pretrain_iters = 5\nadapt_iters = 5\n[network]\nhidden = []\n").unwrap(),
+        |d| {
+            std::fs::write(
+                d.join("fast.toml"),
+                "pretrain_iters = 5\nadapt_iters = 5\n[network]\nhidden = []\n",
+            )
+            .unwrap()
+        },
         &[],
         &["network.hidden", "[]"],
     );
@@ -446,7 +499,13 @@ fn network_without_layers() {
 #[test]
 fn dropout_of_one() {
     expect_failure(
-        |d| std::fs::write(d.join("fast.toml"), "pretrain_iters = 5\nadapt_iters = 5\n[network]\ndropout = 1.0\n").unwrap(),
+        |d| {
+            std::fs::write(
+                d.join("fast.toml"),
+                "pretrain_iters = 5\nadapt_iters = 5\n[network]\ndropout = 1.0\n",
+            )
+            .unwrap()
+        },
         &[],
         &["network.dropout", "[0, 1)"],
     );
@@ -455,7 +514,11 @@ fn dropout_of_one() {
 #[test]
 fn memory_limit_below_the_estimate() {
     // The limit is a setting: a tiny one refuses even the small fixture.
-    expect_failure(|d| config(d, "max_memory_gib = 0.000001"), &[], &["max_memory_gib", "0.000001", "GiB"]);
+    expect_failure(
+        |d| config(d, "max_memory_gib = 0.000001"),
+        &[],
+        &["max_memory_gib", "0.000001", "GiB"],
+    );
 }
 
 #[test]
@@ -465,7 +528,11 @@ fn unknown_config_key() {
 
 #[test]
 fn missing_config_file() {
-    let err = expect_failure(|_| {}, &["--config", "/nonexistent/glshift.toml"], &["/nonexistent/glshift.toml", "no such file"]);
+    let err = expect_failure(
+        |_| {},
+        &["--config", "/nonexistent/glshift.toml"],
+        &["/nonexistent/glshift.toml", "no such file"],
+    );
     assert_eq!(err.matches("os error 2").count(), 1, "cause repeated: {err}");
 }
 
@@ -483,13 +550,21 @@ fn output_path_under_a_file_is_not_writable() {
 
 #[test]
 fn diverging_learning_rate_names_the_iteration_and_term() {
-    let err = expect_failure(|d| config(d, "[optimizer]\nlr = 1e30"), &[], &["Pretrain iteration", "optimizer.lr", "1e30"]);
+    let err = expect_failure(
+        |d| config(d, "[optimizer]\nlr = 1e30"),
+        &[],
+        &["Pretrain iteration", "optimizer.lr", "1e30"],
+    );
     assert!(err.contains("cross-entropy") || err.contains("gradient"), "no term named: {err}");
 }
 
 #[test]
 fn huge_lambda_names_the_adaptation_iteration_and_kernel_term() {
-    let err = expect_failure(|d| config(d, "[mul]\nlambda_tu = 1e300"), &[], &["Adapt iteration", "mul.lambda_tu", "1e300"]);
+    let err = expect_failure(
+        |d| config(d, "[mul]\nlambda_tu = 1e300"),
+        &[],
+        &["Adapt iteration", "mul.lambda_tu", "1e300"],
+    );
     assert!(err.contains("J_TU") || err.contains("kernel"), "no term named: {err}");
 }
 
@@ -520,8 +595,18 @@ fn million_dimensional_rows_are_refused_by_the_memory_estimate() {
 fn fit_ok(d: &Path, out: &str) -> Vec<u8> {
     let out = d.join(out);
     let o = run(&[
-        "fit", "--data", d.to_str().unwrap(), "--source", "src", "--target", "tgt", "--config",
-        d.join("fast.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "fit",
+        "--data",
+        d.to_str().unwrap(),
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--config",
+        d.join("fast.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::read(out.join("predictions.csv")).unwrap()
@@ -551,7 +636,8 @@ fn zero_variance_column_under_z_score_trains() {
     write_domain(d, "src", &xs, Some(&ys));
     fit_ok(d, "run");
     // serde_json writes NaN as null: every loss and prior must be a number.
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("run/report.json")).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("run/report.json")).unwrap()).unwrap();
     assert!(r["estimated_target_prior"].as_array().unwrap().iter().all(|v| v.is_f64()));
     assert!(r["target_accuracy"].is_f64());
     for rec in r["history"].as_array().unwrap() {
@@ -585,35 +671,68 @@ fn bad_inputs_to_predict_are_clear_errors() {
         std::fs::write(&p, bytes).unwrap();
         p.to_str().unwrap().to_string()
     };
-    let domain = |m: &str, expect: &[&str]| expect_predict_failure(&["--model", m, "--data", d, "--domain", "tgt", "--out", o], &out, expect);
-    domain(&with_model("truncated.glshift", &good[..good.len() / 3]), &["truncated.glshift", "truncated or damaged"]);
+    let domain = |m: &str, expect: &[&str]| {
+        expect_predict_failure(
+            &["--model", m, "--data", d, "--domain", "tgt", "--out", o],
+            &out,
+            expect,
+        )
+    };
+    domain(
+        &with_model("truncated.glshift", &good[..good.len() / 3]),
+        &["truncated.glshift", "truncated or damaged"],
+    );
     domain(&with_model("empty.glshift", b""), &["empty.glshift"]);
     let mut flipped = good.clone();
     let at = flipped.len() - 10;
     flipped[at] ^= 0xff;
     domain(&with_model("flipped.glshift", &flipped), &["flipped.glshift", "checksum"]);
-    domain(&with_model("report.glshift", &std::fs::read(fit.join("report.json")).unwrap()), &["report.glshift"]);
+    domain(
+        &with_model("report.glshift", &std::fs::read(fit.join("report.json")).unwrap()),
+        &["report.glshift"],
+    );
     domain(dir.path().join("missing.glshift").to_str().unwrap(), &["missing.glshift"]);
     // Rows of another dimension, and rows with NaN.
     let model = fit.join("model.glshift");
     let x5 = dir.path().join("x5.npy");
     write_npy(&x5, &Array2::<f32>::zeros((3, 5))).unwrap();
-    expect_predict_failure(&["--model", model.to_str().unwrap(), "--features", x5.to_str().unwrap(), "--out", o], &out, &["expected 4", "found 5"]);
+    expect_predict_failure(
+        &["--model", model.to_str().unwrap(), "--features", x5.to_str().unwrap(), "--out", o],
+        &out,
+        &["expected 4", "found 5"],
+    );
     let mut nan = Array2::<f32>::zeros((3, 4));
     nan[[1, 2]] = f32::NAN;
     let xn = dir.path().join("xn.npy");
     write_npy(&xn, &nan).unwrap();
-    expect_predict_failure(&["--model", model.to_str().unwrap(), "--features", xn.to_str().unwrap(), "--out", o], &out, &["row 1, column 2"]);
+    expect_predict_failure(
+        &["--model", model.to_str().unwrap(), "--features", xn.to_str().unwrap(), "--out", o],
+        &out,
+        &["row 1, column 2"],
+    );
     // Labels outside the model's classes, and a domain whose class list differs.
     let y = dir.path().join("ybad.npy");
     write_npy(&y, &ndarray::arr1(&[0i64, 1, 7])).unwrap();
     let x3 = dir.path().join("x3.npy");
     write_npy(&x3, &Array2::<f32>::zeros((3, 4))).unwrap();
     expect_predict_failure(
-        &["--model", model.to_str().unwrap(), "--features", x3.to_str().unwrap(), "--labels", y.to_str().unwrap(), "--out", o],
+        &[
+            "--model",
+            model.to_str().unwrap(),
+            "--features",
+            x3.to_str().unwrap(),
+            "--labels",
+            y.to_str().unwrap(),
+            "--out",
+            o,
+        ],
         &out,
         &["ybad.npy", "label 7"],
     );
     std::fs::write(dir.path().join("classes.txt"), "a\nb\nz\n").unwrap();
-    expect_predict_failure(&["--model", model.to_str().unwrap(), "--data", d, "--domain", "tgt", "--out", o], &out, &["differ from the model"]);
+    expect_predict_failure(
+        &["--model", model.to_str().unwrap(), "--data", d, "--domain", "tgt", "--out", o],
+        &out,
+        &["differ from the model"],
+    );
 }

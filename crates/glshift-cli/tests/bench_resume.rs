@@ -31,8 +31,20 @@ fn killed_bench_keeps_finished_records_and_resumes() {
     std::fs::write(&cfg, "pretrain_iters = 60\npretrain_patience = 1000\nadapt_iters = 150\n[network]\nhidden = [64]\n").unwrap();
     let out = dir.path().join("bench");
     let args = [
-        "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt,tgt:src", "--methods", "source,mul",
-        "--seeds", "0,1,2", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "bench",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--tasks",
+        "src:tgt,tgt:src",
+        "--methods",
+        "source,mul",
+        "--seeds",
+        "0,1,2",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ];
     let mut child = glshift().args(args).spawn().unwrap();
     let runs = out.join("runs");
@@ -43,9 +55,14 @@ fn killed_bench_keeps_finished_records_and_resumes() {
     child.kill().unwrap(); // SIGKILL on Unix
     child.wait().unwrap();
     let before = records(&runs);
-    assert!(!before.is_empty() && before.len() < 12, "kill should land mid-grid: {} records", before.len());
+    assert!(
+        !before.is_empty() && before.len() < 12,
+        "kill should land mid-grid: {} records",
+        before.len()
+    );
     for (p, _) in &before {
-        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).expect("complete record");
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p).unwrap()).expect("complete record");
         assert!(v["target_accuracy"].is_number());
     }
     // Temporary files of a killed write may remain under runs/; they are never read back.
@@ -58,7 +75,8 @@ fn killed_bench_keeps_finished_records_and_resumes() {
         let now = after.iter().find(|(q, _)| q == p).unwrap().1;
         assert_eq!(*t, now, "{} was redone", p.display());
     }
-    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let results: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results.len(), 12);
     // The resuming call's wall time misses the records it read back; the table also gives the
     // runs' own times, summed over every record.
@@ -78,8 +96,20 @@ fn bench_redoes_records_made_with_other_settings() {
         let cfg = dir.path().join("cfg.toml");
         std::fs::write(&cfg, cfg_text).unwrap();
         let o = run(&[
-            "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt", "--methods", "source",
-            "--seeds", "0", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+            "bench",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--tasks",
+            "src:tgt",
+            "--methods",
+            "source",
+            "--seeds",
+            "0",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
         let rec = out.join("runs/uda__source__src__tgt__seed0.json");
@@ -103,26 +133,74 @@ fn bench_keeps_model_files_only_when_asked() {
     let cfg = fast_config(dir.path());
     let (d, c) = (dir.path().to_str().unwrap(), cfg.to_str().unwrap());
     let models = |out: &std::path::Path| -> Vec<std::path::PathBuf> {
-        let mut v: Vec<_> = std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "glshift")).collect();
+        let mut v: Vec<_> = std::fs::read_dir(out.join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "glshift"))
+            .collect();
         v.sort();
         v
     };
     let plain = dir.path().join("plain");
-    let o = run(&["bench", "--data", d, "--tasks", "src:tgt", "--methods", "source,mul", "--seeds", "0", "--config", c, "--out", plain.to_str().unwrap(), "--quiet"]);
+    let o = run(&[
+        "bench",
+        "--data",
+        d,
+        "--tasks",
+        "src:tgt",
+        "--methods",
+        "source,mul",
+        "--seeds",
+        "0",
+        "--config",
+        c,
+        "--out",
+        plain.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(models(&plain).is_empty(), "models written without --keep-models");
     // Asked on a resumed grid: the runs without a model are redone so that each gets one.
-    let o = run(&["bench", "--data", d, "--tasks", "src:tgt", "--methods", "source,mul", "--seeds", "0", "--config", c, "--out", plain.to_str().unwrap(), "--quiet", "--keep-models"]);
+    let o = run(&[
+        "bench",
+        "--data",
+        d,
+        "--tasks",
+        "src:tgt",
+        "--methods",
+        "source,mul",
+        "--seeds",
+        "0",
+        "--config",
+        c,
+        "--out",
+        plain.to_str().unwrap(),
+        "--quiet",
+        "--keep-models",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let kept = models(&plain);
     assert_eq!(kept.len(), 2, "{kept:?}");
     // Each kept model predicts the target exactly as its run scored it.
     for m in &kept {
         let pred = dir.path().join(format!("pred-{}", m.file_stem().unwrap().to_str().unwrap()));
-        let o = run(&["predict", "--model", m.to_str().unwrap(), "--data", d, "--domain", "tgt", "--out", pred.to_str().unwrap(), "--quiet"]);
+        let o = run(&[
+            "predict",
+            "--model",
+            m.to_str().unwrap(),
+            "--data",
+            d,
+            "--domain",
+            "tgt",
+            "--out",
+            pred.to_str().unwrap(),
+            "--quiet",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
-        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(pred.join("report.json")).unwrap()).unwrap();
-        let record: serde_json::Value = serde_json::from_slice(&std::fs::read(m.with_extension("json")).unwrap()).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(pred.join("report.json")).unwrap()).unwrap();
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(m.with_extension("json")).unwrap()).unwrap();
         assert_eq!(report["accuracy"], record["target_accuracy"], "{}", m.display());
     }
 }
@@ -137,29 +215,54 @@ fn a_diverging_run_is_kept_as_failed_and_the_grid_goes_on() {
     std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 5\n[network]\nhidden = [8]\n[baselines]\nlr = 1e30\niterations = 20\n").unwrap();
     let out = dir.path().join("bench");
     let args = [
-        "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt", "--methods", "source,dann",
-        "--seeds", "0", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "bench",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--tasks",
+        "src:tgt",
+        "--methods",
+        "source,dann",
+        "--seeds",
+        "0",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ];
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("dann src→tgt seed 0") && err.contains("kept as a failed run"), "{err}");
-    assert!(err.contains("`baselines.lr` (now 1e30"), "the advice names DANN's own learning rate: {err}");
+    assert!(
+        err.contains("`baselines.lr` (now 1e30"),
+        "the advice names DANN's own learning rate: {err}"
+    );
     // Only real accuracies in results.json; the failure apart, with its error.
-    let results: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(results.iter().map(|r| r["method"].as_str().unwrap()).collect::<Vec<_>>(), ["source"]);
-    let failed: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("failed_runs.json")).unwrap()).unwrap();
+    let results: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        results.iter().map(|r| r["method"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["source"]
+    );
+    let failed: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("failed_runs.json")).unwrap()).unwrap();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["method"], "dann");
     assert!(failed[0]["error"].as_str().unwrap().contains("training diverged"), "{}", failed[0]);
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.lines().any(|l| l == "| dann | diverged | — |"), "{table}");
-    assert!(table.contains("1 run diverged") && table.contains("- dann src→tgt seed 0: "), "{table}");
+    assert!(
+        table.contains("1 run diverged") && table.contains("- dann src→tgt seed 0: "),
+        "{table}"
+    );
     // Resumed: the failure is read back, not retrained.
     let fpath = out.join("runs/uda__dann__src__tgt__seed0.failed.json");
     let before = std::fs::metadata(&fpath).unwrap().modified().unwrap();
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::metadata(&fpath).unwrap().modified().unwrap(), before);
-    assert!(std::fs::read_to_string(out.join("table.md")).unwrap().contains("(2 read back from runs/)"));
+    assert!(std::fs::read_to_string(out.join("table.md"))
+        .unwrap()
+        .contains("(2 read back from runs/)"));
 }

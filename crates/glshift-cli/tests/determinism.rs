@@ -21,7 +21,11 @@ fn write_medium_fixture(dir: &Path) {
         let x = Array2::from_shape_fn((n, 96), |(i, j)| {
             let k = i % 4;
             let jitter = ((((i * 31 + j * 17) % 23) as f32) - 11.0) * 0.08;
-            if j % 4 == k { 1.5 + offset + jitter } else { jitter }
+            if j % 4 == k {
+                1.5 + offset + jitter
+            } else {
+                jitter
+            }
         });
         (x, Array1::from_shape_fn(n, |i| (i % 4) as i64))
     };
@@ -29,7 +33,11 @@ fn write_medium_fixture(dir: &Path) {
     let (xt, yt) = blob(300, 0.4);
     write_domain(dir, "src", &xs, Some(&ys));
     write_domain(dir, "tgt", &xt, Some(&yt));
-    std::fs::write(dir.join("cfg.toml"), "pretrain_iters = 15\nadapt_iters = 15\n[network]\nhidden = [128, 64]\n").unwrap();
+    std::fs::write(
+        dir.join("cfg.toml"),
+        "pretrain_iters = 15\nadapt_iters = 15\n[network]\nhidden = [128, 64]\n",
+    )
+    .unwrap();
 }
 
 /// Runs `fit` with `threads` GEMM and rayon threads; returns report.json without
@@ -38,12 +46,33 @@ fn fit_with_threads(dir: &Path, out: &str, threads: &str) -> (Vec<u8>, Vec<u8>) 
     fit_method_with_threads(dir, out, threads, "mul")
 }
 
-fn fit_method_with_threads(dir: &Path, out: &str, threads: &str, method: &str) -> (Vec<u8>, Vec<u8>) {
+fn fit_method_with_threads(
+    dir: &Path,
+    out: &str,
+    threads: &str,
+    method: &str,
+) -> (Vec<u8>, Vec<u8>) {
     let out = dir.join(out);
     let o = glshift()
-        .args(["fit", "--data", dir.to_str().unwrap(), "--source", "src", "--target", "tgt", "--seed", "3"])
+        .args([
+            "fit",
+            "--data",
+            dir.to_str().unwrap(),
+            "--source",
+            "src",
+            "--target",
+            "tgt",
+            "--seed",
+            "3",
+        ])
         .args(["--method", method])
-        .args(["--config", dir.join("cfg.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .args([
+            "--config",
+            dir.join("cfg.toml").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
         .env("MATMUL_NUM_THREADS", threads)
         .env("RAYON_NUM_THREADS", threads)
         .output()
@@ -51,12 +80,16 @@ fn fit_method_with_threads(dir: &Path, out: &str, threads: &str, method: &str) -
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     // Drop the one timing line, keeping every other byte as written.
-    let kept: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("\"elapsed_seconds\"")).collect();
+    let kept: Vec<&str> =
+        text.lines().filter(|l| !l.trim_start().starts_with("\"elapsed_seconds\"")).collect();
     assert_eq!(kept.len() + 1, text.lines().count(), "exactly one elapsed_seconds line expected");
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let obj = v.as_object_mut().unwrap();
     assert!(obj.remove("elapsed_seconds").is_some());
-    assert!(!serde_json::to_string(&v).unwrap().contains("seconds"), "a timing field outside elapsed_seconds");
+    assert!(
+        !serde_json::to_string(&v).unwrap().contains("seconds"),
+        "a timing field outside elapsed_seconds"
+    );
     (kept.join("\n").into_bytes(), std::fs::read(out.join("predictions.csv")).unwrap())
 }
 
@@ -73,7 +106,10 @@ fn one_and_two_threads_give_byte_identical_outputs() {
     assert!(r2 == r3 && p2 == p3, "two runs with 2 threads differ");
     // The saved model too (it holds no timing).
     let model = |run: &str| std::fs::read(dir.path().join(run).join("model.glshift")).unwrap();
-    assert!(model("t1") == model("t2") && model("t2") == model("t2b"), "model.glshift differs between runs");
+    assert!(
+        model("t1") == model("t2") && model("t2") == model("t2b"),
+        "model.glshift differs between runs"
+    );
 }
 
 #[test]
@@ -83,8 +119,24 @@ fn another_seed_changes_the_outputs() {
     write_medium_fixture(dir.path());
     let (_, p1) = fit_with_threads(dir.path(), "a", "1");
     let o = glshift()
-        .args(["fit", "--data", dir.path().to_str().unwrap(), "--source", "src", "--target", "tgt", "--seed", "4"])
-        .args(["--config", dir.path().join("cfg.toml").to_str().unwrap(), "--out", dir.path().join("b").to_str().unwrap(), "--quiet"])
+        .args([
+            "fit",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--source",
+            "src",
+            "--target",
+            "tgt",
+            "--seed",
+            "4",
+        ])
+        .args([
+            "--config",
+            dir.path().join("cfg.toml").to_str().unwrap(),
+            "--out",
+            dir.path().join("b").to_str().unwrap(),
+            "--quiet",
+        ])
         .env("MATMUL_NUM_THREADS", "1")
         .output()
         .unwrap();
@@ -117,7 +169,13 @@ fn minibatch_training_is_independent_of_the_thread_count() {
     for method in ["mul", "source"] {
         let (r1, p1) = fit_method_with_threads(dir.path(), &format!("{method}1"), "1", method);
         let (r2, p2) = fit_method_with_threads(dir.path(), &format!("{method}2"), "2", method);
-        assert!(r1 == r2 && p1 == p2, "{method}: mini-batch outputs differ between 1 and 2 threads");
-        assert!(String::from_utf8_lossy(&r1).contains("\"training\": \"mini-batch\""), "the report records the training mode");
+        assert!(
+            r1 == r2 && p1 == p2,
+            "{method}: mini-batch outputs differ between 1 and 2 threads"
+        );
+        assert!(
+            String::from_utf8_lossy(&r1).contains("\"training\": \"mini-batch\""),
+            "the report records the training mode"
+        );
     }
 }

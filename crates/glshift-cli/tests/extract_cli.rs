@@ -12,9 +12,10 @@ use support::shared;
 
 #[test]
 fn extracts_two_images_skips_a_text_file_and_reports_it() {
-    let (Some(images), Some(weights)) =
-        (shared("data/office_caltech10_images/dslr"), shared("models/efficientnet-lite2-9656183e.pth"))
-    else {
+    let (Some(images), Some(weights)) = (
+        shared("data/office_caltech10_images/dslr"),
+        shared("models/efficientnet-lite2-9656183e.pth"),
+    ) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -25,8 +26,14 @@ fn extracts_two_images_skips_a_text_file_and_reports_it() {
     }
     std::fs::write(src.join("d/mug/notes.txt"), "not an image").unwrap();
     let o = run(&[
-        "extract", "--images", src.to_str().unwrap(), "--weights", weights.to_str().unwrap(),
-        "--out", out.to_str().unwrap(), "--quiet",
+        "extract",
+        "--images",
+        src.to_str().unwrap(),
+        "--weights",
+        weights.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
@@ -42,7 +49,10 @@ fn extracts_two_images_skips_a_text_file_and_reports_it() {
     let d = &report["domains"][0];
     assert_eq!((d["files"].as_u64(), d["extracted"].as_u64()), (Some(3), Some(2)));
     assert!(d["skipped"][0]["path"].as_str().unwrap().ends_with("notes.txt"));
-    assert_eq!(report["weights_sha256"], "9656183eaeafe8cbf0cf560089305d34668787f6a26377ccbe5be192ed3f855d");
+    assert_eq!(
+        report["weights_sha256"],
+        "9656183eaeafe8cbf0cf560089305d34668787f6a26377ccbe5be192ed3f855d"
+    );
     assert!(report["throughput"]["images_per_second"].as_f64().unwrap() > 0.0);
 }
 
@@ -51,7 +61,15 @@ fn empty_images_folder_is_an_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (src, out) = (dir.path().join("imgs"), dir.path().join("out"));
     std::fs::create_dir_all(&src).unwrap();
-    let o = run(&["extract", "--images", src.to_str().unwrap(), "--weights", "w.pth", "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "extract",
+        "--images",
+        src.to_str().unwrap(),
+        "--weights",
+        "w.pth",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(err.contains("no images found") && err.contains("imgs"), "{err}");
@@ -68,8 +86,13 @@ fn damaged_weights_file_is_an_error_naming_it_and_writes_nothing() {
     // The first bytes of a legacy torch.save file (magic-number pickle), cut short.
     std::fs::write(&weights, b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02M\xe9").unwrap();
     let o = run(&[
-        "extract", "--images", src.to_str().unwrap(), "--weights", weights.to_str().unwrap(),
-        "--out", out.to_str().unwrap(),
+        "extract",
+        "--images",
+        src.to_str().unwrap(),
+        "--weights",
+        weights.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(!o.status.success());
     let err = stderr(&o);

@@ -41,11 +41,17 @@ fn assert_clean_error(o: &Output, names: &[&str], out: &Path) {
 }
 
 fn regression(target: &str, name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../glshift-extract/tests/fuzz_regressions").join(target).join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../glshift-extract/tests/fuzz_regressions")
+        .join(target)
+        .join(name)
 }
 
 fn seed(target: &str, name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../glshift-extract/tests/fuzz_seeds").join(target).join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../glshift-extract/tests/fuzz_seeds")
+        .join(target)
+        .join(name)
 }
 
 /// An images folder `d/cls/` holding one valid PNG.
@@ -60,10 +66,25 @@ fn images_folder(root: &Path) -> PathBuf {
 fn extract_refuses_hostile_weights_files_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let images = images_folder(tmp.path());
-    for name in ["deep_nesting.pth", "memo_doubling.pth", "broadcast_view.pth", "wrapping_view.pth", "shared_storage.pth"] {
+    for name in [
+        "deep_nesting.pth",
+        "memo_doubling.pth",
+        "broadcast_view.pth",
+        "wrapping_view.pth",
+        "shared_storage.pth",
+    ] {
         let out = tmp.path().join(format!("out-{name}"));
         let weights = regression("pth_reader", name);
-        let o = run_limited(&["extract", "--images", images.to_str().unwrap(), "--weights", weights.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+        let o = run_limited(&[
+            "extract",
+            "--images",
+            images.to_str().unwrap(),
+            "--weights",
+            weights.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
         assert_clean_error(&o, &[name], &out);
     }
 }
@@ -78,15 +99,34 @@ fn extract_skips_hostile_images_by_name_and_warns_of_an_empty_class_folder() {
     }
     std::fs::create_dir_all(images.join("d/empty")).unwrap();
     let out = tmp.path().join("out");
-    let o = run_limited(&["extract", "--images", images.to_str().unwrap(), "--weights", weights.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    let o = run_limited(&[
+        "extract",
+        "--images",
+        images.to_str().unwrap(),
+        "--weights",
+        weights.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
     let err = stderr(&o);
     assert!(o.status.success(), "{:?}: {err}", o.status);
     for name in ["sliver_1x16000.png", "huge_header.png"] {
-        assert!(err.contains(&format!("warning: skipped {}", images.join("d/cls").join(name).display())), "{err}");
+        assert!(
+            err.contains(&format!(
+                "warning: skipped {}",
+                images.join("d/cls").join(name).display()
+            )),
+            "{err}"
+        );
     }
-    assert!(err.contains("class folder") && err.contains("empty") && err.contains("holds no file"), "{err}");
+    assert!(
+        err.contains("class folder") && err.contains("empty") && err.contains("holds no file"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(out.join("classes.txt")).unwrap(), "cls\n");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("extract.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("extract.json")).unwrap()).unwrap();
     assert_eq!(report["classes_left_out"], serde_json::json!(["empty"]));
     assert_eq!(report["domains"][0]["skipped"].as_array().unwrap().len(), 2);
     assert_eq!(report["domains"][0]["extracted"], 1);
@@ -107,17 +147,54 @@ fn data_commands_refuse_npy_files_that_claim_terabytes() {
     let cfg = fast_config(tmp.path());
     let d = data.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
-        vec!["fit", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap()],
+        vec![
+            "fit",
+            "--data",
+            d,
+            "--source",
+            "src",
+            "--target",
+            "tgt",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
         vec!["select", "--data", d, "--source", "src", "--target", "tgt"],
-        vec!["shift", "test", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap()],
+        vec![
+            "shift",
+            "test",
+            "--data",
+            d,
+            "--source",
+            "src",
+            "--target",
+            "tgt",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
         vec!["shift", "estimate", "--data", d, "--source", "src", "--target", "tgt"],
-        vec!["bench", "--data", d, "--setting", "uda", "--tasks", "src:tgt", "--seeds", "0", "--methods", "source"],
+        vec![
+            "bench",
+            "--data",
+            d,
+            "--setting",
+            "uda",
+            "--tasks",
+            "src:tgt",
+            "--seeds",
+            "0",
+            "--methods",
+            "source",
+        ],
         vec!["ablation", "--data", d, "--setting", "uda", "--tasks", "src:tgt", "--seeds", "0"],
     ];
     for (i, args) in cases.iter().enumerate() {
         let out = tmp.path().join(format!("out{i}"));
         let out_s = out.join("r.json");
-        let out_arg = if args[0] == "shift" { out_s.to_str().unwrap().to_string() } else { out.to_str().unwrap().to_string() };
+        let out_arg = if args[0] == "shift" {
+            out_s.to_str().unwrap().to_string()
+        } else {
+            out.to_str().unwrap().to_string()
+        };
         let mut full: Vec<&str> = args.clone();
         full.extend(["--out", &out_arg]);
         let o = run_limited(&full);
@@ -136,7 +213,15 @@ fn predict_refuses_a_lying_features_file_and_a_damaged_model() {
     bytes.extend([0xffu8; 64]);
     std::fs::write(&model, bytes).unwrap();
     let out = tmp.path().join("pred");
-    let o = run_limited(&["predict", "--model", model.to_str().unwrap(), "--features", feats.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = run_limited(&[
+        "predict",
+        "--model",
+        model.to_str().unwrap(),
+        "--features",
+        feats.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_clean_error(&o, &["m.glshift"], &out);
 }
 
@@ -147,7 +232,18 @@ fn shift_estimate_and_report_refuse_damaged_inputs_by_name() {
     lying_npy(&probs, &[1 << 40, 10]);
     let out = tmp.path().join("est.json");
     let p = probs.to_str().unwrap();
-    let o = run_limited(&["shift", "estimate", "--source-probs", p, "--source-labels", p, "--target-probs", p, "--out", out.to_str().unwrap()]);
+    let o = run_limited(&[
+        "shift",
+        "estimate",
+        "--source-probs",
+        p,
+        "--source-labels",
+        p,
+        "--target-probs",
+        p,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_clean_error(&o, &["p.npy"], &out);
     let run = tmp.path().join("run");
     std::fs::create_dir_all(&run).unwrap();

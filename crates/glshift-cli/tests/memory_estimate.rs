@@ -17,7 +17,12 @@ use glshift::methods::{FitConfig, Training};
 /// Runs `glshift ARGS` and returns (success, peak RSS in bytes) from `wait4`.
 fn run_measured(args: &[&str]) -> (bool, f64) {
     #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reports its peak RSS
-    let child = glshift().args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let child = glshift()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct, which wait4 fills.
@@ -35,16 +40,34 @@ fn measured_fit_peak(ns: usize, nt: usize, d: usize, toml: &str) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("gen");
     let o = run(&[
-        "generate", "--source-rows", &ns.to_string(), "--target-rows", &nt.to_string(), "--dims", &d.to_string(),
-        "--classes", &C.to_string(), "--out", data.to_str().unwrap(),
+        "generate",
+        "--source-rows",
+        &ns.to_string(),
+        "--target-rows",
+        &nt.to_string(),
+        "--dims",
+        &d.to_string(),
+        "--classes",
+        &C.to_string(),
+        "--out",
+        data.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let cfg_path = dir.path().join("short.toml");
     std::fs::write(&cfg_path, toml).unwrap();
     let out = dir.path().join("run");
     let (ok, peak) = run_measured(&[
-        "fit", "--data", data.to_str().unwrap(), "--source", "source", "--target", "target",
-        "--config", cfg_path.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "fit",
+        "--data",
+        data.to_str().unwrap(),
+        "--source",
+        "source",
+        "--target",
+        "target",
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(ok && Path::new(&out).join("report.json").exists(), "the fit failed");
     peak
@@ -55,9 +78,24 @@ const C: usize = 12;
 /// The estimate must lie in [peak, 1.6 × peak].
 fn check_bounds(estimate: f64, peak: f64) {
     let mib = |b: f64| b / (1u64 << 20) as f64;
-    eprintln!("peak RSS {:.0} MiB, estimate {:.0} MiB (ratio {:.2})", mib(peak), mib(estimate), estimate / peak);
-    assert!(estimate >= peak, "estimate {:.0} MiB below the measured peak {:.0} MiB", mib(estimate), mib(peak));
-    assert!(estimate <= 1.6 * peak, "estimate {:.0} MiB far above the measured peak {:.0} MiB", mib(estimate), mib(peak));
+    eprintln!(
+        "peak RSS {:.0} MiB, estimate {:.0} MiB (ratio {:.2})",
+        mib(peak),
+        mib(estimate),
+        estimate / peak
+    );
+    assert!(
+        estimate >= peak,
+        "estimate {:.0} MiB below the measured peak {:.0} MiB",
+        mib(estimate),
+        mib(peak)
+    );
+    assert!(
+        estimate <= 1.6 * peak,
+        "estimate {:.0} MiB far above the measured peak {:.0} MiB",
+        mib(estimate),
+        mib(peak)
+    );
 }
 
 #[test]

@@ -23,7 +23,17 @@ fn a_folder_of_batches_with_one_bad_file() {
     let wide = ndarray::Array2::<f32>::zeros((5, 7));
     write_npy(batches.join("day4_features.npy"), &wide).unwrap();
     let out = dir.path().join("mon");
-    let o = run(&["monitor", "--model", model.to_str().unwrap(), "--batches", batches.to_str().unwrap(), "--bootstrap", "40", "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "monitor",
+        "--model",
+        model.to_str().unwrap(),
+        "--batches",
+        batches.to_str().unwrap(),
+        "--bootstrap",
+        "40",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("day3: skipped") && err.contains("day3_features.npy"), "{err}");
@@ -47,7 +57,15 @@ fn a_folder_of_batches_with_one_bad_file() {
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let out2 = dir.path().join("mon2");
-    let o = run(&["monitor", "--model", model.to_str().unwrap(), "--batches", empty.to_str().unwrap(), "--out", out2.to_str().unwrap()]);
+    let o = run(&[
+        "monitor",
+        "--model",
+        model.to_str().unwrap(),
+        "--batches",
+        empty.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
     assert!(!o.status.success() && stderr(&o).contains("no batch"), "{}", stderr(&o));
     assert!(!out2.exists());
 }

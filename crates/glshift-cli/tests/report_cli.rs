@@ -9,8 +9,20 @@ use common::*;
 
 fn fit(data: &Path, cfg: &Path, out: &Path, method: &str) {
     let o = run(&[
-        "fit", "--data", data.to_str().unwrap(), "--source", "src", "--target", "tgt", "--method", method,
-        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "fit",
+        "--data",
+        data.to_str().unwrap(),
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--method",
+        method,
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
@@ -27,7 +39,9 @@ fn report_of_a_fit_folder_writes_the_page_and_figures() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(mul.join("report.html")).unwrap();
     assert!(html.contains("Compared with the baseline run") && html.contains("J_b/J_w"));
-    for name in ["dst_heatmap", "dtt_heatmap", "tsne_target", "tsne_joint", "prior", "training_curves"] {
+    for name in
+        ["dst_heatmap", "dtt_heatmap", "tsne_target", "tsne_joint", "prior", "training_curves"]
+    {
         assert!(mul.join("figures").join(format!("{name}.png")).is_file(), "{name}.png");
         assert!(mul.join("figures").join(format!("{name}.svg")).is_file(), "{name}.svg");
     }
@@ -40,8 +54,18 @@ fn report_of_a_bench_folder_writes_tables_and_bars() {
     let cfg = fast_config(dir.path());
     let out = dir.path().join("bench");
     let o = run(&[
-        "bench", "--data", dir.path().to_str().unwrap(), "--tasks", "src:tgt", "--seeds", "0,1",
-        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "bench",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--tasks",
+        "src:tgt",
+        "--seeds",
+        "0,1",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&["report", out.to_str().unwrap()]);
@@ -80,10 +104,26 @@ fn iw_ablation_on_the_synthetic_task_writes_its_figure() {
     let cfg = dir.path().join("fast.toml");
     std::fs::write(&cfg, "pretrain_iters = 30\nadapt_iters = 20\n").unwrap();
     let out = dir.path().join("iw");
-    let o = run(&["iw-ablation", "--config", cfg.to_str().unwrap(), "--hidden", "16,2", "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "iw-ablation",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--hidden",
+        "16,2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(out.join("figures/iw_boundary.png").is_file() && out.join("iw_ablation.json").is_file());
-    let o = run(&["iw-ablation", "--hidden", "16,3", "--out", dir.path().join("bad").to_str().unwrap()]);
+    assert!(
+        out.join("figures/iw_boundary.png").is_file() && out.join("iw_ablation.json").is_file()
+    );
+    let o = run(&[
+        "iw-ablation",
+        "--hidden",
+        "16,3",
+        "--out",
+        dir.path().join("bad").to_str().unwrap(),
+    ]);
     assert!(!o.status.success() && stderr(&o).contains("2-D"), "{}", stderr(&o));
 }
 
@@ -91,11 +131,16 @@ fn iw_ablation_on_the_synthetic_task_writes_its_figure() {
 /// screenshot is a non-blank PNG. CI installs no browser: there the test prints SKIPPED.
 #[test]
 fn report_page_renders_in_headless_chromium() {
-    let has_chromium = ["chromium", "chromium-browser"]
-        .iter()
-        .any(|b| std::process::Command::new("sh").args(["-c", &format!("command -v {b}")]).output().is_ok_and(|o| o.status.success()));
+    let has_chromium = ["chromium", "chromium-browser"].iter().any(|b| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
     if !has_chromium {
-        eprintln!("SKIPPED: chromium not installed (apt-get install -y chromium to run this check)");
+        eprintln!(
+            "SKIPPED: chromium not installed (apt-get install -y chromium to run this check)"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -108,7 +153,13 @@ fn report_page_renders_in_headless_chromium() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/render_report.sh");
     let shot = dir.path().join("shot.png");
     let o = std::process::Command::new("bash")
-        .args([script.to_str().unwrap(), run_dir.join("report.html").to_str().unwrap(), shot.to_str().unwrap(), "1000", "1400"])
+        .args([
+            script.to_str().unwrap(),
+            run_dir.join("report.html").to_str().unwrap(),
+            shot.to_str().unwrap(),
+            "1000",
+            "1400",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -135,7 +186,11 @@ fn report_figures_are_identical_across_processes() {
         let o = run(&["report", run_dir.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let read = |f: &str| std::fs::read(run_dir.join("figures").join(f)).unwrap();
-        pages.push((read("tsne_joint.png"), read("tsne_target.svg"), std::fs::read(run_dir.join("report.html")).unwrap()));
+        pages.push((
+            read("tsne_joint.png"),
+            read("tsne_target.svg"),
+            std::fs::read(run_dir.join("report.html")).unwrap(),
+        ));
     }
     assert!(pages[0] == pages[1], "a second report process drew different figures");
 }

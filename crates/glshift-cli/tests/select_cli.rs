@@ -5,7 +5,10 @@ mod common;
 use common::*;
 
 fn select_args<'a>(data: &'a str, out: &'a str, cfg: &'a str) -> Vec<&'a str> {
-    vec!["select", "--data", data, "--source", "src", "--target", "tgt", "--config", cfg, "--out", out, "--quiet"]
+    vec![
+        "select", "--data", data, "--source", "src", "--target", "tgt", "--config", cfg, "--out",
+        out, "--quiet",
+    ]
 }
 
 fn json(path: &std::path::Path) -> serde_json::Value {
@@ -18,7 +21,11 @@ fn select_writes_the_selection_and_the_chosen_models_files() {
     write_fixture(dir.path());
     let cfg = fast_config(dir.path());
     let out = dir.path().join("sel");
-    let o = run(&select_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap()));
+    let o = run(&select_args(
+        dir.path().to_str().unwrap(),
+        out.to_str().unwrap(),
+        cfg.to_str().unwrap(),
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let sel = json(&out.join("selection.json"));
     let s = &sel["selection"];
@@ -38,7 +45,8 @@ fn select_writes_the_selection_and_the_chosen_models_files() {
     // The labelled fixture gets every candidate's accuracy, after the choice.
     let accs = sel["target_evaluation"]["target_accuracy"].as_array().unwrap();
     assert_eq!(accs.len(), cands.len());
-    let typed: glshift::select::SelectionFile = serde_json::from_slice(&std::fs::read(out.join("selection.json")).unwrap()).unwrap();
+    let typed: glshift::select::SelectionFile =
+        serde_json::from_slice(&std::fs::read(out.join("selection.json")).unwrap()).unwrap();
     assert_eq!(typed.selection.chosen, chosen);
     assert_eq!(typed.target_evaluation.map(|e| e.target_accuracy.len()), Some(cands.len()));
     assert_eq!(sel["target_evaluation"]["chosen_accuracy"], accs[chosen]);
@@ -61,7 +69,8 @@ fn a_candidates_file_and_a_scorer_choose_among_those_candidates_only() {
     let cands = dir.path().join("c.toml");
     std::fs::write(&cands, "[[candidate]]\nmethod = \"source\"\nadapt_iters = 0\n\n[[candidate]]\nname = \"strict\"\nmethod = \"mul\"\ntau = 0.95\n").unwrap();
     let out = dir.path().join("sel");
-    let mut args = select_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
+    let mut args =
+        select_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
     args.extend(["--candidates", cands.to_str().unwrap(), "--scorer", "iwcv"]);
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -90,7 +99,8 @@ fn bad_candidate_files_fail_naming_the_file_and_write_nothing() {
         let cands = dir.path().join("bad.toml");
         std::fs::write(&cands, text).unwrap();
         let out = dir.path().join("sel-bad");
-        let mut args = select_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
+        let mut args =
+            select_args(dir.path().to_str().unwrap(), out.to_str().unwrap(), cfg.to_str().unwrap());
         args.extend(["--candidates", cands.to_str().unwrap()]);
         let o = run(&args);
         assert!(!o.status.success(), "{text:?} was accepted");
@@ -98,6 +108,18 @@ fn bad_candidate_files_fail_naming_the_file_and_write_nothing() {
         assert!(e.contains("bad.toml") && e.contains(expect), "{text:?}: {e}");
         assert!(out_is_empty(&out), "{text:?} left files in {}", out.display());
     }
-    let o = run(&["select", "--data", dir.path().to_str().unwrap(), "--source", "src", "--target", "tgt", "--scorer", "best", "--out", "x"]);
+    let o = run(&[
+        "select",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--scorer",
+        "best",
+        "--out",
+        "x",
+    ]);
     assert!(!o.status.success() && stderr(&o).contains("mean-rank"), "{}", stderr(&o));
 }

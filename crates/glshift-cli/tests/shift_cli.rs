@@ -8,7 +8,10 @@ use common::*;
 use ndarray::{Array1, Array2};
 use ndarray_npy::WriteNpyExt;
 
-fn write<T: ndarray_npy::WritableElement, D: ndarray::Dimension>(path: &Path, a: &ndarray::Array<T, D>) {
+fn write<T: ndarray_npy::WritableElement, D: ndarray::Dimension>(
+    path: &Path,
+    a: &ndarray::Array<T, D>,
+) {
     a.write_npy(std::fs::File::create(path).unwrap()).unwrap();
 }
 
@@ -32,11 +35,21 @@ fn fixture(dir: &Path) {
 }
 
 fn args<'a>(dir: &'a str, out: &'a str) -> Vec<String> {
-    ["shift", "estimate", "--source-probs", &format!("{dir}/sp.npy"), "--source-labels", &format!("{dir}/sl.npy"),
-     "--target-probs", &format!("{dir}/tp.npy"), "--out", out]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        "shift",
+        "estimate",
+        "--source-probs",
+        &format!("{dir}/sp.npy"),
+        "--source-labels",
+        &format!("{dir}/sl.npy"),
+        "--target-probs",
+        &format!("{dir}/tp.npy"),
+        "--out",
+        out,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 #[test]
@@ -53,14 +66,19 @@ fn shift_estimate_writes_every_estimator_with_bootstrap_intervals() {
     assert_eq!(r["n_classes"], 3);
     assert_eq!(r["n_source"], 300);
     // The file reads back as the record type that wrote it, in its saved-probabilities form.
-    let typed: glshift::records::ShiftEstimateFile = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let typed: glshift::records::ShiftEstimateFile =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert!(matches!(typed.input, glshift::records::EstimateInput::Saved { .. }));
-    assert_eq!(typed.estimators.keys().collect::<Vec<_>>(), r["estimators"].as_object().unwrap().keys().collect::<Vec<_>>());
+    assert_eq!(
+        typed.estimators.keys().collect::<Vec<_>>(),
+        r["estimators"].as_object().unwrap().keys().collect::<Vec<_>>()
+    );
     assert!(r["diagnostics"]["hard"]["condition_number"].as_f64().unwrap() > 1.0);
     let est = r["estimators"].as_object().unwrap();
     assert_eq!(est.keys().collect::<Vec<_>>(), ["bbse", "bbse-qp", "mlls", "rlls"]);
     for (k, e) in est {
-        let p: Vec<f64> = serde_json::from_value(e["prior"].clone()).unwrap_or_else(|_| panic!("{k}: {e}"));
+        let p: Vec<f64> =
+            serde_json::from_value(e["prior"].clone()).unwrap_or_else(|_| panic!("{k}: {e}"));
         assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{e}");
         assert_eq!(e["weights"].as_array().unwrap().len(), 3);
         let low: Vec<f64> = serde_json::from_value(e["prior_ci_low"].clone()).unwrap();
@@ -82,7 +100,12 @@ fn shift_estimate_with_target_labels_reports_the_l1_error_of_each_estimator() {
     let d = dir.path().to_str().unwrap();
     let out = dir.path().join("report.json");
     let mut a = args(d, out.to_str().unwrap());
-    a.extend(["--target-labels".to_string(), format!("{d}/tl.npy"), "--estimator".into(), "bbse,mlls-bcts".into()]);
+    a.extend([
+        "--target-labels".to_string(),
+        format!("{d}/tl.npy"),
+        "--estimator".into(),
+        "bbse,mlls-bcts".into(),
+    ]);
     let o = run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -95,7 +118,11 @@ fn shift_estimate_with_target_labels_reports_the_l1_error_of_each_estimator() {
     std::fs::remove_file(&out).unwrap();
     write(&dir.path().join("tl.npy"), &Array1::from_shape_fn(7, |i| (i % 2) as i64));
     let o = run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-    assert!(!o.status.success() && stderr(&o).contains("tl.npy") && stderr(&o).contains("7 labels"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("tl.npy") && stderr(&o).contains("7 labels"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists());
 }
 
@@ -118,12 +145,17 @@ fn shift_estimate_with_a_class_never_predicted_warns_and_writes_no_nan() {
     let a = args(d, out.to_str().unwrap());
     let o = run(&a.iter().map(|s| s.as_str()).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("never predicted") && stderr(&o).contains("fell back"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("never predicted") && stderr(&o).contains("fell back"),
+        "{}",
+        stderr(&o)
+    );
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     // serde_json writes NaN as null: every number of every estimate must be present and finite.
     for (k, e) in r["estimators"].as_object().unwrap() {
         for field in ["prior", "weights"] {
-            let v: Vec<f64> = serde_json::from_value(e[field].clone()).unwrap_or_else(|_| panic!("{k}.{field}: {e}"));
+            let v: Vec<f64> = serde_json::from_value(e[field].clone())
+                .unwrap_or_else(|_| panic!("{k}.{field}: {e}"));
             assert!(v.iter().all(|x| x.is_finite() && *x >= 0.0), "{k}.{field}: {v:?}");
         }
     }
@@ -139,14 +171,31 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
     let out = dir.path().join("r/report.json");
     let probs = dir.path().join("probs");
     let o = run(&[
-        "shift", "estimate", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(),
-        "--bootstrap", "10", "--seed", "1", "--save-probs", probs.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "shift",
+        "estimate",
+        "--data",
+        d,
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--bootstrap",
+        "10",
+        "--seed",
+        "1",
+        "--save-probs",
+        probs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(r["n_source"], 60);
     assert_eq!(r["n_source_holdout"].as_u64().unwrap() + r["n_source_train"].as_u64().unwrap(), 60);
-    let typed: glshift::records::ShiftEstimateFile = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let typed: glshift::records::ShiftEstimateFile =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     match &typed.input {
         glshift::records::EstimateInput::Trained(t) => assert_eq!(t.classifier.method, "source"),
         other => panic!("the --data form reads back as trained: {other:?}"),
@@ -165,8 +214,22 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
     // Same seed, same report.
     let out2 = dir.path().join("r/report2.json");
     let o = run(&[
-        "shift", "estimate", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(),
-        "--bootstrap", "10", "--seed", "1", "--out", out2.to_str().unwrap(),
+        "shift",
+        "estimate",
+        "--data",
+        d,
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--bootstrap",
+        "10",
+        "--seed",
+        "1",
+        "--out",
+        out2.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r2: serde_json::Value = serde_json::from_slice(&std::fs::read(&out2).unwrap()).unwrap();
@@ -174,13 +237,26 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
     // An unlabelled target: no ℓ1 error, no true prior.
     std::fs::remove_file(dir.path().join("tgt_labels.npy")).unwrap();
     let o = run(&[
-        "shift", "estimate", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(),
-        "--out", out2.to_str().unwrap(),
+        "shift",
+        "estimate",
+        "--data",
+        d,
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r3: serde_json::Value = serde_json::from_slice(&std::fs::read(&out2).unwrap()).unwrap();
     assert!(r3.get("true_target_prior").is_none());
-    assert!(r3["estimators"]["mlls"].get("prior_l1_error").is_none() && r3["estimators"]["mlls"].get("prior_ci_low").is_none());
+    assert!(
+        r3["estimators"]["mlls"].get("prior_l1_error").is_none()
+            && r3["estimators"]["mlls"].get("prior_ci_low").is_none()
+    );
 }
 
 #[test]
@@ -192,15 +268,35 @@ fn shift_estimate_data_form_with_cross_fit_shows_every_source_row_to_the_estimat
     let out = dir.path().join("report.json");
     let probs = dir.path().join("probs");
     let a = [
-        "shift", "estimate", "--data", d, "--source", "src", "--target", "tgt", "--config", cfg.to_str().unwrap(),
-        "--cross-fit", "3", "--bootstrap", "10", "--save-probs", probs.to_str().unwrap(), "--out", out.to_str().unwrap(),
+        "shift",
+        "estimate",
+        "--data",
+        d,
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--cross-fit",
+        "3",
+        "--bootstrap",
+        "10",
+        "--save-probs",
+        probs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
     ];
     let o = run(&a);
     assert!(o.status.success(), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!((r["n_source_holdout"].as_u64(), r["cross_fit"].as_u64()), (Some(60), Some(3)));
     let trained: Vec<u64> = serde_json::from_value(r["n_source_train"].clone()).unwrap();
-    assert_eq!(trained.iter().sum::<u64>(), 2 * 60, "each row trains 2 of the 3 models: {trained:?}");
+    assert_eq!(
+        trained.iter().sum::<u64>(),
+        2 * 60,
+        "each row trains 2 of the 3 models: {trained:?}"
+    );
     assert_eq!(r["estimators"]["mlls"]["interval"], "basic");
     let hp: Array2<f32> = ndarray_npy::read_npy(probs.join("holdout_probs.npy")).unwrap();
     assert_eq!(hp.nrows(), 60);
@@ -224,15 +320,95 @@ fn shift_estimate_data_form_bad_inputs_name_the_problem_and_write_nothing() {
     let sp = format!("{d}/sp.npy");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--data", d, "--source", "src"], "--target"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--source-probs", &sp], "cannot be combined with --source-probs"),
+        (
+            vec!["--data", d, "--source", "src", "--target", "tgt", "--source-probs", &sp],
+            "cannot be combined with --source-probs",
+        ),
         (vec!["--data", d, "--source", "src", "--target", "nope", "--config", c], "nope"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--bootstrap", "1"], "--bootstrap 1"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--estimator", "em"], "em"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--bootstrap", "5", "--level", "1.5"], "--level"),
+        (
+            vec![
+                "--data",
+                d,
+                "--source",
+                "src",
+                "--target",
+                "tgt",
+                "--config",
+                c,
+                "--bootstrap",
+                "1",
+            ],
+            "--bootstrap 1",
+        ),
+        (
+            vec![
+                "--data",
+                d,
+                "--source",
+                "src",
+                "--target",
+                "tgt",
+                "--config",
+                c,
+                "--estimator",
+                "em",
+            ],
+            "em",
+        ),
+        (
+            vec![
+                "--data",
+                d,
+                "--source",
+                "src",
+                "--target",
+                "tgt",
+                "--config",
+                c,
+                "--bootstrap",
+                "5",
+                "--level",
+                "1.5",
+            ],
+            "--level",
+        ),
         (vec!["--source-probs", &sp], "give either"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--cross-fit", "0"], "--cross-fit 0"),
-        (vec!["--data", d, "--source", "src", "--target", "tgt", "--config", c, "--bootstrap", "5", "--interval", "bca"], "bca"),
-        (vec!["--data", "/nonexistent/folder", "--source", "a", "--target", "b"], "/nonexistent/folder"),
+        (
+            vec![
+                "--data",
+                d,
+                "--source",
+                "src",
+                "--target",
+                "tgt",
+                "--config",
+                c,
+                "--cross-fit",
+                "0",
+            ],
+            "--cross-fit 0",
+        ),
+        (
+            vec![
+                "--data",
+                d,
+                "--source",
+                "src",
+                "--target",
+                "tgt",
+                "--config",
+                c,
+                "--bootstrap",
+                "5",
+                "--interval",
+                "bca",
+            ],
+            "bca",
+        ),
+        (
+            vec!["--data", "/nonexistent/folder", "--source", "a", "--target", "b"],
+            "/nonexistent/folder",
+        ),
     ];
     for (extra, want) in cases {
         let mut a = vec!["shift", "estimate", "--out", o_s];
@@ -252,16 +428,35 @@ fn shift_simulate_writes_a_loadable_known_truth_target_disjoint_from_the_source_
     let d = dir.path().to_str().unwrap();
     let sim = dir.path().join("sim");
     let s = sim.to_str().unwrap();
-    let args = ["shift", "simulate", "--data", d, "--domain", "src", "--prior", "0.6,0.4,0", "--seed", "5", "--n", "40", "--out", s];
+    let args = [
+        "shift",
+        "simulate",
+        "--data",
+        d,
+        "--domain",
+        "src",
+        "--prior",
+        "0.6,0.4,0",
+        "--seed",
+        "5",
+        "--n",
+        "40",
+        "--out",
+        s,
+    ];
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
-    let rep: serde_json::Value = serde_json::from_slice(&std::fs::read(sim.join("simulation.json")).unwrap()).unwrap();
+    let rep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sim.join("simulation.json")).unwrap()).unwrap();
     assert_eq!(rep["target"]["true_prior"], serde_json::json!([0.6, 0.4, 0.0]));
     assert_eq!(rep["n_source"].as_u64().unwrap() + rep["n_pool"].as_u64().unwrap(), 60);
     let src_rows: Vec<u64> = serde_json::from_value(rep["source_rows"].clone()).unwrap();
     let tgt_rows: Vec<u64> = serde_json::from_value(rep["target"]["rows"].clone()).unwrap();
     assert_eq!(tgt_rows.len(), 40);
-    assert!(tgt_rows.iter().all(|r| !src_rows.contains(r)), "target shares rows with the source part");
+    assert!(
+        tgt_rows.iter().all(|r| !src_rows.contains(r)),
+        "target shares rows with the source part"
+    );
     let tl: Array1<i64> = ndarray_npy::read_npy(sim.join("target_labels.npy")).unwrap();
     assert_eq!(tl.iter().filter(|&&y| y == 0).count(), 24);
     assert_eq!(std::fs::read_to_string(sim.join("classes.txt")).unwrap(), "a\nb\nc\n");
@@ -272,7 +467,20 @@ fn shift_simulate_writes_a_loadable_known_truth_target_disjoint_from_the_source_
     // The result is a data folder for `shift estimate --data`.
     let cfg = fast_config(dir.path());
     let out = dir.path().join("est.json");
-    let o = run(&["shift", "estimate", "--data", s, "--source", "source", "--target", "target", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = run(&[
+        "shift",
+        "estimate",
+        "--data",
+        s,
+        "--source",
+        "source",
+        "--target",
+        "target",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(r["true_target_prior"], serde_json::json!([0.6, 0.4, 0.0]));
@@ -295,9 +503,15 @@ fn shift_simulate_bad_inputs_name_the_problem_and_write_nothing() {
         (vec!["--domain", "src", "--prior", "0.5,0.6,0", "--out", s], "sum to"),
         (vec!["--domain", "unl", "--prior", "pda", "--out", s], "no labels"),
         (vec!["--domain", "nope", "--prior", "pda", "--out", s], "nope"),
-        (vec!["--domain", "src", "--prior", "pda", "--source-fraction", "1", "--out", s], "source-fraction"),
+        (
+            vec!["--domain", "src", "--prior", "pda", "--source-fraction", "1", "--out", s],
+            "source-fraction",
+        ),
         (vec!["--domain", "src", "--prior", "pda", "--n", "0", "--out", s], "at least 1 row"),
-        (vec!["--domain", "src", "--prior", "pda", "--out", f.to_str().unwrap()], "must be a folder"),
+        (
+            vec!["--domain", "src", "--prior", "pda", "--out", f.to_str().unwrap()],
+            "must be a folder",
+        ),
     ];
     for (extra, want) in cases {
         let mut a = vec!["shift", "simulate", "--data", d];
@@ -319,20 +533,47 @@ fn shift_study_writes_json_and_markdown_and_refuses_bad_settings() {
     let out = dir.path().join("study");
     let o_s = out.to_str().unwrap();
     let a = [
-        "shift", "study", "--data", d, "--domains", "src", "--draws", "2", "--n-target", "30", "--config",
-        cfg.to_str().unwrap(), "--prior", "pda", "--prior", "dirichlet:1", "--bootstrap", "5", "--out", o_s,
+        "shift",
+        "study",
+        "--data",
+        d,
+        "--domains",
+        "src",
+        "--draws",
+        "2",
+        "--n-target",
+        "30",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--prior",
+        "pda",
+        "--prior",
+        "dirichlet:1",
+        "--bootstrap",
+        "5",
+        "--out",
+        o_s,
     ];
     let o = run(&a);
     assert!(o.status.success(), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("study.json")).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("study.json")).unwrap()).unwrap();
     assert_eq!(r["summary"].as_array().unwrap().len(), 8);
     assert_eq!(r["domains"][0]["draws"].as_array().unwrap().len(), 4);
     let md = std::fs::read_to_string(out.join("study.md")).unwrap();
     assert!(md.contains("| src | pda |") && md.contains("| src | dirichlet:1 |"), "{md}");
-    assert!(md.contains("5-fold cross-fitted") && md.contains("basic intervals") && md.contains("percentile intervals"), "{md}");
+    assert!(
+        md.contains("5-fold cross-fitted")
+            && md.contains("basic intervals")
+            && md.contains("percentile intervals"),
+        "{md}"
+    );
     assert!(md.contains("Averages over the 2 (domain, prior) cells"), "{md}");
     let d0 = &r["domains"][0];
-    assert_eq!(d0["n_source_holdout"], d0["n_source"], "cross-fitting shows every source row to the estimators");
+    assert_eq!(
+        d0["n_source_holdout"], d0["n_source"],
+        "cross-fitting shows every source row to the estimators"
+    );
     let bad: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--domains", "src", "--bootstrap", "1"], "bootstrap"),
         (vec!["--domains", "src", "--prior", "dirichlet:0"], "dirichlet"),
@@ -343,7 +584,16 @@ fn shift_study_writes_json_and_markdown_and_refuses_bad_settings() {
     ];
     let out = dir.path().join("bad");
     for (extra, want) in bad {
-        let mut a = vec!["shift", "study", "--data", d, "--n-target", "30", "--config", cfg.to_str().unwrap()];
+        let mut a = vec![
+            "shift",
+            "study",
+            "--data",
+            d,
+            "--n-target",
+            "30",
+            "--config",
+            cfg.to_str().unwrap(),
+        ];
         a.extend(extra.iter());
         a.extend(["--out", out.to_str().unwrap()]);
         let o = run(&a);

@@ -33,10 +33,17 @@ fn folders(root: &Path) -> [std::path::PathBuf; 3] {
 
 /// `results.json` without what scoring or the clock decides.
 fn training_fields(out: &Path) -> Vec<serde_json::Value> {
-    let mut v: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let mut v: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     for r in &mut v {
         let m = r.as_object_mut().unwrap();
-        for key in ["elapsed_seconds", "target_accuracy", "prior_l1_error", "source_target_prior_l1", "target_class_counts"] {
+        for key in [
+            "elapsed_seconds",
+            "target_accuracy",
+            "prior_l1_error",
+            "source_target_prior_l1",
+            "target_class_counts",
+        ] {
             m.remove(key);
         }
     }
@@ -52,8 +59,22 @@ fn bench_records_do_not_depend_on_the_target_labels_of_any_method() {
     let bench = |dir: &Path| {
         let out = dir.join("bench");
         let o = run(&[
-            "bench", "--data", dir.to_str().unwrap(), "--setting", "uda", "--tasks", "src:tgt", "--methods", &methods,
-            "--seeds", "0", "--config", dir.join("tiny.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+            "bench",
+            "--data",
+            dir.to_str().unwrap(),
+            "--setting",
+            "uda",
+            "--tasks",
+            "src:tgt",
+            "--methods",
+            &methods,
+            "--seeds",
+            "0",
+            "--config",
+            dir.join("tiny.toml").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
         out
@@ -77,15 +98,33 @@ fn fit_predictions_do_not_depend_on_the_target_labels_of_any_method() {
             .map(|dir| {
                 let out = dir.join(format!("fit-{m}"));
                 let o = run(&[
-                    "fit", "--data", dir.to_str().unwrap(), "--source", "src", "--target", "tgt", "--method", m.name(),
-                    "--config", dir.join("tiny.toml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+                    "fit",
+                    "--data",
+                    dir.to_str().unwrap(),
+                    "--source",
+                    "src",
+                    "--target",
+                    "tgt",
+                    "--method",
+                    m.name(),
+                    "--config",
+                    dir.join("tiny.toml").to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                    "--quiet",
                 ]);
                 assert!(o.status.success(), "{m}: {}", stderr(&o));
                 std::fs::read(out.join("predictions.csv")).unwrap()
             })
             .collect();
         assert!(!predictions[0].is_empty());
-        assert_eq!(predictions[0], predictions[1], "{m}: removing the target labels changed the predictions");
-        assert_eq!(predictions[0], predictions[2], "{m}: other target class counts changed the predictions");
+        assert_eq!(
+            predictions[0], predictions[1],
+            "{m}: removing the target labels changed the predictions"
+        );
+        assert_eq!(
+            predictions[0], predictions[2],
+            "{m}: other target class counts changed the predictions"
+        );
     }
 }

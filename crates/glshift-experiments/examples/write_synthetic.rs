@@ -17,7 +17,8 @@ use glshift::data::Domain;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn write_domain(dir: &Path, name: &str, d: &Domain) -> Result<(), Box<dyn std::error::Error>> {
-    d.features.write_npy(BufWriter::new(File::create(dir.join(format!("{name}_features.npy")))?))?;
+    d.features
+        .write_npy(BufWriter::new(File::create(dir.join(format!("{name}_features.npy")))?))?;
     let labels = d.labels.as_ref().ok_or("generated domain without labels")?;
     let labels: Array1<i64> = labels.iter().map(|&k| k as i64).collect();
     labels.write_npy(BufWriter::new(File::create(dir.join(format!("{name}_labels.npy")))?))?;
@@ -27,7 +28,12 @@ fn write_domain(dir: &Path, name: &str, d: &Domain) -> Result<(), Box<dyn std::e
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().ok_or("usage: write_synthetic DIR [SEEDS]")?;
-    let seeds: Vec<u64> = args.next().unwrap_or_else(|| "0,1,2".into()).split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?;
+    let seeds: Vec<u64> = args
+        .next()
+        .unwrap_or_else(|| "0,1,2".into())
+        .split(',')
+        .map(|s| s.trim().parse())
+        .collect::<Result<_, _>>()?;
     let dir = Path::new(&dir);
     std::fs::create_dir_all(dir)?;
     let mut classes = None;
@@ -36,10 +42,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         write_domain(dir, &format!("source{k}"), &task.source)?;
         write_domain(dir, &format!("target{k}"), &task.target)?;
         classes = Some(task.source.class_names.clone());
-        println!("seed {k}: target prior {:?}", task.target_prior.iter().map(|p| format!("{p:.3}")).collect::<Vec<_>>());
+        println!(
+            "seed {k}: target prior {:?}",
+            task.target_prior.iter().map(|p| format!("{p:.3}")).collect::<Vec<_>>()
+        );
     }
     if let Some(c) = classes {
-        let names: Vec<String> = if c.is_empty() { (0..SyntheticConfig::default().n_classes).map(|i| i.to_string()).collect() } else { c };
+        let names: Vec<String> = if c.is_empty() {
+            (0..SyntheticConfig::default().n_classes).map(|i| i.to_string()).collect()
+        } else {
+            c
+        };
         std::fs::write(dir.join("classes.txt"), names.join("\n") + "\n")?;
     }
     Ok(())

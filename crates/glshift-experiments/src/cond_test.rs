@@ -30,7 +30,9 @@
 
 use glshift::data::{Domain, PreprocessStats};
 use glshift::kernel::bandwidth;
-use glshift::kernel::cond_test::{conditional_shift_test, CondTest, CondTestParams, MIN_ROWS_PER_CLASS};
+use glshift::kernel::cond_test::{
+    conditional_shift_test, CondTest, CondTestParams, MIN_ROWS_PER_CLASS,
+};
 use glshift::methods::FitConfig;
 use glshift::nn::argmax_row;
 use glshift::pipeline;
@@ -62,7 +64,9 @@ pub fn shared_rows(a: ArrayView2<f32>, b: ArrayView2<f32>) -> usize {
         r.iter().for_each(|v| v.to_bits().hash(&mut h));
         h.finish()
     };
-    let same = |x: ArrayView1<f32>, y: ArrayView1<f32>| x.iter().zip(y.iter()).all(|(u, v)| u.to_bits() == v.to_bits());
+    let same = |x: ArrayView1<f32>, y: ArrayView1<f32>| {
+        x.iter().zip(y.iter()).all(|(u, v)| u.to_bits() == v.to_bits())
+    };
     let mut by_key: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, r) in a.rows().into_iter().enumerate() {
         by_key.entry(key(r)).or_default().push(i);
@@ -157,7 +161,15 @@ struct Tally {
 
 impl Tally {
     fn new(name: String, c: usize) -> Tally {
-        Tally { name, below: vec![(0, 0); c], shifted: (0, 0), others: (0, 0), rejects: 0, draws: 0, untestable: 0 }
+        Tally {
+            name,
+            below: vec![(0, 0); c],
+            shifted: (0, 0),
+            others: (0, 0),
+            rejects: 0,
+            draws: 0,
+            untestable: 0,
+        }
     }
 
     fn add(&mut self, t: &CondTest, shifted: Option<usize>) {
@@ -214,9 +226,19 @@ fn label_shifted(rows: &[usize], y: &[usize], c: usize, rng: &mut ChaCha8Rng) ->
 
 /// The calibration study on `domain` (labelled), optionally with a real target domain; `fit` is
 /// the configuration of the assignment model (its method is forced to `source`).
-pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig, cfg: &CalibrationConfig) -> Result<CalibrationReport> {
+pub fn calibrate(
+    domain: &Domain,
+    real_target: Option<&Domain>,
+    fit: &FitConfig,
+    cfg: &CalibrationConfig,
+) -> Result<CalibrationReport> {
     let started = std::time::Instant::now();
-    let labels = domain.labels.as_deref().ok_or_else(|| Error::bad_data(domain.path.display().to_string(), "the calibration needs a labelled domain"))?;
+    let labels = domain.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(
+            domain.path.display().to_string(),
+            "the calibration needs a labelled domain",
+        )
+    })?;
     if cfg.draws == 0 {
         return Err(Error::param("draws", 0, "need at least 1 draw"));
     }
@@ -236,7 +258,8 @@ pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig,
     let x = prep(&pool)?;
     let y_pool: Vec<usize> = pool.labels.clone().unwrap_or_default();
     let assign = argmax_assign(out.target_probs.view());
-    let pool_accuracy = assign.iter().zip(&y_pool).filter(|(a, b)| a == b).count() as f64 / y_pool.len() as f64;
+    let pool_accuracy =
+        assign.iter().zip(&y_pool).filter(|(a, b)| a == b).count() as f64 / y_pool.len() as f64;
     let real = match real_target {
         Some(t) => {
             let r = pipeline::run(&train, t, &fit, &mut |_| {})?;
@@ -245,7 +268,8 @@ pub fn calibrate(domain: &Domain, real_target: Option<&Domain>, fit: &FitConfig,
         None => None,
     };
     let h = bandwidth(&[x.view()], 1.0)?;
-    let mut names = vec!["null".to_string(), "null-true-labels-source".into(), "null-label-shift".into()];
+    let mut names =
+        vec!["null".to_string(), "null-true-labels-source".into(), "null-label-shift".into()];
     names.extend(cfg.deltas.iter().map(|d| format!("shift:{d}")));
     if let Some((_, _, n)) = &real {
         names.push(format!("real:{n}"));
@@ -284,12 +308,24 @@ struct DrawData {
 
 /// Draw `r`: the pool split in two halves, and the test on each scenario (the nulls, a
 /// label shift, a shift of one class by each δ, the real target) added to its tally.
-fn calibration_draw(r: usize, data: &DrawData, cfg: &CalibrationConfig, tallies: &mut [Tally]) -> Result<()> {
+fn calibration_draw(
+    r: usize,
+    data: &DrawData,
+    cfg: &CalibrationConfig,
+    tallies: &mut [Tally],
+) -> Result<()> {
     let DrawData { x, assign, y_pool, real, c, h } = data;
     let (c, h) = (*c, *h);
-    let params = |seed: u64| CondTestParams { permutations: cfg.permutations, seed, eps: cfg.eps, h, alpha: 0.05 };
+    let params = |seed: u64| CondTestParams {
+        permutations: cfg.permutations,
+        seed,
+        eps: cfg.eps,
+        h,
+        alpha: 0.05,
+    };
     let n = x.nrows();
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(1_000_003).wrapping_add(r as u64));
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(1_000_003).wrapping_add(r as u64));
     let mut idx: Vec<usize> = (0..n).collect();
     idx.shuffle(&mut rng);
     let (a, b) = idx.split_at(n / 2);
@@ -297,7 +333,9 @@ fn calibration_draw(r: usize, data: &DrawData, cfg: &CalibrationConfig, tallies:
     let pick = |v: &[usize], rows: &[usize]| rows.iter().map(|&i| v[i]).collect::<Vec<_>>();
     let (ya, yb) = (pick(assign, a), pick(assign, b));
     let s = r as u64;
-    let run = |xa: &Array2<f32>, ya: &[usize], xb: &Array2<f32>, yb: &[usize]| conditional_shift_test(xa.view(), ya, xb.view(), yb, c, &params(s));
+    let run = |xa: &Array2<f32>, ya: &[usize], xb: &Array2<f32>, yb: &[usize]| {
+        conditional_shift_test(xa.view(), ya, xb.view(), yb, c, &params(s))
+    };
     tallies[0].add(&run(&xa, &ya, &xb, &yb)?, None);
     tallies[1].add(&run(&xa, &pick(y_pool, a), &xb, &yb)?, None);
     let ls = label_shifted(b, y_pool, c, &mut rng);
@@ -316,7 +354,8 @@ fn calibration_draw(r: usize, data: &DrawData, cfg: &CalibrationConfig, tallies:
         let mut rows: Vec<usize> = (0..xr.nrows()).collect();
         rows.shuffle(&mut rng);
         rows.truncate(b.len().min(xr.nrows()));
-        tallies[3 + cfg.deltas.len()].add(&run(&xa, &ya, &xr.select(Axis(0), &rows), &pick(yr, &rows))?, None);
+        tallies[3 + cfg.deltas.len()]
+            .add(&run(&xa, &ya, &xr.select(Axis(0), &rows), &pick(yr, &rows))?, None);
     }
     Ok(())
 }
@@ -331,11 +370,19 @@ pub fn calibration_markdown(r: &CalibrationReport) -> String {
     s.push_str("| scenario | share p<0.05 (all classes) | min–max over classes | shifted class | other classes | Holm rejects (draws) | not testable (draw·class) |\n|---|---|---|---|---|---|---|\n");
     for sc in &r.scenarios {
         let v: Vec<f64> = sc.share_below_005.iter().flatten().copied().collect();
-        let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        let (lo, hi) =
+            v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
         let f = |o: Option<f64>| o.map_or("–".to_string(), |x| format!("{x:.3}"));
         s.push_str(&format!(
             "| {} | {:.3} | {:.3}–{:.3} | {} | {} | {:.3} | {} |\n",
-            sc.scenario, sc.overall_share, lo, hi, f(sc.shifted_class_share), f(sc.other_classes_share), sc.overall_reject_share, sc.untestable
+            sc.scenario,
+            sc.overall_share,
+            lo,
+            hi,
+            f(sc.shifted_class_share),
+            f(sc.other_classes_share),
+            sc.overall_reject_share,
+            sc.untestable
         ));
     }
     s.push_str(&format!("\n{c} classes; {:.1} s; a class is tested in a draw when it has at least {MIN_ROWS_PER_CLASS} rows on each side.\n", r.seconds));

@@ -22,11 +22,11 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::{Error, Result};
 use glshift::data::Domain;
 use glshift::label_shift::stratified_folds;
 use glshift::methods::{FitConfig, MethodKind};
 use glshift::pipeline;
-use crate::{Error, Result};
 
 /// Out-of-fold source probabilities and the matching target probabilities.
 #[derive(Clone, Debug)]
@@ -54,10 +54,9 @@ pub struct CrossFit {
 ///
 /// Errors: `k < 2`, an unlabelled source, or any fit failing.
 pub fn cross_fit(source: &Domain, target: &Domain, cfg: &FitConfig, k: usize) -> Result<CrossFit> {
-    let labels = source
-        .labels
-        .as_deref()
-        .ok_or_else(|| Error::bad_data(source.path.display().to_string(), "cross-fitting needs a labelled source"))?;
+    let labels = source.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(source.path.display().to_string(), "cross-fitting needs a labelled source")
+    })?;
     let c = source.n_classes();
     let fold = stratified_folds(labels, c, k, cfg.seed)?;
     let mut cfg = cfg.clone();
@@ -67,7 +66,8 @@ pub fn cross_fit(source: &Domain, target: &Domain, cfg: &FitConfig, k: usize) ->
     unlabelled.labels = None;
     let nt = target.n();
     let mut target_model: Vec<usize> = (0..nt).map(|i| i % k).collect();
-    target_model.shuffle(&mut ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::CrossFitTargets)));
+    target_model
+        .shuffle(&mut ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::CrossFitTargets)));
     let mut source_probs = Array2::<f32>::zeros((source.n(), c));
     let mut target_probs = Array2::<f32>::zeros((nt, c));
     let mut n_train = Vec::with_capacity(k);
@@ -83,7 +83,15 @@ pub fn cross_fit(source: &Domain, target: &Domain, cfg: &FitConfig, k: usize) ->
         }
         n_train.push(run.report.n_source_train);
     }
-    Ok(CrossFit { folds: k, fold, source_probs, source_labels: labels.to_vec(), target_model, target_probs, n_train })
+    Ok(CrossFit {
+        folds: k,
+        fold,
+        source_probs,
+        source_labels: labels.to_vec(),
+        target_model,
+        target_probs,
+        n_train,
+    })
 }
 
 impl CrossFit {
@@ -100,7 +108,13 @@ mod tests {
 
     #[test]
     fn cross_fitting_is_deterministic_under_a_seed_and_scores_every_row_out_of_fold() {
-        let t = generate(&SyntheticConfig { n_classes: 3, n_source: 150, n_target: 40, ..Default::default() }).unwrap();
+        let t = generate(&SyntheticConfig {
+            n_classes: 3,
+            n_source: 150,
+            n_target: 40,
+            ..Default::default()
+        })
+        .unwrap();
         let mut cfg = FitConfig { pretrain_iters: 30, adapt_iters: 0, ..Default::default() };
         cfg.network.hidden = vec![8];
         let a = cross_fit(&t.source, &t.target, &cfg, 3).unwrap();
@@ -123,6 +137,9 @@ mod tests {
         let mut unl = t.target.clone();
         unl.labels = None;
         assert_eq!(cross_fit(&t.source, &unl, &cfg, 3).unwrap().target_probs, a.target_probs);
-        assert!(cross_fit(&t.source, &t.target, &cfg, 1).unwrap_err().to_string().contains("folds"));
+        assert!(cross_fit(&t.source, &t.target, &cfg, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("folds"));
     }
 }

@@ -48,7 +48,11 @@ pub enum Error {
 
 impl Error {
     /// Shorthand for [`Error::Param`].
-    pub fn param(name: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
+    pub fn param(
+        name: &'static str,
+        value: impl std::fmt::Display,
+        reason: impl Into<String>,
+    ) -> Self {
         Error::Param { name, value: value.to_string(), reason: reason.into() }
     }
 

@@ -82,7 +82,8 @@ pub struct IwAblation {
 }
 
 fn bounds(points: impl Iterator<Item = (f64, f64)>) -> ((f64, f64), (f64, f64)) {
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+    let (mut x0, mut x1, mut y0, mut y1) =
+        (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
     for (x, y) in points {
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
@@ -92,45 +93,89 @@ fn bounds(points: impl Iterator<Item = (f64, f64)>) -> ((f64, f64), (f64, f64)) 
 }
 
 fn argmax(row: ndarray::ArrayView1<f32>) -> usize {
-    row.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (k, &v)| if v > b.1 { (k, v) } else { b }).0
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |b, (k, &v)| if v > b.1 { (k, v) } else { b })
+        .0
 }
 
-fn train_one(source: &Domain, target: &Domain, cfg: &FitConfig, shared: usize, res: usize) -> Result<IwRun> {
+fn train_one(
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+    shared: usize,
+    res: usize,
+) -> Result<IwRun> {
     let out = pipeline::run(source, target, cfg, &mut |_| {})?;
     let c = source.n_classes();
     let protos: Vec<Option<(f64, f64)>> =
-        class_means(ScaledRows::new(out.source_z.view(), 1.0), &out.source_labels, c).into_iter().map(|m| m.map(|m| (m[0], m[1]))).collect();
+        class_means(ScaledRows::new(out.source_z.view(), 1.0), &out.source_labels, c)
+            .into_iter()
+            .map(|m| m.map(|m| (m[0], m[1])))
+            .collect();
     let zt = &out.target_z;
-    let pts = zt.rows().into_iter().map(|r| (f64::from(r[0]), f64::from(r[1]))).chain(protos.iter().flatten().copied());
+    let pts = zt
+        .rows()
+        .into_iter()
+        .map(|r| (f64::from(r[0]), f64::from(r[1])))
+        .chain(protos.iter().flatten().copied());
     let (xr, yr) = bounds(pts);
     let grid_z = Array2::from_shape_fn((res * res, 2), |(idx, d)| {
         let (i, j) = ((idx % res) as f64 + 0.5, (idx / res) as f64 + 0.5);
-        (if d == 0 { xr.0 + i * (xr.1 - xr.0) / res as f64 } else { yr.0 + j * (yr.1 - yr.0) / res as f64 }) as f32
+        (if d == 0 {
+            xr.0 + i * (xr.1 - xr.0) / res as f64
+        } else {
+            yr.0 + j * (yr.1 - yr.0) / res as f64
+        }) as f32
     });
-    let grid: Vec<usize> = out.model.network().f.forward(grid_z.view()).rows().into_iter().map(argmax).collect();
+    let grid: Vec<usize> =
+        out.model.network().f.forward(grid_z.view()).rows().into_iter().map(argmax).collect();
     let predicted = out.predictions();
     let targets: Vec<(f64, f64, usize)> = match &out.target_labels {
-        Some(y) => zt.rows().into_iter().zip(y).map(|(r, &k)| (f64::from(r[0]), f64::from(r[1]), k)).collect(),
-        None => return Err(Error::bad_data("IW ablation", "the target needs labels to build the partial task")),
+        Some(y) => zt
+            .rows()
+            .into_iter()
+            .zip(y)
+            .map(|(r, &k)| (f64::from(r[0]), f64::from(r[1]), k))
+            .collect(),
+        None => {
+            return Err(Error::bad_data(
+                "IW ablation",
+                "the target needs labels to build the partial task",
+            ))
+        }
     };
     let r = &out.report;
     Ok(IwRun {
         importance_weighting: cfg.mul.importance_weighting,
         target_accuracy: r.target_accuracy,
-        outlier_prediction_share: predicted.iter().filter(|&&k| k >= shared).count() as f64 / predicted.len().max(1) as f64,
-        outlier_area_share: grid.iter().filter(|&&k| k >= shared).count() as f64 / grid.len() as f64,
+        outlier_prediction_share: predicted.iter().filter(|&&k| k >= shared).count() as f64
+            / predicted.len().max(1) as f64,
+        outlier_area_share: grid.iter().filter(|&&k| k >= shared).count() as f64
+            / grid.len() as f64,
         estimated_target_prior: r.estimated_target_prior.clone(),
         regions: IwRegions { x_range: xr, y_range: yr, res, grid, targets, prototypes: protos },
     })
 }
 
 /// Runs the ablation on a labelled source/target pair (`base` gives every other setting).
-pub fn iw_ablation(source: &Domain, target: &Domain, base: &FitConfig, opts: &IwOptions) -> Result<IwAblation> {
+pub fn iw_ablation(
+    source: &Domain,
+    target: &Domain,
+    base: &FitConfig,
+    opts: &IwOptions,
+) -> Result<IwAblation> {
     if opts.hidden.last() != Some(&2) {
-        return Err(Error::bad_data("IW ablation", format!("the last hidden width must be 2 (a 2-D Z), got {:?}", opts.hidden)));
+        return Err(Error::bad_data(
+            "IW ablation",
+            format!("the last hidden width must be 2 (a 2-D Z), got {:?}", opts.hidden),
+        ));
     }
     if opts.shared == 0 || opts.shared >= opts.classes {
-        return Err(Error::bad_data("IW ablation", format!("shared classes must lie in 1..{}", opts.classes)));
+        return Err(Error::bad_data(
+            "IW ablation",
+            format!("shared classes must lie in 1..{}", opts.classes),
+        ));
     }
     let s = protocol::first_classes(source, opts.classes)?;
     let t = protocol::first_classes(target, opts.classes)?;

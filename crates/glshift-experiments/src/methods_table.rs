@@ -23,18 +23,28 @@ pub fn markdown() -> String {
             Family::Baseline => "baseline",
         };
         let stage = match info.family {
-            Family::Baseline if info.paper_minibatch && paper_training => "mini-batch SGD, annealed (as its paper)",
+            Family::Baseline if info.paper_minibatch && paper_training => {
+                "mini-batch SGD, annealed (as its paper)"
+            }
             Family::Baseline => "full-batch AdamW",
-            Family::Source | Family::Mul => "full-batch AdamW; mini-batch with a memory bank past 20 M rows × dims",
+            Family::Source | Family::Mul => {
+                "full-batch AdamW; mini-batch with a memory bank past 20 M rows × dims"
+            }
         };
         let weights = match info.class_weights {
             // MUL weighs its cross-entropy itself (`Method::step`), not through the row.
-            ClassWeights::None if info.family == Family::Mul => "BBSE-QP's w (`mul.importance_weighting`)",
+            ClassWeights::None if info.family == Family::Mul => {
+                "BBSE-QP's w (`mul.importance_weighting`)"
+            }
             ClassWeights::None => "none",
             ClassWeights::Importance => "BBSE-QP's w",
             ClassWeights::Pada => "PADA's γ",
         };
-        out.push_str(&format!("| `{}` | {family} | {stage} | {weights} | {} |\n", m.name(), info.citation));
+        out.push_str(&format!(
+            "| `{}` | {family} | {stage} | {weights} | {} |\n",
+            m.name(),
+            info.citation
+        ));
     }
     out
 }

@@ -8,12 +8,12 @@
 //!   source keeps int(0.3·n_c) rows, drawn without replacement with a fixed seed, of each class in
 //!   the first half of the classes, and all rows of the others; the target is untouched.
 
+use glshift::data::Domain;
+pub use glshift::records::Protocol;
 use ndarray::Axis;
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use glshift::data::Domain;
-pub use glshift::records::Protocol;
 
 use crate::{Error, Result};
 
@@ -33,7 +33,10 @@ fn keep_rows(d: &Domain, rows: &[usize]) -> Domain {
 
 fn labels_of<'a>(d: &'a Domain, role: &str) -> Result<&'a [usize]> {
     d.labels.as_deref().ok_or_else(|| {
-        Error::bad_data(d.path.display().to_string(), format!("the {role} needs labels for this protocol"))
+        Error::bad_data(
+            d.path.display().to_string(),
+            format!("the {role} needs labels for this protocol"),
+        )
     })
 }
 
@@ -41,7 +44,8 @@ fn labels_of<'a>(d: &'a Domain, role: &str) -> Result<&'a [usize]> {
 /// *constructs* the task, before any training, exactly as the published protocol does.
 pub fn apply(p: Protocol, source: &Domain, target: &Domain) -> Result<(Domain, Domain)> {
     let (s_rows, t_rows) = rows_kept(p, source, target)?;
-    let pick = |d: &Domain, rows: Option<Vec<usize>>| rows.map_or_else(|| d.clone(), |r| keep_rows(d, &r));
+    let pick =
+        |d: &Domain, rows: Option<Vec<usize>>| rows.map_or_else(|| d.clone(), |r| keep_rows(d, &r));
     Ok((pick(source, s_rows), pick(target, t_rows)))
 }
 
@@ -71,7 +75,10 @@ fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Kept, Kep
             let y = labels_of(target, "target")?;
             let rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] < classes).collect();
             if rows.is_empty() {
-                return Err(Error::bad_data(target.path.display().to_string(), "no target row in the kept classes"));
+                return Err(Error::bad_data(
+                    target.path.display().to_string(),
+                    "no target row in the kept classes",
+                ));
             }
             Ok((None, Some(rows)))
         }
@@ -85,8 +92,12 @@ fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Kept, Kep
             for k in 0..c {
                 let class_rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] == k).collect();
                 if k < c / 2 {
-                    let m = ((fraction * class_rows.len() as f64) as usize).max(1).min(class_rows.len());
-                    rows.extend(sample(&mut rng, class_rows.len(), m).into_iter().map(|j| class_rows[j]));
+                    let m = ((fraction * class_rows.len() as f64) as usize)
+                        .max(1)
+                        .min(class_rows.len());
+                    rows.extend(
+                        sample(&mut rng, class_rows.len(), m).into_iter().map(|j| class_rows[j]),
+                    );
                 } else {
                     rows.extend(class_rows);
                 }
@@ -109,7 +120,10 @@ pub fn first_classes(d: &Domain, k: usize) -> Result<Domain> {
     let y = labels_of(d, "domain")?;
     let rows: Vec<usize> = (0..y.len()).filter(|&i| y[i] < k).collect();
     if rows.is_empty() {
-        return Err(Error::bad_data(d.path.display().to_string(), format!("no row in the first {k} classes")));
+        return Err(Error::bad_data(
+            d.path.display().to_string(),
+            format!("no row in the first {k} classes"),
+        ));
     }
     let mut out = keep_rows(d, &rows);
     out.class_names.truncate(k);
@@ -130,7 +144,13 @@ mod tests {
     use crate::synthetic::{generate, SyntheticConfig};
 
     fn task() -> (Domain, Domain) {
-        let t = generate(&SyntheticConfig { n_classes: 6, n_source: 300, n_target: 240, ..Default::default() }).unwrap();
+        let t = generate(&SyntheticConfig {
+            n_classes: 6,
+            n_source: 300,
+            n_target: 240,
+            ..Default::default()
+        })
+        .unwrap();
         (t.source, t.target)
     }
 

@@ -12,8 +12,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use glshift::data::{Domain, FileFormat, LabelRule};
 use crate::{Error, Result};
+use glshift::data::{Domain, FileFormat, LabelRule};
 
 /// Parameters of the generator. Defaults give a task where a source-only network loses a few
 /// points of accuracy to the shift and the target prior is far from the source's.
@@ -73,7 +73,11 @@ impl SyntheticConfig {
         // The labels of every row are held in memory (8 bytes a row): a typo of a few zeros
         // should be an error, not an allocation failure.
         if self.n_source.saturating_add(self.n_target) > MAX_ROWS {
-            return Err(Error::param("n_source + n_target", self.n_source.saturating_add(self.n_target), format!("at most {MAX_ROWS} rows")));
+            return Err(Error::param(
+                "n_source + n_target",
+                self.n_source.saturating_add(self.n_target),
+                format!("at most {MAX_ROWS} rows"),
+            ));
         }
         for (name, v) in [
             ("separation", self.separation),
@@ -141,7 +145,17 @@ impl SyntheticStream {
         let target_prior = draw_prior(&mut rng, c, cfg.dirichlet_alpha)?;
         let ys = draw_labels(&mut rng, &source_prior, cfg.n_source);
         let yt = draw_labels(&mut rng, &target_prior, cfg.n_target);
-        Ok(SyntheticStream { cfg: cfg.clone(), rng, means, offsets, shift, planes, target_prior, ys, yt })
+        Ok(SyntheticStream {
+            cfg: cfg.clone(),
+            rng,
+            means,
+            offsets,
+            shift,
+            planes,
+            target_prior,
+            ys,
+            yt,
+        })
     }
 
     /// Draws the next source row of class `k` into `out` (length `dim`): μ_k + ε.
@@ -212,7 +226,8 @@ fn gaussian_matrix(rng: &mut ChaCha8Rng, rows: usize, cols: usize, scale: f64) -
 /// (an absent class is the partial-DA setting, exercised separately).
 fn draw_prior(rng: &mut ChaCha8Rng, c: usize, alpha: f64) -> Result<Vec<f64>> {
     // Dirichlet(α·1) as normalised Gamma(α, 1) draws (rand_distr's Dirichlet wants a const size).
-    let gamma = Gamma::new(alpha, 1.0).map_err(|e| Error::param("dirichlet_alpha", alpha, e.to_string()))?;
+    let gamma = Gamma::new(alpha, 1.0)
+        .map_err(|e| Error::param("dirichlet_alpha", alpha, e.to_string()))?;
     let g: Vec<f64> = (0..c).map(|_| gamma.sample(rng)).collect();
     let sum: f64 = g.iter().sum();
     let raw: Vec<f64> = g.iter().map(|x| x / sum).collect();
@@ -235,11 +250,8 @@ fn draw_labels(rng: &mut ChaCha8Rng, prior: &[f64], n: usize) -> Vec<usize> {
     for &k in order.iter().take(missing) {
         counts[k] += 1;
     }
-    let mut labels: Vec<usize> = counts
-        .iter()
-        .enumerate()
-        .flat_map(|(k, &m)| std::iter::repeat_n(k, m))
-        .collect();
+    let mut labels: Vec<usize> =
+        counts.iter().enumerate().flat_map(|(k, &m)| std::iter::repeat_n(k, m)).collect();
     // Fisher–Yates with our own stream keeps the order reproducible across rand versions.
     for i in (1..labels.len()).rev() {
         let j = rng.random_range(0..=i);
@@ -291,7 +303,13 @@ mod tests {
 
     #[test]
     fn shapes_and_labels_are_consistent() {
-        let cfg = SyntheticConfig { n_classes: 4, dim: 8, n_source: 100, n_target: 60, ..Default::default() };
+        let cfg = SyntheticConfig {
+            n_classes: 4,
+            dim: 8,
+            n_source: 100,
+            n_target: 60,
+            ..Default::default()
+        };
         let t = generate(&cfg).unwrap();
         assert_eq!(t.source.features.dim(), (100, 8));
         assert_eq!(t.target.features.dim(), (60, 8));

@@ -38,7 +38,8 @@ fn write_err(path: &Path, e: impl std::fmt::Display) -> Error {
 /// The `.npy` version-1.0 header of a little-endian C-order array of `descr` and `shape`.
 fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
-    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape =
+        if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
     let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic (6) + version (2) + length (2) + dict + '\n' is padded to a multiple of 64.
     while (10 + dict.len() + 1) % 64 != 0 {
@@ -106,7 +107,11 @@ fn write_domain(
 
 /// Writes the task of `cfg` into `dir` (created if needed) as the module docs describe, calling
 /// `progress(rows)` after each domain; returns what `generate.json` holds.
-pub fn write_synthetic_folder(cfg: &SyntheticConfig, dir: &Path, progress: &mut dyn FnMut(usize)) -> Result<GenerateReport> {
+pub fn write_synthetic_folder(
+    cfg: &SyntheticConfig,
+    dir: &Path,
+    progress: &mut dyn FnMut(usize),
+) -> Result<GenerateReport> {
     let mut stream = SyntheticStream::new(cfg)?;
     std::fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
     let d = cfg.dim;
@@ -115,12 +120,18 @@ pub fn write_synthetic_folder(cfg: &SyntheticConfig, dir: &Path, progress: &mut 
     staged.extend(write_domain(dir, "source", &ys, d, &mut |k, out| stream.source_row(k, out))?);
     progress(ys.len());
     let mut scratch = vec![0f64; d];
-    staged.extend(write_domain(dir, "target", &yt, d, &mut |k, out| stream.target_row(k, &mut scratch, out))?);
+    staged.extend(write_domain(dir, "target", &yt, d, &mut |k, out| {
+        stream.target_row(k, &mut scratch, out)
+    })?);
     progress(yt.len());
     let mut classes = Staged::new(dir, "classes.txt")?;
-    classes.write((0..cfg.n_classes).map(|k| format!("class{k}\n")).collect::<String>().as_bytes())?;
+    classes
+        .write((0..cfg.n_classes).map(|k| format!("class{k}\n")).collect::<String>().as_bytes())?;
     staged.push(classes);
-    let mut files: Vec<String> = staged.iter().map(|s| s.path.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
+    let mut files: Vec<String> = staged
+        .iter()
+        .map(|s| s.path.file_name().unwrap_or_default().to_string_lossy().into_owned())
+        .collect();
     files.push("generate.json".into());
     let report = GenerateReport {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -148,19 +159,33 @@ mod tests {
     fn the_files_hold_the_in_memory_task_bit_for_bit_across_chunks() {
         let dir = tempfile::tempdir().unwrap();
         // More rows than one chunk, so the chunk boundary is crossed.
-        let cfg = SyntheticConfig { n_source: CHUNK_ROWS + 37, n_target: 500, dim: 6, n_classes: 3, ..Default::default() };
+        let cfg = SyntheticConfig {
+            n_source: CHUNK_ROWS + 37,
+            n_target: 500,
+            dim: 6,
+            n_classes: 3,
+            ..Default::default()
+        };
         let report = write_synthetic_folder(&cfg, dir.path(), &mut |_| {}).unwrap();
         let task = generate(&cfg).unwrap();
-        let xs: Array2<f32> = ndarray_npy::read_npy(dir.path().join("source_features.npy")).unwrap();
-        let xt: Array2<f32> = ndarray_npy::read_npy(dir.path().join("target_features.npy")).unwrap();
+        let xs: Array2<f32> =
+            ndarray_npy::read_npy(dir.path().join("source_features.npy")).unwrap();
+        let xt: Array2<f32> =
+            ndarray_npy::read_npy(dir.path().join("target_features.npy")).unwrap();
         let yt: Array1<i64> = ndarray_npy::read_npy(dir.path().join("target_labels.npy")).unwrap();
         assert_eq!(xs, task.source.features);
         assert_eq!(xt, task.target.features);
         let want: Vec<i64> = task.target.labels.unwrap().iter().map(|&k| k as i64).collect();
         assert_eq!(yt.to_vec(), want);
         assert_eq!(report.target_prior, task.target_prior);
-        assert_eq!(std::fs::read_to_string(dir.path().join("classes.txt")).unwrap(), "class0\nclass1\nclass2\n");
-        let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("classes.txt")).unwrap(),
+            "class0\nclass1\nclass2\n"
+        );
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
         let mut want = report.files.clone();
         want.sort();
@@ -170,7 +195,13 @@ mod tests {
     #[test]
     fn the_folder_loads_as_two_domains() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = SyntheticConfig { n_source: 120, n_target: 80, dim: 5, n_classes: 4, ..Default::default() };
+        let cfg = SyntheticConfig {
+            n_source: 120,
+            n_target: 80,
+            dim: 5,
+            n_classes: 4,
+            ..Default::default()
+        };
         write_synthetic_folder(&cfg, dir.path(), &mut |_| {}).unwrap();
         let s = glshift::data::load_domain(dir.path(), "source").unwrap();
         let t = glshift::data::load_domain(dir.path(), "target").unwrap();

@@ -18,7 +18,11 @@ fn docs_methods_table_is_the_registrys() {
         std::fs::write(&path, new).expect("docs/methods.md is writable");
         return;
     }
-    assert_eq!(&doc[start..e], want, "docs/methods.md's table differs from the registry: rerun with GLSHIFT_BLESS=1");
+    assert_eq!(
+        &doc[start..e],
+        want,
+        "docs/methods.md's table differs from the registry: rerun with GLSHIFT_BLESS=1"
+    );
     for m in glshift::methods::MethodKind::ALL {
         assert!(doc[start..e].contains(&format!("| `{}` |", m.name())), "{m} missing");
     }

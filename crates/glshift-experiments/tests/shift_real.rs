@@ -39,7 +39,10 @@ fn on_usps_every_estimator_but_rlls_beats_no_correction_and_rlls_keeps_the_sourc
     };
     let r = run_study(&[usps], &cfg, &mut |l| eprintln!("{l}")).unwrap();
     for row in &r.summary {
-        eprintln!("{} ℓ1 {:.3} (no correction {:.3})", row.estimator, row.l1_mean, row.no_correction_l1_mean);
+        eprintln!(
+            "{} ℓ1 {:.3} (no correction {:.3})",
+            row.estimator, row.l1_mean, row.no_correction_l1_mean
+        );
         assert_eq!(row.failures, 0, "{row:?}");
         if row.estimator == "rlls" {
             // 181 hold-out rows: the regulariser forces w = 1 (see label_shift::rlls_regulariser).

@@ -127,7 +127,10 @@ mod tests {
         let b = blocks();
         assert_eq!(b.len(), 21);
         let outs: Vec<usize> = b.iter().map(|b| b.c_out).collect();
-        let want = [16, 24, 24, 24, 48, 48, 48, 88, 88, 88, 88, 120, 120, 120, 120, 208, 208, 208, 208, 208, 352];
+        let want = [
+            16, 24, 24, 24, 48, 48, 48, 88, 88, 88, 88, 120, 120, 120, 120, 208, 208, 208, 208,
+            208, 352,
+        ];
         assert_eq!(outs, want);
         assert_eq!(b[20].c_mid(), 1248);
         assert_eq!(b[20].out_size(), 9);

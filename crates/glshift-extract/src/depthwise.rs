@@ -27,7 +27,16 @@ impl Depthwise {
     /// `x`: `(N, C, h, w)` flattened; `weight`: `(C, k, k)`; `bias`: `(C)`.
     /// Returns `(N, C, oh, ow)` flattened.
     #[allow(clippy::too_many_arguments)]
-    pub fn run(&self, x: &[f32], h: usize, w: usize, oh: usize, ow: usize, weight: &[f32], bias: &[f32]) -> Vec<f32> {
+    pub fn run(
+        &self,
+        x: &[f32],
+        h: usize,
+        w: usize,
+        oh: usize,
+        ow: usize,
+        weight: &[f32],
+        bias: &[f32],
+    ) -> Vec<f32> {
         let planes = x.len() / (h * w);
         let mut out = vec![0f32; planes * oh * ow];
         out.par_chunks_mut(oh * ow).enumerate().for_each(|(p, o)| {
@@ -48,7 +57,11 @@ impl Depthwise {
             .map(|kx| {
                 let off = kx as isize - p;
                 let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(s) };
-                let hi = if (w as isize - off) <= 0 { 0 } else { ((w as isize - off - 1) as usize / s + 1).min(ow) };
+                let hi = if (w as isize - off) <= 0 {
+                    0
+                } else {
+                    ((w as isize - off - 1) as usize / s + 1).min(ow)
+                };
                 (lo, hi.max(lo))
             })
             .collect();
@@ -85,13 +98,26 @@ mod tests {
 
     /// Naive reference with explicit padding.
     #[allow(clippy::too_many_arguments)]
-    fn naive(x: &[f32], h: usize, w: usize, k: usize, s: usize, pb: usize, oh: usize, ow: usize, wk: &[f32]) -> Vec<f32> {
+    fn naive(
+        x: &[f32],
+        h: usize,
+        w: usize,
+        k: usize,
+        s: usize,
+        pb: usize,
+        oh: usize,
+        ow: usize,
+        wk: &[f32],
+    ) -> Vec<f32> {
         let mut o = vec![0f32; oh * ow];
         for oy in 0..oh {
             for ox in 0..ow {
                 for ky in 0..k {
                     for kx in 0..k {
-                        let (iy, ix) = ((oy * s + ky) as isize - pb as isize, (ox * s + kx) as isize - pb as isize);
+                        let (iy, ix) = (
+                            (oy * s + ky) as isize - pb as isize,
+                            (ox * s + kx) as isize - pb as isize,
+                        );
                         if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w {
                             o[oy * ow + ox] += wk[ky * k + kx] * x[iy as usize * w + ix as usize];
                         }

@@ -37,13 +37,20 @@ pub struct DomainFeatures {
 /// Features of every file of `domain`; `progress(k)` is called after each batch of `k` files.
 /// Undecodable files are skipped (listed in `skipped`); a domain with no decodable file is an
 /// error naming it.
-pub fn extract_domain(net: &EffNetLite2, domain: &DomainFiles, progress: &mut dyn FnMut(usize)) -> Result<DomainFeatures> {
+pub fn extract_domain(
+    net: &EffNetLite2,
+    domain: &DomainFiles,
+    progress: &mut dyn FnMut(usize),
+) -> Result<DomainFeatures> {
     let mut rows: Vec<f32> = Vec::with_capacity(domain.files.len() * FEATURE_DIM);
     let mut labels = Vec::with_capacity(domain.files.len());
     let mut skipped: Vec<Skipped> = domain
         .loose
         .iter()
-        .map(|p| Skipped { path: p.display().to_string(), reason: "file beside the class folders".into() })
+        .map(|p| Skipped {
+            path: p.display().to_string(),
+            reason: "file beside the class folders".into(),
+        })
         .collect();
     for batch in domain.files.chunks(BATCH) {
         let outputs: Vec<Result<Vec<f32>>> = batch
@@ -59,7 +66,9 @@ pub fn extract_domain(net: &EffNetLite2, domain: &DomainFiles, progress: &mut dy
                     rows.extend(f);
                     labels.push(label.map_or(-1, |l| l as i64));
                 }
-                Err(Error::Image { reason, .. }) => skipped.push(Skipped { path: path.display().to_string(), reason }),
+                Err(Error::Image { reason, .. }) => {
+                    skipped.push(Skipped { path: path.display().to_string(), reason })
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -67,7 +76,11 @@ pub fn extract_domain(net: &EffNetLite2, domain: &DomainFiles, progress: &mut dy
     }
     if labels.is_empty() {
         let first = skipped.first().map_or(String::new(), |s| format!("{}: {}", s.path, s.reason));
-        return Err(Error::NothingDecoded { domain: domain.name.clone(), files: domain.files.len(), first });
+        return Err(Error::NothingDecoded {
+            domain: domain.name.clone(),
+            files: domain.files.len(),
+            first,
+        });
     }
     let features = Array2::from_shape_vec((labels.len(), FEATURE_DIM), rows)
         .map_err(|e| Error::Inference(format!("feature matrix: {e}")))?;
@@ -82,7 +95,11 @@ pub fn extract_domain(net: &EffNetLite2, domain: &DomainFiles, progress: &mut dy
 
 /// One preprocessed `(3, 260, 260)` image → its 1280 features.
 pub fn image_features(net: &EffNetLite2, x: Vec<f32>) -> Result<Vec<f32>> {
-    let t = candle_core::Tensor::from_vec(x, (1, 3, IMAGE_SIZE, IMAGE_SIZE), &candle_core::Device::Cpu)?;
+    let t = candle_core::Tensor::from_vec(
+        x,
+        (1, 3, IMAGE_SIZE, IMAGE_SIZE),
+        &candle_core::Device::Cpu,
+    )?;
     let f = net.features(&t)?;
     Ok(f.flatten_all()?.to_vec1::<f32>()?)
 }

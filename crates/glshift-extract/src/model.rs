@@ -10,8 +10,8 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
-use crate::depthwise::Depthwise;
 use crate::arch::{self, BlockSpec, BN_EPS, FEATURE_DIM, IMAGE_SIZE, STEM_CHANNELS};
+use crate::depthwise::Depthwise;
 use crate::pth::StateDict;
 use crate::{Error, Result};
 
@@ -31,7 +31,14 @@ struct ConvBn {
 
 impl ConvBn {
     /// Loads `<conv>.weight` and `<bn>.{weight,bias,running_mean,running_var}` and folds them.
-    fn load(w: &Weights, conv: &str, bn: &str, shape: [usize; 4], stride: usize, in_size: usize) -> Result<ConvBn> {
+    fn load(
+        w: &Weights,
+        conv: &str,
+        bn: &str,
+        shape: [usize; 4],
+        stride: usize,
+        in_size: usize,
+    ) -> Result<ConvBn> {
         let kernel = w.get(&format!("{conv}.weight"), &shape)?;
         let c = shape[0];
         let gamma = w.get(&format!("{bn}.weight"), &[c])?;
@@ -43,7 +50,9 @@ impl ConvBn {
         let mut bias = Vec::with_capacity(c);
         for o in 0..c {
             let scale = gamma[o] as f64 / (var[o] as f64 + BN_EPS).sqrt();
-            folded.extend(kernel[o * per_out..(o + 1) * per_out].iter().map(|&k| (k as f64 * scale) as f32));
+            folded.extend(
+                kernel[o * per_out..(o + 1) * per_out].iter().map(|&k| (k as f64 * scale) as f32),
+            );
             bias.push((beta[o] as f64 - mean[o] as f64 * scale) as f32);
         }
         let groups = if shape[1] == 1 && c > 1 { c } else { 1 };
@@ -66,7 +75,8 @@ impl ConvBn {
             return self.forward_pointwise(x);
         }
         let (b, a) = self.pad;
-        let x = if b + a > 0 { x.pad_with_zeros(2, b, a)?.pad_with_zeros(3, b, a)? } else { x.clone() };
+        let x =
+            if b + a > 0 { x.pad_with_zeros(2, b, a)?.pad_with_zeros(3, b, a)? } else { x.clone() };
         let y = x.conv2d(&self.weight, 0, self.stride, 1, self.groups)?;
         Ok(y.broadcast_add(&self.bias)?)
     }
@@ -88,7 +98,8 @@ impl ConvBn {
         let (n, c, h, w) = x.dims4()?;
         let k = self.weight.dim(2)?;
         let d = Depthwise { channels: c, kernel: k, stride: self.stride, pad_before: self.pad.0 };
-        let (oh, ow) = (d.out_size(h, self.pad.0 + self.pad.1), d.out_size(w, self.pad.0 + self.pad.1));
+        let (oh, ow) =
+            (d.out_size(h, self.pad.0 + self.pad.1), d.out_size(w, self.pad.0 + self.pad.1));
         let data = x.flatten_all()?.to_vec1::<f32>()?;
         let wk = self.weight.flatten_all()?.to_vec1::<f32>()?;
         let bias = self.bias.flatten_all()?.to_vec1::<f32>()?;
@@ -125,10 +136,14 @@ struct Weights<'a> {
 impl Weights<'_> {
     /// The values of parameter `name`, which must have exactly `shape`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<&[f32]> {
-        let wrong = |reason: String| Error::WrongArchitecture { path: self.path.to_path_buf(), reason };
+        let wrong =
+            |reason: String| Error::WrongArchitecture { path: self.path.to_path_buf(), reason };
         let t = self.dict.get(name).ok_or_else(|| wrong(format!("parameter {name} is missing")))?;
         if t.shape != shape {
-            return Err(wrong(format!("parameter {name} has shape {:?}, expected {shape:?}", t.shape)));
+            return Err(wrong(format!(
+                "parameter {name} has shape {:?}, expected {shape:?}",
+                t.shape
+            )));
         }
         Ok(&t.data)
     }
@@ -151,18 +166,46 @@ impl EffNetLite2 {
             let (mid, k) = (s.c_mid(), s.kernel);
             let expand = if s.expand != 1 {
                 let shape = [mid, s.c_in, 1, 1];
-                Some(ConvBn::load(&w, &format!("{p}._expand_conv"), &format!("{p}._bn0"), shape, 1, s.in_size)?)
+                Some(ConvBn::load(
+                    &w,
+                    &format!("{p}._expand_conv"),
+                    &format!("{p}._bn0"),
+                    shape,
+                    1,
+                    s.in_size,
+                )?)
             } else {
                 None
             };
             let dw = [mid, 1, k, k];
-            let depthwise = ConvBn::load(&w, &format!("{p}._depthwise_conv"), &format!("{p}._bn1"), dw, s.stride, s.in_size)?;
+            let depthwise = ConvBn::load(
+                &w,
+                &format!("{p}._depthwise_conv"),
+                &format!("{p}._bn1"),
+                dw,
+                s.stride,
+                s.in_size,
+            )?;
             let pw = [s.c_out, mid, 1, 1];
-            let project = ConvBn::load(&w, &format!("{p}._project_conv"), &format!("{p}._bn2"), pw, 1, s.out_size())?;
+            let project = ConvBn::load(
+                &w,
+                &format!("{p}._project_conv"),
+                &format!("{p}._bn2"),
+                pw,
+                1,
+                s.out_size(),
+            )?;
             blocks.push(Block { spec: s, expand, depthwise, project });
         }
         let last = blocks.last().map_or(0, |b| b.spec.out_size());
-        let head = ConvBn::load(&w, "_conv_head", "_bn1", [FEATURE_DIM, arch::head_in_channels(), 1, 1], 1, last)?;
+        let head = ConvBn::load(
+            &w,
+            "_conv_head",
+            "_bn1",
+            [FEATURE_DIM, arch::head_in_channels(), 1, 1],
+            1,
+            last,
+        )?;
         Ok(EffNetLite2 { stem, blocks, head })
     }
 
@@ -179,7 +222,11 @@ impl EffNetLite2 {
 
     /// As [`Self::features`], calling `observe(layer, dims)` with every layer's output shape
     /// (the names of [`arch::layer_shapes`], dims including the batch axis).
-    pub fn forward_observed(&self, x: &Tensor, observe: &mut dyn FnMut(&str, &[usize])) -> Result<Tensor> {
+    pub fn forward_observed(
+        &self,
+        x: &Tensor,
+        observe: &mut dyn FnMut(&str, &[usize]),
+    ) -> Result<Tensor> {
         let x = x.to_dtype(DType::F32)?;
         let mut x = relu6(&self.stem.forward(&x)?)?;
         observe("stem", x.dims());

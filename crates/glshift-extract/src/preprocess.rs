@@ -95,7 +95,11 @@ pub fn decode_bytes(bytes: &[u8]) -> std::result::Result<RgbImage, String> {
     }
     let img = open()?.decode().map_err(|e| e.to_string())?;
     if (img.width(), img.height()) != (w, h) {
-        return Err(format!("decoded {}x{} pixels, header said {w}x{h}", img.width(), img.height()));
+        return Err(format!(
+            "decoded {}x{} pixels, header said {w}x{h}",
+            img.width(),
+            img.height()
+        ));
     }
     Ok(img.to_rgb8())
 }
@@ -114,7 +118,12 @@ pub fn to_input(img: &RgbImage) -> std::result::Result<Vec<f32>, String> {
     }
     let (w, h) = (img.width() as usize, img.height() as usize);
     let (nw, nh) = resized_size(w, h);
-    let window = Window { left: crop_offset(nw), top: crop_offset(nh), width: IMAGE_SIZE, height: IMAGE_SIZE };
+    let window = Window {
+        left: crop_offset(nw),
+        top: crop_offset(nh),
+        width: IMAGE_SIZE,
+        height: IMAGE_SIZE,
+    };
     let crop = resize_bicubic_window(img.as_raw(), w, h, nw, nh, window);
     let n = IMAGE_SIZE * IMAGE_SIZE;
     let mut out = vec![0f32; 3 * n];
@@ -163,7 +172,11 @@ fn bicubic(x: f64) -> f64 {
 /// Fixed-point resampling weights for one axis, for the output indices `outputs` of a resize
 /// from `in_size` to `out_size`: per output index, the first input index and the integer
 /// weights (PIL's `precompute_coeffs` + `normalize_coeffs_8bpc`).
-fn coefficients(in_size: usize, out_size: usize, outputs: std::ops::Range<usize>) -> Vec<(usize, Vec<i32>)> {
+fn coefficients(
+    in_size: usize,
+    out_size: usize,
+    outputs: std::ops::Range<usize>,
+) -> Vec<(usize, Vec<i32>)> {
     let scale = in_size as f64 / out_size as f64;
     let filterscale = scale.max(1.0);
     let support = 2.0 * filterscale;
@@ -172,7 +185,8 @@ fn coefficients(in_size: usize, out_size: usize, outputs: std::ops::Range<usize>
             let center = (xx as f64 + 0.5) * scale;
             let xmin = ((center - support + 0.5) as i64).max(0) as usize;
             let xmax = ((center + support + 0.5) as i64).min(in_size as i64) as usize;
-            let w: Vec<f64> = (xmin..xmax).map(|x| bicubic((x as f64 - center + 0.5) / filterscale)).collect();
+            let w: Vec<f64> =
+                (xmin..xmax).map(|x| bicubic((x as f64 - center + 0.5) / filterscale)).collect();
             let total: f64 = w.iter().sum();
             let fixed = w
                 .iter()
@@ -203,7 +217,14 @@ pub struct Window {
 /// Resamples interleaved RGB `src` (w×h) to nw×nh and returns only `window` of the result
 /// (`height × width × 3` bytes): horizontal pass, 8-bit intermediate, then vertical pass, as PIL's
 /// `ImagingResample` does for RGB images. Requires the window inside nw×nh.
-pub fn resize_bicubic_window(src: &[u8], w: usize, h: usize, nw: usize, nh: usize, window: Window) -> Vec<u8> {
+pub fn resize_bicubic_window(
+    src: &[u8],
+    w: usize,
+    h: usize,
+    nw: usize,
+    nh: usize,
+    window: Window,
+) -> Vec<u8> {
     let Window { left, top, width: size, height } = window;
     let half = 1i64 << (PRECISION_BITS - 1);
     // Horizontal pass: every input row, the window's columns only (width × h × 3 bytes).
@@ -272,9 +293,17 @@ mod tests {
         let (w, h) = (41, 29);
         let src: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919 + i / 3 * 31) % 251) as u8).collect();
         for (nw, nh) in [(53, 37), (41, 17), (20, 29), (90, 11)] {
-            let full = resize_bicubic_window(&src, w, h, nw, nh, Window { left: 0, top: 0, width: nw, height: nh });
+            let full = resize_bicubic_window(
+                &src,
+                w,
+                h,
+                nw,
+                nh,
+                Window { left: 0, top: 0, width: nw, height: nh },
+            );
             let (left, top, width, height) = (nw / 3, nh / 4, nw / 2, nh / 2);
-            let part = resize_bicubic_window(&src, w, h, nw, nh, Window { left, top, width, height });
+            let part =
+                resize_bicubic_window(&src, w, h, nw, nh, Window { left, top, width, height });
             for y in 0..height {
                 let want = &full[((top + y) * nw + left) * 3..((top + y) * nw + left + width) * 3];
                 assert_eq!(&part[y * width * 3..(y + 1) * width * 3], want, "{nw}x{nh}, row {y}");

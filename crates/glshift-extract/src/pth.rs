@@ -51,7 +51,8 @@ struct TensorRef {
 pub fn read_state_dict(path: &Path) -> Result<StateDict> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::WeightsIo { path: path.to_path_buf(), reason: e.to_string() })?;
-    parse_state_dict(&bytes).map_err(|reason| Error::WeightsFormat { path: path.to_path_buf(), reason })
+    parse_state_dict(&bytes)
+        .map_err(|reason| Error::WeightsFormat { path: path.to_path_buf(), reason })
 }
 
 /// Parses the bytes of a legacy-format `torch.save` file (see the module docs).
@@ -83,7 +84,8 @@ pub fn parse_state_dict(bytes: &[u8]) -> std::result::Result<StateDict, String> 
         if r.dtype != "FloatStorage" {
             continue;
         }
-        let storage = storages.get(&r.key).ok_or_else(|| format!("{name}: storage {} missing", r.key))?;
+        let storage =
+            storages.get(&r.key).ok_or_else(|| format!("{name}: storage {} missing", r.key))?;
         let n = check_view(storage.len() / 4, &r).map_err(|e| format!("{name}: {e}"))?;
         budget = budget.checked_sub(4 * n).ok_or_else(|| {
             format!("{name}: the tensors' views hold more than {GATHER_BUDGET_PER_BYTE}x the file's size")
@@ -122,7 +124,8 @@ fn tensor_refs(dict: Value) -> std::result::Result<Vec<(String, TensorRef)>, Str
 /// Decodes `_rebuild_tensor_v2((storage pid), offset, shape, stride, ...)`.
 fn tensor_ref(v: &Value) -> std::result::Result<TensorRef, String> {
     let Value::Call(f, args) = v else { return Err("not a tensor".into()) };
-    if !matches!(f.as_ref(), Value::Global(m, n) if m == "torch._utils" && n == "_rebuild_tensor_v2") {
+    if !matches!(f.as_ref(), Value::Global(m, n) if m == "torch._utils" && n == "_rebuild_tensor_v2")
+    {
         return Err(format!("not a tensor (built by {})", pickle::describe(f)));
     }
     if args.len() < 4 {
@@ -160,18 +163,22 @@ fn read_storages<'a>(
     keys: &[Value],
     refs: &[(String, TensorRef)],
 ) -> std::result::Result<HashMap<String, &'a [u8]>, String> {
-    let dtype_of: HashMap<&str, &str> = refs.iter().map(|(_, r)| (r.key.as_str(), r.dtype.as_str())).collect();
+    let dtype_of: HashMap<&str, &str> =
+        refs.iter().map(|(_, r)| (r.key.as_str(), r.dtype.as_str())).collect();
     let mut out = HashMap::new();
     for k in keys {
         let Value::Str(key) = k else { return Err("a storage key is not a string".into()) };
-        let dtype = dtype_of.get(key.as_str()).ok_or_else(|| format!("storage {key} is used by no tensor"))?;
+        let dtype = dtype_of
+            .get(key.as_str())
+            .ok_or_else(|| format!("storage {key} is used by no tensor"))?;
         let size = elem_size(dtype)?;
         if rest.len() < 8 {
             return Err(format!("file truncated before storage {key}"));
         }
         let count = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes"));
         let len = (count as usize).checked_mul(size).filter(|&l| l <= rest.len() - 8);
-        let len = len.ok_or_else(|| format!("file truncated inside storage {key} ({count} elements)"))?;
+        let len =
+            len.ok_or_else(|| format!("file truncated inside storage {key} ({count} elements)"))?;
         out.insert(key.clone(), &rest[8..8 + len]);
         rest = &rest[8 + len..];
     }
@@ -202,7 +209,8 @@ fn check_view(elems: usize, r: &TensorRef) -> std::result::Result<usize, String>
 /// Gathers the strided float32 view `r` of `storage`, checked by [`check_view`] to hold `n`
 /// elements inside it, into a C-order vector.
 fn gather(storage: &[u8], r: &TensorRef, n: usize) -> Vec<f32> {
-    let read = |i: usize| f32::from_le_bytes(storage[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let read =
+        |i: usize| f32::from_le_bytes(storage[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     let mut out = Vec::with_capacity(n);
     let mut idx = vec![0usize; r.shape.len()];
     for _ in 0..n {
@@ -224,7 +232,13 @@ mod tests {
     use super::*;
 
     fn view(offset: usize, shape: &[usize], stride: &[usize]) -> TensorRef {
-        TensorRef { key: "0".into(), dtype: "FloatStorage".into(), offset, shape: shape.to_vec(), stride: stride.to_vec() }
+        TensorRef {
+            key: "0".into(),
+            dtype: "FloatStorage".into(),
+            offset,
+            shape: shape.to_vec(),
+            stride: stride.to_vec(),
+        }
     }
 
     #[test]

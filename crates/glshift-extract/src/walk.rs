@@ -86,12 +86,17 @@ pub fn walk(root: &Path) -> Result<Layout> {
     let mut listed = Vec::with_capacity(domain_dirs.len());
     for d in &domain_dirs {
         let (class_dirs, files) = list(d)?;
-        let classes = class_dirs.into_iter().map(|c| list(&c).map(|(_, f)| (c, f))).collect::<Result<_>>()?;
+        let classes =
+            class_dirs.into_iter().map(|c| list(&c).map(|(_, f)| (c, f))).collect::<Result<_>>()?;
         listed.push(Listed { dir: d.clone(), classes, files });
     }
     let all_classes = |keep: &dyn Fn(&[PathBuf]) -> bool| -> Vec<String> {
-        let mut names: Vec<String> =
-            listed.iter().flat_map(|l| &l.classes).filter(|(_, f)| keep(f)).map(|(c, _)| name_of(c)).collect();
+        let mut names: Vec<String> = listed
+            .iter()
+            .flat_map(|l| &l.classes)
+            .filter(|(_, f)| keep(f))
+            .map(|(c, _)| name_of(c))
+            .collect();
         names.sort();
         names.dedup();
         names
@@ -99,8 +104,12 @@ pub fn walk(root: &Path) -> Result<Layout> {
     let classes = all_classes(&|f| !f.is_empty());
     let classes_left_out: Vec<String> =
         all_classes(&|_| true).into_iter().filter(|c| classes.binary_search(c).is_err()).collect();
-    let empty_class_folders =
-        listed.iter().flat_map(|l| &l.classes).filter(|(_, f)| f.is_empty()).map(|(c, _)| c.clone()).collect();
+    let empty_class_folders = listed
+        .iter()
+        .flat_map(|l| &l.classes)
+        .filter(|(_, f)| f.is_empty())
+        .map(|(c, _)| c.clone())
+        .collect();
     let domains = listed.into_iter().map(|l| domain_files(l, &classes)).collect::<Result<_>>()?;
     Ok(Layout { classes, domains, empty_class_folders, classes_left_out })
 }
@@ -140,7 +149,15 @@ mod tests {
     fn rows_follow_class_then_file_name_and_unlabelled_domains_have_no_labels() {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
-        for f in ["a/mug/2.jpg", "a/mug/10.jpg", "a/bike/z.png", "b/mug/1.jpg", "b/cat/1.jpg", "u/x.jpg", "u/w.jpg"] {
+        for f in [
+            "a/mug/2.jpg",
+            "a/mug/10.jpg",
+            "a/bike/z.png",
+            "b/mug/1.jpg",
+            "b/cat/1.jpg",
+            "u/x.jpg",
+            "u/w.jpg",
+        ] {
             touch(&r.join(f));
         }
         let l = walk(r).unwrap();
@@ -159,7 +176,10 @@ mod tests {
     fn empty_root_and_empty_domain_are_errors_naming_the_folder() {
         let dir = tempfile::tempdir().unwrap();
         let e = walk(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("no images found") && e.contains(&dir.path().display().to_string()), "{e}");
+        assert!(
+            e.contains("no images found") && e.contains(&dir.path().display().to_string()),
+            "{e}"
+        );
         std::fs::create_dir_all(dir.path().join("d/cls")).unwrap();
         let e = walk(dir.path()).unwrap_err().to_string();
         assert!(e.contains("domain d has no image files"), "{e}");
@@ -178,7 +198,11 @@ mod tests {
         let l = walk(r).unwrap();
         assert_eq!(l.classes, ["bike", "mug"]);
         assert_eq!(l.classes_left_out, ["cat"]);
-        let empty: Vec<String> = l.empty_class_folders.iter().map(|p| p.strip_prefix(r).unwrap().display().to_string()).collect();
+        let empty: Vec<String> = l
+            .empty_class_folders
+            .iter()
+            .map(|p| p.strip_prefix(r).unwrap().display().to_string())
+            .collect();
         assert_eq!(empty, ["a/cat", "b/bike", "b/cat"]);
         assert_eq!(l.domains[0].files.iter().map(|f| f.1).collect::<Vec<_>>(), [Some(0), Some(1)]);
         assert_eq!(l.domains[1].files.iter().map(|f| f.1).collect::<Vec<_>>(), [Some(1)]);

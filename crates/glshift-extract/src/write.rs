@@ -57,7 +57,13 @@ pub struct ExtractReport {
 
 impl ExtractReport {
     /// The report of a run over `domains` with the given weights and timing.
-    pub fn new(weights: &Path, sha256: String, layout: &Layout, domains: &[DomainFeatures], throughput: Throughput) -> ExtractReport {
+    pub fn new(
+        weights: &Path,
+        sha256: String,
+        layout: &Layout,
+        domains: &[DomainFeatures],
+        throughput: Throughput,
+    ) -> ExtractReport {
         ExtractReport {
             glshift_version: env!("CARGO_PKG_VERSION").to_string(),
             model: "EfficientNet-Lite2 (efficientnet-lite-pytorch 0.1.0 architecture), eval mode, f32, CPU".into(),
@@ -89,7 +95,8 @@ impl ExtractReport {
 
 /// Hex sha256 of a file's contents.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let err = |e: std::io::Error| Error::WeightsIo { path: path.to_path_buf(), reason: e.to_string() };
+    let err =
+        |e: std::io::Error| Error::WeightsIo { path: path.to_path_buf(), reason: e.to_string() };
     let mut f = std::fs::File::open(path).map_err(err)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -104,7 +111,12 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 }
 
 /// Writes every output file into `out` atomically (see the module docs).
-pub fn write_outputs(out: &Path, classes: &[String], domains: &[DomainFeatures], report: &ExtractReport) -> Result<()> {
+pub fn write_outputs(
+    out: &Path,
+    classes: &[String],
+    domains: &[DomainFeatures],
+    report: &ExtractReport,
+) -> Result<()> {
     let mut files: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     for d in domains {
         let p = out.join(format!("{}_features.npy", d.name));

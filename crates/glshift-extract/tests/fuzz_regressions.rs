@@ -18,7 +18,6 @@ use glshift_extract::pth::parse_state_dict;
 #[path = "../../glshift/tests/support/capped_alloc.rs"]
 mod capped_alloc;
 
-
 /// Files of `tests/<kind>/<target>/`, sorted; a test error when the folder is missing or empty
 /// (these files are committed, so an empty list would make the test pass on nothing).
 fn files(kind: &str, target: &str) -> Vec<PathBuf> {
@@ -43,13 +42,15 @@ fn image_input(bytes: &[u8]) -> Result<Vec<f32>, String> {
 #[test]
 fn weights_seeds_parse_to_their_tensors() {
     for f in files("fuzz_seeds", "pth_reader") {
-        let dict = parse_state_dict(&std::fs::read(&f).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let dict = parse_state_dict(&std::fs::read(&f).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(!dict.is_empty(), "{}", f.display());
         for (name, t) in &dict {
             assert_eq!(t.data.len(), t.shape.iter().product::<usize>(), "{}: {name}", f.display());
         }
     }
-    let two = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_seeds/pth_reader/two_tensors.pth");
+    let two =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_seeds/pth_reader/two_tensors.pth");
     let dict = parse_state_dict(&std::fs::read(two).unwrap()).unwrap();
     assert_eq!(dict.keys().collect::<Vec<_>>(), ["bn.running_mean", "conv.weight"]); // the int64 entry is left out
     assert_eq!(dict["conv.weight"].data, [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]);
@@ -67,7 +68,8 @@ fn hostile_weights_files_are_refused() {
 #[test]
 fn image_seeds_decode_to_a_network_input() {
     for f in files("fuzz_seeds", "image_path") {
-        let x = image_input(&std::fs::read(&f).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let x = image_input(&std::fs::read(&f).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert_eq!(x.len(), 3 * 260 * 260, "{}", f.display());
     }
 }

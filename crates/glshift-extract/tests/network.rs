@@ -28,11 +28,21 @@ fn synthetic() -> StateDict {
     for (i, b) in arch::blocks().iter().enumerate() {
         let p = format!("_blocks.{i}");
         if b.expand != 1 {
-            put_conv_bn(&mut d, &format!("{p}._expand_conv"), &format!("{p}._bn0"), [b.c_mid(), b.c_in, 1, 1]);
+            put_conv_bn(
+                &mut d,
+                &format!("{p}._expand_conv"),
+                &format!("{p}._bn0"),
+                [b.c_mid(), b.c_in, 1, 1],
+            );
         }
         let dw = [b.c_mid(), 1, b.kernel, b.kernel];
         put_conv_bn(&mut d, &format!("{p}._depthwise_conv"), &format!("{p}._bn1"), dw);
-        put_conv_bn(&mut d, &format!("{p}._project_conv"), &format!("{p}._bn2"), [b.c_out, b.c_mid(), 1, 1]);
+        put_conv_bn(
+            &mut d,
+            &format!("{p}._project_conv"),
+            &format!("{p}._bn2"),
+            [b.c_out, b.c_mid(), 1, 1],
+        );
     }
     put_conv_bn(&mut d, "_conv_head", "_bn1", [FEATURE_DIM, arch::head_in_channels(), 1, 1]);
     d
@@ -41,10 +51,16 @@ fn synthetic() -> StateDict {
 #[test]
 fn every_layer_output_has_the_shape_of_the_architecture() {
     let net = EffNetLite2::from_state_dict(&synthetic(), Path::new("synthetic.pth")).unwrap();
-    let x = candle_core::Tensor::zeros((1, 3, IMAGE_SIZE, IMAGE_SIZE), candle_core::DType::F32, &candle_core::Device::Cpu)
-        .unwrap();
+    let x = candle_core::Tensor::zeros(
+        (1, 3, IMAGE_SIZE, IMAGE_SIZE),
+        candle_core::DType::F32,
+        &candle_core::Device::Cpu,
+    )
+    .unwrap();
     let mut seen: Vec<(String, Vec<usize>)> = Vec::new();
-    let f = net.forward_observed(&x, &mut |name, dims| seen.push((name.to_string(), dims.to_vec()))).unwrap();
+    let f = net
+        .forward_observed(&x, &mut |name, dims| seen.push((name.to_string(), dims.to_vec())))
+        .unwrap();
     assert_eq!(f.dims(), &[1, FEATURE_DIM]);
     let want = arch::layer_shapes();
     assert_eq!(seen.len(), want.len());

@@ -32,9 +32,11 @@ fn py_err(e: glshift::Error) -> PyErr {
     match e {
         E::Io { .. } | E::Write { .. } => PyOSError::new_err(msg),
         E::Numerical { .. } | E::Device { .. } => PyRuntimeError::new_err(msg),
-        E::BadData { .. } | E::Shape { .. } | E::Param { .. } | E::BadFile { .. } | E::UnknownDomain { .. } => {
-            PyValueError::new_err(msg)
-        }
+        E::BadData { .. }
+        | E::Shape { .. }
+        | E::Param { .. }
+        | E::BadFile { .. }
+        | E::UnknownDomain { .. } => PyValueError::new_err(msg),
     }
 }
 
@@ -44,7 +46,9 @@ fn labels_to_indices(what: &str, y: &[i64]) -> PyResult<Vec<usize>> {
     y.iter()
         .enumerate()
         .map(|(i, &v)| {
-            usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{what}: label {v} at row {i} is negative")))
+            usize::try_from(v).map_err(|_| {
+                PyValueError::new_err(format!("{what}: label {v} at row {i} is negative"))
+            })
         })
         .collect()
 }
@@ -75,7 +79,11 @@ fn resolve_config(
 ) -> glshift::Result<CheckedParams> {
     let source = match (config_path, config_json) {
         (Some(_), Some(_)) => {
-            return Err(glshift::Error::param("config", "file and dict", "give a TOML file or a dict of settings, not both"))
+            return Err(glshift::Error::param(
+                "config",
+                "file and dict",
+                "give a TOML file or a dict of settings, not both",
+            ))
         }
         (Some(p), None) => ConfigSource::TomlFile(p),
         (None, Some(j)) => ConfigSource::Json(j),
@@ -86,7 +94,9 @@ fn resolve_config(
         Some("cpu") => Some(glshift::device::Device::Cpu),
         Some("cuda") => Some(glshift::device::Device::Cuda),
         Some("auto") => Some(glshift::device::Device::Auto),
-        Some(other) => return Err(glshift::Error::param("device", other, "expected 'cpu', 'cuda' or 'auto'")),
+        Some(other) => {
+            return Err(glshift::Error::param("device", other, "expected 'cpu', 'cuda' or 'auto'"))
+        }
     };
     let overrides = ConfigOverrides { method, seed, pretrain_iters, adapt_iters, device };
     let cfg = FitConfig::resolve(source, overrides)?;
@@ -107,8 +117,16 @@ fn resolved_config(
     adapt_iters: Option<usize>,
     device: Option<String>,
 ) -> PyResult<String> {
-    let p = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters, device.as_deref())
-        .map_err(py_err)?;
+    let p = resolve_config(
+        config_json.as_deref(),
+        config_path.as_deref(),
+        method.as_deref(),
+        seed,
+        pretrain_iters,
+        adapt_iters,
+        device.as_deref(),
+    )
+    .map_err(py_err)?;
     Ok(serde_json::to_string(p.config()).expect("a config serialises"))
 }
 
@@ -119,10 +137,15 @@ struct Cancelled;
 /// Runs `params.fit_owned(data)` on a worker thread without the GIL, interruptible
 /// ([`interruptible`]). `data` (already a copy of the caller's arrays) is preprocessed in
 /// place rather than copied once more.
-fn fit_interruptible(py: Python<'_>, params: &CheckedParams, data: Dataset) -> PyResult<FitOutcome> {
+fn fit_interruptible(
+    py: Python<'_>,
+    params: &CheckedParams,
+    data: Dataset,
+) -> PyResult<FitOutcome> {
     interruptible(py, "fit", move |tick| {
         let mut progress = |_: Progress| tick();
-        params.fit_owned(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+        params
+            .fit_owned(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
     })
 }
 
@@ -179,7 +202,9 @@ fn interruptible<T: Send>(
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
-                Err(PyRuntimeError::new_err(format!("internal error in glshift's {what} (please report): {msg}")))
+                Err(PyRuntimeError::new_err(format!(
+                    "internal error in glshift's {what} (please report): {msg}"
+                )))
             }
         }
     })
@@ -204,12 +229,19 @@ fn fit(
     adapt_iters: Option<usize>,
     device: Option<String>,
 ) -> PyResult<(Model, Vec<String>)> {
-    let params = resolve_config(config_json.as_deref(), config_path.as_deref(), method.as_deref(), seed, pretrain_iters, adapt_iters, device.as_deref())
-        .map_err(py_err)?;
+    let params = resolve_config(
+        config_json.as_deref(),
+        config_path.as_deref(),
+        method.as_deref(),
+        seed,
+        pretrain_iters,
+        adapt_iters,
+        device.as_deref(),
+    )
+    .map_err(py_err)?;
     let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
-    let data = Dataset::new(xs, ys, xt)
-        .and_then(|d| d.with_class_names(class_names))
-        .map_err(py_err)?;
+    let data =
+        Dataset::new(xs, ys, xt).and_then(|d| d.with_class_names(class_names)).map_err(py_err)?;
     let outcome = fit_interruptible(py, &params, data)?;
     Ok((Model { inner: outcome.model }, outcome.warnings))
 }
@@ -225,7 +257,12 @@ fn owned(x: &PyReadonlyArray2<'_, f32>) -> Array2<f32> {
 }
 
 impl Model {
-    fn run<T: Send>(&self, py: Python<'_>, x: Array2<f32>, f: impl Fn(&FittedModel, ArrayView2<f32>) -> glshift::Result<T> + Send) -> PyResult<T> {
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        x: Array2<f32>,
+        f: impl Fn(&FittedModel, ArrayView2<f32>) -> glshift::Result<T> + Send,
+    ) -> PyResult<T> {
         let m = &self.inner;
         py.detach(move || f(m, x.view())).map_err(py_err)
     }
@@ -234,13 +271,21 @@ impl Model {
 #[pymethods]
 impl Model {
     /// Class indices (argmax of `predict_proba`).
-    fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let labels = self.run(py, owned(&x), |m, x| m.predict(x))?;
         Ok(labels.into_iter().map(|k| k as i64).collect::<Vec<i64>>().into_pyarray(py))
     }
 
     /// Class probabilities, n × c.
-    fn predict_proba<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    fn predict_proba<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         Ok(self.run(py, owned(&x), |m, x| m.predict_proba(x))?.into_pyarray(py))
     }
 
@@ -257,7 +302,8 @@ impl Model {
     ) -> PyResult<(Bound<'py, PyArray2<f32>>, String)> {
         let params = glshift::model::BatchParams { resamples, level, seed };
         let out = self.run(py, owned(&x), move |m, x| m.predict_proba_adapted(x, &params))?;
-        let info = serde_json::to_string(&out.prior).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let info =
+            serde_json::to_string(&out.prior).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok((out.probs.into_pyarray(py), info))
     }
 
@@ -268,7 +314,11 @@ impl Model {
     }
 
     /// The representations Z = G(x), n × (width of G's last layer).
-    fn transform<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         Ok(self.run(py, owned(&x), |m, x| m.transform(x))?.into_pyarray(py))
     }
 

@@ -31,10 +31,18 @@ pub(crate) fn select(
     config_path: Option<PathBuf>,
     seed: Option<u64>,
 ) -> PyResult<(String, Model, Vec<String>)> {
-    let base = resolve_config(config_json.as_deref(), config_path.as_deref(), None, seed, None, None, None)
-        .map_err(py_err)?
-        .config()
-        .clone();
+    let base = resolve_config(
+        config_json.as_deref(),
+        config_path.as_deref(),
+        None,
+        seed,
+        None,
+        None,
+        None,
+    )
+    .map_err(py_err)?
+    .config()
+    .clone();
     let candidates = match candidates_json {
         Some(j) => serde_json::from_str::<Vec<Candidate>>(&j)
             .map_err(|e| PyValueError::new_err(format!("candidates: {e} (each needs 'method'; optional keys: name, lambda_tu, lambda_du, tau, adapt_iters)")))?,
@@ -44,10 +52,14 @@ pub(crate) fn select(
         Some(r) => r.parse::<SelectRule>().map_err(py_err)?,
         None => SelectRule::default(),
     };
-    let params = SelectParams::new(base).candidates(candidates).rule(rule).check().map_err(py_err)?;
+    let params =
+        SelectParams::new(base).candidates(candidates).rule(rule).check().map_err(py_err)?;
     let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
-    let data = Dataset::new(xs, ys, xt).and_then(|d| d.with_class_names(class_names)).map_err(py_err)?;
-    let outcome = interruptible(py, "select", |tick| params.select_dataset(&data, &mut |_, _| tick()))?;
-    let json = serde_json::to_string(&outcome.selection).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    let data =
+        Dataset::new(xs, ys, xt).and_then(|d| d.with_class_names(class_names)).map_err(py_err)?;
+    let outcome =
+        interruptible(py, "select", |tick| params.select_dataset(&data, &mut |_, _| tick()))?;
+    let json = serde_json::to_string(&outcome.selection)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok((json, Model { inner: outcome.chosen.model }, outcome.chosen.report.warnings))
 }

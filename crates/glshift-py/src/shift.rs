@@ -2,7 +2,9 @@
 //! (`glshift::label_shift::suite`) and the per-class conditional test on arrays
 //! (`glshift::kernel::cond_test`).
 
-use glshift::kernel::cond_test::{conditional_shift_test as conditional_shift_test_core, CondTestParams};
+use glshift::kernel::cond_test::{
+    conditional_shift_test as conditional_shift_test_core, CondTestParams,
+};
 use glshift::label_shift::suite::{resolve_names, run_suite, BootstrapSpec, EstimatorOutcome};
 use glshift::label_shift::{IntervalMethod, ShiftInputs};
 use glshift::methods::FitConfig;
@@ -33,7 +35,8 @@ pub fn estimate_shift(
     let names = resolve_names(&names).map_err(py_err)?;
     let method = IntervalMethod::parse(interval).map_err(py_err)?;
     let (sp, labels, tp) = labelled_pair(&source_probs, &source_labels, &target_probs)?;
-    let boot = (bootstrap > 0).then_some(BootstrapSpec { resamples: bootstrap, level, seed, method });
+    let boot =
+        (bootstrap > 0).then_some(BootstrapSpec { resamples: bootstrap, level, seed, method });
     let results = py
         .detach(|| {
             let inp = ShiftInputs {
@@ -49,7 +52,8 @@ pub fn estimate_shift(
     results
         .iter()
         .map(|(name, r)| {
-            let json = serde_json::to_value(EstimatorOutcome::new(name, r)).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            let json = serde_json::to_value(EstimatorOutcome::new(name, r))
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
             Ok((name.clone(), json.to_string()))
         })
         .collect()
@@ -88,7 +92,8 @@ pub fn conditional_shift_test(
                 None => glshift::kernel::bandwidth(&[za.view(), zb.view()], 1.0)?,
             };
             let p = CondTestParams { permutations, seed, eps, h, alpha };
-            conditional_shift_test_core(za.view(), &ia, zb.view(), &ib, n_classes, &p).map(|r| (r, h))
+            conditional_shift_test_core(za.view(), &ia, zb.view(), &ib, n_classes, &p)
+                .map(|r| (r, h))
         })
         .map_err(py_err)?;
     let mut v = serde_json::to_value(&res).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;

@@ -16,14 +16,21 @@ use crate::run::{figure_files, Written};
 
 /// Reads and checks `results.json`.
 pub fn read_results(path: &Path) -> Result<Vec<BenchRecord>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Read { path: path.to_path_buf(), reason: e.to_string() })?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::Read { path: path.to_path_buf(), reason: e.to_string() })?;
     let records: Vec<BenchRecord> = serde_json::from_slice(&bytes)
         .map_err(|e| Error::bad_file(path, format!("not a glshift bench results file ({e})")))?;
     if records.is_empty() {
         return Err(Error::bad_file(path, "holds no run"));
     }
     if let Some(r) = records.iter().find(|r| !(0.0..=1.0).contains(&r.target_accuracy)) {
-        return Err(Error::bad_file(path, format!("accuracy {} of {} {}→{} is outside [0, 1]", r.target_accuracy, r.method, r.source, r.target)));
+        return Err(Error::bad_file(
+            path,
+            format!(
+                "accuracy {} of {} {}→{} is outside [0, 1]",
+                r.target_accuracy, r.method, r.source, r.target
+            ),
+        ));
     }
     Ok(records)
 }
@@ -36,7 +43,8 @@ pub fn read_failed(path: &Path) -> Result<Vec<FailedRun>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::Read { path: path.to_path_buf(), reason: e.to_string() }),
     };
-    serde_json::from_slice(&bytes).map_err(|e| Error::bad_file(path, format!("not a glshift bench failed-runs file ({e})")))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::bad_file(path, format!("not a glshift bench failed-runs file ({e})")))
 }
 
 fn unique<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
@@ -50,8 +58,10 @@ fn unique<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 fn task_names(tasks: &[(String, String)]) -> Vec<String> {
-    let initial = |s: &str| s.chars().next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default();
-    let short: Vec<String> = tasks.iter().map(|(s, t)| format!("{}→{}", initial(s), initial(t))).collect();
+    let initial =
+        |s: &str| s.chars().next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default();
+    let short: Vec<String> =
+        tasks.iter().map(|(s, t)| format!("{}→{}", initial(s), initial(t))).collect();
     if unique(short.iter()).len() == short.len() {
         short
     } else {
@@ -81,12 +91,24 @@ fn grid(records: &[&BenchRecord]) -> Grid {
     for m in &methods {
         let mut row: Vec<Option<(f64, f64)>> = tasks
             .iter()
-            .map(|task| stat(seeds.iter().filter_map(|&sd| find(m, task, sd)).map(|r| 100.0 * r.target_accuracy).collect()))
+            .map(|task| {
+                stat(
+                    seeds
+                        .iter()
+                        .filter_map(|&sd| find(m, task, sd))
+                        .map(|r| 100.0 * r.target_accuracy)
+                        .collect(),
+                )
+            })
             .collect();
         let per_seed: Vec<f64> = seeds
             .iter()
             .filter_map(|&sd| {
-                let v: Vec<f64> = tasks.iter().filter_map(|task| find(m, task, sd)).map(|r| 100.0 * r.target_accuracy).collect();
+                let v: Vec<f64> = tasks
+                    .iter()
+                    .filter_map(|task| find(m, task, sd))
+                    .map(|r| 100.0 * r.target_accuracy)
+                    .collect();
                 (v.len() == tasks.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             })
             .collect();
@@ -95,19 +117,31 @@ fn grid(records: &[&BenchRecord]) -> Grid {
         prior_err.push(
             tasks
                 .iter()
-                .map(|task| stat(seeds.iter().filter_map(|&sd| find(m, task, sd)?.prior_l1_error).collect()).map(|s| s.0))
+                .map(|task| {
+                    stat(seeds.iter().filter_map(|&sd| find(m, task, sd)?.prior_l1_error).collect())
+                        .map(|s| s.0)
+                })
                 .collect(),
         );
     }
     let shift = tasks
         .iter()
-        .map(|(s, t)| records.iter().find(|r| &r.source == s && &r.target == t).and_then(|r| r.source_target_prior_l1))
+        .map(|(s, t)| {
+            records
+                .iter()
+                .find(|r| &r.source == s && &r.target == t)
+                .and_then(|r| r.source_target_prior_l1)
+        })
         .collect();
     Grid { tasks, methods, acc, prior_err, shift }
 }
 
 /// The bench page and its bar figures (one per setting).
-pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -> Result<(String, Vec<Figure>)> {
+pub fn bench_report(
+    dir: &Path,
+    records: &[BenchRecord],
+    failed: &[FailedRun],
+) -> Result<(String, Vec<Figure>)> {
     let mut page = Page::new(&format!("glshift bench: {}", dir.display()));
     let n_seeds = unique(records.iter().map(|r| r.seed)).len();
     page.para(
@@ -115,7 +149,15 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -
         None,
     );
     if !failed.is_empty() {
-        let list: Vec<String> = failed.iter().map(|f| format!("{} {} {}→{} seed {}: {}", f.setting, f.method, f.source, f.target, f.seed, f.error)).collect();
+        let list: Vec<String> = failed
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {} {}→{} seed {}: {}",
+                    f.setting, f.method, f.source, f.target, f.seed, f.error
+                )
+            })
+            .collect();
         page.para(
             &format!("{} run(s) diverged and have no accuracy (\"diverged\" in the tables; their averages use only the seeds where every task has one): {}.", failed.len(), list.join("; ")),
             None,
@@ -138,15 +180,25 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -
                 // As table.md: a cell says how many of its seeds diverged (the Avg cell has no task).
                 let diverged = |j: usize| {
                     g.tasks.get(j).map_or(0, |(s, t)| {
-                        failed.iter().filter(|f| f.setting == setting && &f.method == m && &f.source == s && &f.target == t).count()
+                        failed
+                            .iter()
+                            .filter(|f| {
+                                f.setting == setting
+                                    && &f.method == m
+                                    && &f.source == s
+                                    && &f.target == t
+                            })
+                            .count()
                     })
                 };
                 let mut r = vec![m.clone()];
-                r.extend(row.iter().enumerate().map(|(j, v)| match (v, diverged_note(diverged(j), v.is_some())) {
-                    (Some((a, s)), None) => format!("{a:.1} ± {s:.1}"),
-                    (Some((a, s)), Some(note)) => format!("{a:.1} ± {s:.1} ({note})"),
-                    (None, None) => "–".into(),
-                    (None, Some(note)) => note,
+                r.extend(row.iter().enumerate().map(|(j, v)| {
+                    match (v, diverged_note(diverged(j), v.is_some())) {
+                        (Some((a, s)), None) => format!("{a:.1} ± {s:.1}"),
+                        (Some((a, s)), Some(note)) => format!("{a:.1} ± {s:.1} ({note})"),
+                        (None, None) => "–".into(),
+                        (None, Some(note)) => note,
+                    }
                 }));
                 r
             })
@@ -156,7 +208,8 @@ pub fn bench_report(dir: &Path, records: &[BenchRecord], failed: &[FailedRun]) -
         shift_row.push(String::new());
         rows.push(shift_row);
         page.table(&header, &rows);
-        let with_prior: Vec<usize> = (0..g.methods.len()).filter(|&m| g.prior_err[m].iter().any(Option::is_some)).collect();
+        let with_prior: Vec<usize> =
+            (0..g.methods.len()).filter(|&m| g.prior_err[m].iter().any(Option::is_some)).collect();
         if !with_prior.is_empty() {
             page.para("Target-prior ℓ1 error ‖p̂ᵗ − pᵗ‖₁ (mean over seeds):", None);
             let rows: Vec<Vec<String>> = with_prior

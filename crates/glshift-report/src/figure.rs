@@ -23,7 +23,10 @@ fn register_font() -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Plot { figure: "(font)".into(), reason: "the embedded DejaVu Sans could not be parsed".into() })
+        Err(Error::Plot {
+            figure: "(font)".into(),
+            reason: "the embedded DejaVu Sans could not be parsed".into(),
+        })
     }
 }
 
@@ -41,7 +44,8 @@ pub struct Figure {
 }
 
 /// Error type of one drawing routine on backend `DB`.
-pub type DrawResult<DB> = std::result::Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+pub type DrawResult<DB> =
+    std::result::Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// A drawing routine that works on any plotters backend.
 pub trait Draw {
@@ -53,7 +57,12 @@ fn plot_err(name: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Renders `d` at `width × height` pixels into a PNG and an SVG.
-pub fn render(name: &str, caption: &str, (width, height): (u32, u32), d: &impl Draw) -> Result<Figure> {
+pub fn render(
+    name: &str,
+    caption: &str,
+    (width, height): (u32, u32),
+    d: &impl Draw,
+) -> Result<Figure> {
     register_font()?;
     let mut rgb = vec![0u8; width as usize * height as usize * 3];
     {
@@ -74,7 +83,11 @@ pub fn render(name: &str, caption: &str, (width, height): (u32, u32), d: &impl D
 }
 
 /// 8-bit RGB PNG of a row-major buffer.
-fn encode_png(rgb: &[u8], width: u32, height: u32) -> std::result::Result<Vec<u8>, png::EncodingError> {
+fn encode_png(
+    rgb: &[u8],
+    width: u32,
+    height: u32,
+) -> std::result::Result<Vec<u8>, png::EncodingError> {
     let mut out = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut out, width, height);
@@ -95,10 +108,26 @@ pub fn font(size: f64) -> TextStyle<'static> {
 /// Class colours: Tableau 10, then Tableau 20's light tones, cycling beyond 20 classes.
 pub fn class_color(k: usize) -> RGBColor {
     const P: [(u8, u8, u8); 20] = [
-        (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
-        (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
-        (174, 199, 232), (255, 187, 120), (152, 223, 138), (255, 152, 150), (197, 176, 213),
-        (196, 156, 148), (247, 182, 210), (199, 199, 199), (219, 219, 141), (158, 218, 229),
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+        (174, 199, 232),
+        (255, 187, 120),
+        (152, 223, 138),
+        (255, 152, 150),
+        (197, 176, 213),
+        (196, 156, 148),
+        (247, 182, 210),
+        (199, 199, 199),
+        (219, 219, 141),
+        (158, 218, 229),
     ];
     let (r, g, b) = P[k % P.len()];
     RGBColor(r, g, b)
@@ -112,9 +141,9 @@ pub fn draw_category_labels<DB: DrawingBackend>(
     y: f64,
 ) -> DrawResult<DB> {
     let style = font(11.0).pos(Pos::new(HPos::Center, VPos::Top));
-    chart.draw_series(
-        names.iter().enumerate().map(|(k, n)| EmptyElement::at((k as f64 + 0.5, y)) + Text::new(n.clone(), (0, 6), style.clone())),
-    )?;
+    chart.draw_series(names.iter().enumerate().map(|(k, n)| {
+        EmptyElement::at((k as f64 + 0.5, y)) + Text::new(n.clone(), (0, 6), style.clone())
+    }))?;
     Ok(())
 }
 
@@ -146,7 +175,9 @@ mod tests {
         let f = render("cross", "a test", (100, 60), &Cross).unwrap();
         let dec = png::Decoder::new(std::io::Cursor::new(&f.png)).read_info().unwrap();
         assert_eq!((dec.info().width, dec.info().height), (100, 60));
-        assert!(f.svg.contains("<svg") && f.svg.contains("width=\"100\"") && f.svg.contains("glshift"));
+        assert!(
+            f.svg.contains("<svg") && f.svg.contains("width=\"100\"") && f.svg.contains("glshift")
+        );
     }
 
     #[test]

@@ -75,7 +75,11 @@ impl Page {
         for row in rows {
             t.push_str("<tr>");
             for (j, cell) in row.iter().enumerate() {
-                t.push_str(&format!("<td{}>{}</td>", if j == 0 { " class=\"l\"" } else { "" }, esc(cell)));
+                t.push_str(&format!(
+                    "<td{}>{}</td>",
+                    if j == 0 { " class=\"l\"" } else { "" },
+                    esc(cell)
+                ));
             }
             t.push_str("</tr>\n");
         }
@@ -100,7 +104,11 @@ impl Page {
 
     /// Collapsible preformatted text (e.g. the configuration as JSON).
     pub fn details(&mut self, summary: &str, pre: &str) {
-        self.body.push_str(&format!("<details><summary>{}</summary><pre>{}</pre></details>\n", esc(summary), esc(pre)));
+        self.body.push_str(&format!(
+            "<details><summary>{}</summary><pre>{}</pre></details>\n",
+            esc(summary),
+            esc(pre)
+        ));
     }
 
     pub fn finish(self) -> String {
@@ -122,13 +130,25 @@ mod tests {
         p.para("x & y", None);
         p.table(&["<th>".into()], &[vec!["\"q\"".into()]]);
         let html = p.finish();
-        assert!(html.contains("a&lt;b") && html.contains("x &amp; y") && html.contains("&lt;th&gt;") && html.contains("&quot;q&quot;"));
+        assert!(
+            html.contains("a&lt;b")
+                && html.contains("x &amp; y")
+                && html.contains("&lt;th&gt;")
+                && html.contains("&quot;q&quot;")
+        );
         assert!(!html.contains("<b>"));
     }
 
     #[test]
     fn figures_are_embedded_as_data_uris() {
-        let fig = Figure { name: "f".into(), caption: "c".into(), width: 1, height: 1, png: vec![1, 2, 3], svg: String::new() };
+        let fig = Figure {
+            name: "f".into(),
+            caption: "c".into(),
+            width: 1,
+            height: 1,
+            png: vec![1, 2, 3],
+            svg: String::new(),
+        };
         let mut p = Page::new("t");
         p.figure(&fig, "figures/f.svg");
         assert!(p.finish().contains("src=\"data:image/png;base64,AQID\""));

@@ -25,20 +25,34 @@ pub fn figure(a: &IwAblation) -> Result<Figure> {
 
 fn panel(r: &IwRun) -> BoundaryPanel {
     BoundaryPanel {
-        title: format!("MUL {} IW: accuracy {}%", if r.importance_weighting { "with" } else { "without" }, pct(r.target_accuracy)),
+        title: format!(
+            "MUL {} IW: accuracy {}%",
+            if r.importance_weighting { "with" } else { "without" },
+            pct(r.target_accuracy)
+        ),
         regions: r.regions.clone(),
     }
 }
 
 fn page(a: &IwAblation, fig: &Figure) -> String {
-    let mut p = Page::new(&format!("glshift IW ablation: {} → {}, seed {}", a.source, a.target, a.seed));
+    let mut p =
+        Page::new(&format!("glshift IW ablation: {} → {}, seed {}", a.source, a.target, a.seed));
     p.para("MUL with a 2-D representation, trained with and without importance-weighted cross-entropy on a partial task: the target keeps only the shared classes. Target labels were read to build the task (as the PDA protocol does) and to score, never by training.", None);
-    let header = ["importance weighting", "target accuracy (%)", "target rows predicted as outlier classes", "area assigned to outlier classes", "estimated target prior"].map(String::from);
+    let header = [
+        "importance weighting",
+        "target accuracy (%)",
+        "target rows predicted as outlier classes",
+        "area assigned to outlier classes",
+        "estimated target prior",
+    ]
+    .map(String::from);
     let rows: Vec<Vec<String>> = a
         .runs
         .iter()
         .map(|r| {
-            let prior = r.estimated_target_prior.as_ref().map_or("–".into(), |v| v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", "));
+            let prior = r.estimated_target_prior.as_ref().map_or("–".into(), |v| {
+                v.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", ")
+            });
             vec![
                 if r.importance_weighting { "with" } else { "without" }.into(),
                 pct(r.target_accuracy),
@@ -49,9 +63,31 @@ fn page(a: &IwAblation, fig: &Figure) -> String {
         })
         .collect();
     p.table(&header, &rows);
-    p.para(&format!("Classes: {}.", a.class_names.iter().zip(&a.shared).map(|(n, &s)| format!("{n} ({})", if s { "shared" } else { "outlier" })).collect::<Vec<_>>().join(", ")), None);
+    p.para(
+        &format!(
+            "Classes: {}.",
+            a.class_names
+                .iter()
+                .zip(&a.shared)
+                .map(|(n, &s)| format!("{n} ({})", if s { "shared" } else { "outlier" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None,
+    );
     p.figure(fig, "figures/iw_boundary.svg");
-    p.para(&format!("Accuracy gain of IW: {} points.", num(a.runs.get(1).and_then(|w| Some(100.0 * (w.target_accuracy? - a.runs[0].target_accuracy?))), 1)), None);
+    p.para(
+        &format!(
+            "Accuracy gain of IW: {} points.",
+            num(
+                a.runs
+                    .get(1)
+                    .and_then(|w| Some(100.0 * (w.target_accuracy? - a.runs[0].target_accuracy?))),
+                1
+            )
+        ),
+        None,
+    );
     p.finish()
 }
 
@@ -61,7 +97,8 @@ pub fn write(a: &IwAblation, out: &Path) -> Result<Written> {
     let fig = figure(a)?;
     let mut files = figure_files(out, std::slice::from_ref(&fig));
     let paths: Vec<PathBuf> = files.iter().map(|f| f.0.clone()).collect();
-    let json = serde_json::to_vec_pretty(a).map_err(|e| Error::bad_input("iw_ablation.json", e.to_string()))?;
+    let json = serde_json::to_vec_pretty(a)
+        .map_err(|e| Error::bad_input("iw_ablation.json", e.to_string()))?;
     files.push((out.join("iw_ablation.json"), json));
     let html = out.join("report.html");
     files.push((html.clone(), page(a, &fig).into_bytes()));

@@ -17,11 +17,11 @@ pub mod figures;
 pub mod tsne;
 
 pub use error::{Error, Result};
+pub mod bench;
 pub mod html;
 pub mod iw;
 pub mod monitor;
 pub mod run;
-pub mod bench;
 
 use std::path::Path;
 
@@ -37,7 +37,10 @@ pub enum FolderKind {
 /// Tells a run folder from a bench folder; an error naming both files when it is neither.
 pub fn folder_kind(dir: &Path) -> Result<FolderKind> {
     if !dir.is_dir() {
-        return Err(Error::NotAReportFolder { path: dir.to_path_buf(), reason: "no such folder".into() });
+        return Err(Error::NotAReportFolder {
+            path: dir.to_path_buf(),
+            reason: "no such folder".into(),
+        });
     }
     if dir.join("report.json").exists() {
         Ok(FolderKind::Run)

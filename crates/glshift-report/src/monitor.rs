@@ -36,7 +36,9 @@ impl MonitorBatch {
 
     /// The batch is not a label shift of the target the model was fitted on.
     pub fn target_alarm(&self) -> bool {
-        self.outcome.as_ref().is_ok_and(|b| b.target_shift.as_ref().is_some_and(|t| t.p_value < ALARM_P))
+        self.outcome
+            .as_ref()
+            .is_ok_and(|b| b.target_shift.as_ref().is_some_and(|t| t.p_value < ALARM_P))
     }
 
     pub fn move_alarm(&self) -> bool {
@@ -57,27 +59,58 @@ impl Draw for PriorPanels<'_> {
         let panels = root.split_evenly((c.div_ceil(cols), cols));
         let n = self.batches.len() as f64;
         for (k, area) in panels.iter().enumerate().take(c) {
-            let hi = self.batches.iter().filter_map(|b| b.outcome.as_ref().ok().map(|p| p.batch_prior_ci_high[k])).fold(0.05f64, f64::max);
-            let hi = self.batches.iter().filter_map(|b| b.truth.as_ref().map(|t| t[k])).fold(hi, f64::max) * 1.1;
+            let hi = self
+                .batches
+                .iter()
+                .filter_map(|b| b.outcome.as_ref().ok().map(|p| p.batch_prior_ci_high[k]))
+                .fold(0.05f64, f64::max);
+            let hi = self
+                .batches
+                .iter()
+                .filter_map(|b| b.truth.as_ref().map(|t| t[k]))
+                .fold(hi, f64::max)
+                * 1.1;
             let mut chart = ChartBuilder::on(area)
                 .caption(short_label(&self.classes[k], 28), font(12.0))
                 .margin(6)
                 .x_label_area_size(20)
                 .y_label_area_size(40)
                 .build_cartesian_2d(-0.5..(n - 0.5).max(0.5), 0.0..hi)?;
-            chart.configure_mesh().light_line_style(TRANSPARENT).x_labels(8).x_label_formatter(&|x| format!("{x:.0}")).y_label_formatter(&|y| format!("{y:.2}")).label_style(font(9.0)).draw()?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels(8)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y:.2}"))
+                .label_style(font(9.0))
+                .draw()?;
             for (i, b) in self.batches.iter().enumerate() {
                 let x = i as f64;
                 if let Ok(p) = &b.outcome {
                     let colour = class_color(k);
-                    chart.draw_series(std::iter::once(PathElement::new(vec![(x, p.batch_prior_ci_low[k]), (x, p.batch_prior_ci_high[k])], colour.stroke_width(2))))?;
-                    chart.draw_series(std::iter::once(Circle::new((x, p.batch_prior[k]), 3, colour.filled())))?;
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        vec![(x, p.batch_prior_ci_low[k]), (x, p.batch_prior_ci_high[k])],
+                        colour.stroke_width(2),
+                    )))?;
+                    chart.draw_series(std::iter::once(Circle::new(
+                        (x, p.batch_prior[k]),
+                        3,
+                        colour.filled(),
+                    )))?;
                     if b.target_alarm() {
-                        chart.draw_series(std::iter::once(Circle::new((x, p.batch_prior[k]), 7, BLACK.stroke_width(2))))?;
+                        chart.draw_series(std::iter::once(Circle::new(
+                            (x, p.batch_prior[k]),
+                            7,
+                            BLACK.stroke_width(2),
+                        )))?;
                     }
                 }
                 if let Some(t) = &b.truth {
-                    chart.draw_series(std::iter::once(Cross::new((x, t[k]), 4, BLACK.stroke_width(1))))?;
+                    chart.draw_series(std::iter::once(Cross::new(
+                        (x, t[k]),
+                        4,
+                        BLACK.stroke_width(1),
+                    )))?;
                 }
             }
         }
@@ -91,11 +124,20 @@ pub fn prior_figure(classes: &[String], batches: &[MonitorBatch]) -> Result<Figu
         return Err(Error::bad_input("monitor", "no classes or no batches to draw"));
     }
     let rows = classes.len().div_ceil(3) as u32;
-    render("batch_priors", "Each batch's estimated class proportions with their intervals", (1000, 80 + 220 * rows), &PriorPanels { classes, batches })
+    render(
+        "batch_priors",
+        "Each batch's estimated class proportions with their intervals",
+        (1000, 80 + 220 * rows),
+        &PriorPanels { classes, batches },
+    )
 }
 
 /// The page: a summary, the figure (when a batch succeeded), one table row per batch.
-pub fn monitor_page(model: &str, classes: &[String], batches: &[MonitorBatch]) -> Result<(String, Vec<Figure>)> {
+pub fn monitor_page(
+    model: &str,
+    classes: &[String],
+    batches: &[MonitorBatch],
+) -> Result<(String, Vec<Figure>)> {
     let mut page = Page::new("glshift monitor");
     let ok = batches.iter().filter(|b| b.outcome.is_ok()).count();
     let residual = batches.iter().filter(|b| b.residual_alarm()).count();
@@ -115,15 +157,30 @@ pub fn monitor_page(model: &str, classes: &[String], batches: &[MonitorBatch]) -
         page.figure(&fig, "figures/batch_priors.svg");
         figures.push(fig);
     }
-    let header: Vec<String> = ["batch", "rows", "move ℓ1", "move p", "residual p", "target p", "alarm", "accuracy", "plain accuracy", "error"].map(String::from).to_vec();
+    let header: Vec<String> = [
+        "batch",
+        "rows",
+        "move ℓ1",
+        "move p",
+        "residual p",
+        "target p",
+        "alarm",
+        "accuracy",
+        "plain accuracy",
+        "error",
+    ]
+    .map(String::from)
+    .to_vec();
     let rows: Vec<Vec<String>> = batches.iter().map(table_row).collect();
     page.table(&header, &rows);
     Ok((page.finish(), figures))
 }
 
 fn table_row(b: &MonitorBatch) -> Vec<String> {
-    let fired = [(b.target_alarm(), "target"), (b.residual_alarm(), "residual"), (b.move_alarm(), "moved")];
-    let alarm = fired.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect::<Vec<_>>().join(", ");
+    let fired =
+        [(b.target_alarm(), "target"), (b.residual_alarm(), "residual"), (b.move_alarm(), "moved")];
+    let alarm =
+        fired.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect::<Vec<_>>().join(", ");
     match &b.outcome {
         Ok(p) => vec![
             b.name.clone(),
@@ -137,6 +194,17 @@ fn table_row(b: &MonitorBatch) -> Vec<String> {
             pct(b.unadapted_accuracy),
             String::new(),
         ],
-        Err(e) => vec![b.name.clone(), b.n_rows.to_string(), "–".into(), "–".into(), "–".into(), "–".into(), String::new(), "–".into(), "–".into(), e.clone()],
+        Err(e) => vec![
+            b.name.clone(),
+            b.n_rows.to_string(),
+            "–".into(),
+            "–".into(),
+            "–".into(),
+            "–".into(),
+            String::new(),
+            "–".into(),
+            "–".into(),
+            e.clone(),
+        ],
     }
 }

@@ -42,7 +42,10 @@ pub fn tsne_2d(x: ArrayView2<f32>, p: &TsneParams) -> Result<Array2<f32>> {
         return Err(Error::bad_input("t-SNE", "the representation holds NaN or Inf"));
     }
     if !(p.learning_rate > 0.0 && p.theta > 0.0 && p.perplexity > 0.0 && p.epochs > 0) {
-        return Err(Error::bad_input("t-SNE", format!("learning rate, θ, perplexity and epochs must be > 0: {p:?}")));
+        return Err(Error::bad_input(
+            "t-SNE",
+            format!("learning rate, θ, perplexity and epochs must be > 0: {p:?}"),
+        ));
     }
     let rows: Vec<Vec<f32>> = x.rows().into_iter().map(|r| r.to_vec()).collect();
     let refs: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
@@ -65,9 +68,13 @@ pub fn tsne_2d(x: ArrayView2<f32>, p: &TsneParams) -> Result<Array2<f32>> {
             .barnes_hut_with_neighbors(p.theta, &neighbors);
         t.embedding()
     });
-    let out = Array2::from_shape_vec((n, 2), y).map_err(|e| Error::bad_input("t-SNE output", e.to_string()))?;
+    let out = Array2::from_shape_vec((n, 2), y)
+        .map_err(|e| Error::bad_input("t-SNE output", e.to_string()))?;
     if out.iter().any(|v| !v.is_finite()) {
-        return Err(Error::bad_input("t-SNE", "the embedding diverged (NaN/Inf); lower the learning rate"));
+        return Err(Error::bad_input(
+            "t-SNE",
+            "the embedding diverged (NaN/Inf); lower the learning rate",
+        ));
     }
     Ok(out)
 }
@@ -81,10 +88,22 @@ pub fn nearest_neighbors(x: ArrayView2<f32>, k: usize) -> Vec<Vec<bhtsne::Neighb
             let xi = x.row(i);
             let mut d: Vec<(f64, usize)> = (0..n)
                 .filter(|&j| j != i)
-                .map(|j| (xi.iter().zip(x.row(j)).map(|(a, b)| (f64::from(*a) - f64::from(*b)).powi(2)).sum::<f64>().sqrt(), j))
+                .map(|j| {
+                    (
+                        xi.iter()
+                            .zip(x.row(j))
+                            .map(|(a, b)| (f64::from(*a) - f64::from(*b)).powi(2))
+                            .sum::<f64>()
+                            .sqrt(),
+                        j,
+                    )
+                })
                 .collect();
             d.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            d.into_iter().take(k).map(|(dist, index)| bhtsne::Neighbor { index, distance: dist as f32 }).collect()
+            d.into_iter()
+                .take(k)
+                .map(|(dist, index)| bhtsne::Neighbor { index, distance: dist as f32 })
+                .collect()
         })
         .collect()
 }
@@ -102,7 +121,8 @@ pub fn intra_class_scatter(y2: ArrayView2<f32>, labels: &[usize], c: usize) -> V
     let mut ss = vec![0.0f64; c];
     for (r, &k) in y2.rows().into_iter().zip(labels) {
         let m = cnt[k] as f64;
-        ss[k] += (f64::from(r[0]) - sum[k][0] / m).powi(2) + (f64::from(r[1]) - sum[k][1] / m).powi(2);
+        ss[k] +=
+            (f64::from(r[0]) - sum[k][0] / m).powi(2) + (f64::from(r[1]) - sum[k][1] / m).powi(2);
     }
     (0..c).map(|k| (cnt[k] > 0).then(|| ss[k] / cnt[k] as f64)).collect()
 }
@@ -128,7 +148,10 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let noise = Normal::new(0.0f32, 0.3).unwrap();
         let y: Vec<usize> = (0..120).map(|i| i % 3).collect();
-        let x = Array2::from_shape_fn((120, 10), |(i, j)| if j == y[i] * 3 { 5.0 } else { 0.0 } + noise.sample(&mut rng));
+        let x = Array2::from_shape_fn(
+            (120, 10),
+            |(i, j)| if j == y[i] * 3 { 5.0 } else { 0.0 } + noise.sample(&mut rng),
+        );
         (x, y)
     }
 

@@ -21,10 +21,17 @@ fn fast(method: MethodKind) -> FitConfig {
 
 /// A run folder as `glshift fit` leaves it, on a 4-class synthetic task.
 fn make_run(dir: &Path, method: MethodKind) {
-    let task = generate(&SyntheticConfig { n_classes: 4, n_source: 240, n_target: 160, ..Default::default() }).unwrap();
+    let task = generate(&SyntheticConfig {
+        n_classes: 4,
+        n_source: 240,
+        n_target: 160,
+        ..Default::default()
+    })
+    .unwrap();
     let out = pipeline::run(&task.source, &task.target, &fast(method), &mut |_| {}).unwrap();
     let files = vec![(dir.join("report.json"), serde_json::to_vec_pretty(&out.report).unwrap())];
-    glshift::output::write_files_atomically_with(out.stage_embedding_files(dir).unwrap(), &files).unwrap();
+    glshift::output::write_files_atomically_with(out.stage_embedding_files(dir).unwrap(), &files)
+        .unwrap();
 }
 
 fn opts() -> FigureOptions {
@@ -32,16 +39,24 @@ fn opts() -> FigureOptions {
 }
 
 fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = walk(dir).into_iter().map(|p| p.strip_prefix(dir).unwrap().display().to_string()).collect();
+    let mut v: Vec<String> =
+        walk(dir).into_iter().map(|p| p.strip_prefix(dir).unwrap().display().to_string()).collect();
     v.sort();
     v
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(dir).unwrap().flat_map(|e| {
-        let p = e.unwrap().path();
-        if p.is_dir() { walk(&p) } else { vec![p] }
-    }).collect()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flat_map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p)
+            } else {
+                vec![p]
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -62,7 +77,13 @@ fn run_report_writes_every_figure_and_a_self_contained_page() {
     let html = std::fs::read_to_string(&w.html).unwrap();
     assert_eq!(html.matches("src=\"data:image/png;base64,").count(), 6, "all six figures embedded");
     assert!(!html.contains("src=\"http") && !html.contains("src=\"figures/"), "no external image");
-    for needle in ["Target J_b/J_w: mul", "Mean diagonal of Dˢᵗ", "target accuracy (%)", "Per class", "Configuration"] {
+    for needle in [
+        "Target J_b/J_w: mul",
+        "Mean diagonal of Dˢᵗ",
+        "target accuracy (%)",
+        "Per class",
+        "Configuration",
+    ] {
         assert!(html.contains(needle), "page lacks {needle:?}");
     }
 }
@@ -74,7 +95,10 @@ fn run_report_of_the_same_run_twice_is_identical() {
     write_run_report(tmp.path(), None, &opts()).unwrap();
     let first = std::fs::read(tmp.path().join("report.html")).unwrap();
     write_run_report(tmp.path(), None, &opts()).unwrap();
-    assert!(first == std::fs::read(tmp.path().join("report.html")).unwrap(), "same run and seed, same page");
+    assert!(
+        first == std::fs::read(tmp.path().join("report.html")).unwrap(),
+        "same run and seed, same page"
+    );
 }
 
 #[test]
@@ -117,13 +141,25 @@ fn report_json_reads_back_as_the_fit_report_that_wrote_it() {
     let tmp = tempfile::tempdir().unwrap();
     make_run(tmp.path(), MethodKind::Mul);
     let path = tmp.path().join("report.json");
-    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let report = glshift_report::run::read_summary(&path).unwrap();
     assert!(!report.history.is_empty());
-    assert_eq!(serde_json::to_value(&report).unwrap(), written, "read and written again, report.json is unchanged");
+    assert_eq!(
+        serde_json::to_value(&report).unwrap(),
+        written,
+        "read and written again, report.json is unchanged"
+    );
     // A report of an older version without the optional fields still reads.
     let mut old = written.clone();
-    for key in ["protocol", "history", "floored_classes", "predicted_class_counts", "elapsed_seconds", "embedding_metrics"] {
+    for key in [
+        "protocol",
+        "history",
+        "floored_classes",
+        "predicted_class_counts",
+        "elapsed_seconds",
+        "embedding_metrics",
+    ] {
         old.as_object_mut().unwrap().remove(key);
     }
     std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
@@ -148,7 +184,9 @@ fn report_json_with_wrong_vector_lengths_is_refused() {
 fn bench_report_has_tables_and_bars_per_setting() {
     let tmp = tempfile::tempdir().unwrap();
     let mut records = Vec::new();
-    for (setting, m, acc) in [("uda", "source", 0.85), ("uda", "mul", 0.9), ("pda", "source", 0.8), ("pda", "mul", 0.88)] {
+    for (setting, m, acc) in
+        [("uda", "source", 0.85), ("uda", "mul", 0.9), ("pda", "source", 0.8), ("pda", "mul", 0.88)]
+    {
         for (s, t) in [("amazon", "webcam"), ("webcam", "dslr")] {
             for seed in 0..2 {
                 records.push(serde_json::json!({
@@ -160,10 +198,16 @@ fn bench_report_has_tables_and_bars_per_setting() {
         }
     }
     // mul webcam→dslr uda seed 1 diverged: no record, a failed run instead.
-    records.retain(|r| !(r["method"] == "mul" && r["setting"] == "uda" && r["source"] == "webcam" && r["seed"] == 1));
+    records.retain(|r| {
+        !(r["method"] == "mul"
+            && r["setting"] == "uda"
+            && r["source"] == "webcam"
+            && r["seed"] == 1)
+    });
     let failed = serde_json::json!([{"method": "mul", "setting": "uda", "source": "webcam", "target": "dslr", "seed": 1,
         "error": "numerical failure in Adapt iteration 9: the transfer term is NaN", "config": null}]);
-    std::fs::write(tmp.path().join("failed_runs.json"), serde_json::to_vec(&failed).unwrap()).unwrap();
+    std::fs::write(tmp.path().join("failed_runs.json"), serde_json::to_vec(&failed).unwrap())
+        .unwrap();
     std::fs::write(tmp.path().join("results.json"), serde_json::to_vec(&records).unwrap()).unwrap();
     let w = glshift_report::bench::write_bench_report(tmp.path()).unwrap();
     assert_figure(tmp.path(), "bench_bars_uda", 600, 460, 8);
@@ -172,7 +216,11 @@ fn bench_report_has_tables_and_bars_per_setting() {
     assert!(html.contains("Setting uda") && html.contains("Setting pda") && html.contains("A→W"));
     assert!(html.contains("90.5 ± 0.7"), "mean ± std over seeds of mul A→W uda");
     // The diverged run is named, and its task's cell is the seed that finished (never a 0).
-    assert!(html.contains("1 run(s) diverged") && html.contains("uda mul webcam→dslr seed 1: numerical failure"), "{html}");
+    assert!(
+        html.contains("1 run(s) diverged")
+            && html.contains("uda mul webcam→dslr seed 1: numerical failure"),
+        "{html}"
+    );
     assert!(html.contains("90.0 ± 0.0 (1 diverged)"), "mul W→D uda over its one finished seed");
 }
 
@@ -195,15 +243,27 @@ fn corrupt_bench_results_is_an_error_naming_the_file() {
 #[test]
 fn iw_ablation_draws_both_models_on_a_2d_representation() {
     // Training is glshift_experiments::iw's (tested there); the report draws what it returns.
-    let task = generate(&SyntheticConfig { n_classes: 4, n_source: 240, n_target: 160, ..Default::default() }).unwrap();
+    let task = generate(&SyntheticConfig {
+        n_classes: 4,
+        n_source: 240,
+        n_target: 160,
+        ..Default::default()
+    })
+    .unwrap();
     let mut cfg = fast(MethodKind::Mul);
     cfg.network.hidden = vec![16];
-    let opts = glshift_experiments::iw::IwOptions { hidden: vec![16, 2], grid_res: 40, ..Default::default() };
+    let opts = glshift_experiments::iw::IwOptions {
+        hidden: vec![16, 2],
+        grid_res: 40,
+        ..Default::default()
+    };
     let a = glshift_experiments::iw::iw_ablation(&task.source, &task.target, &cfg, &opts).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     glshift_report::iw::write(&a, tmp.path()).unwrap();
     assert_figure(tmp.path(), "iw_boundary", 1090, 520, 2 * 40 * 40);
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("iw_ablation.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("iw_ablation.json")).unwrap())
+            .unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
 }
 
@@ -211,12 +271,16 @@ fn iw_ablation_draws_both_models_on_a_2d_representation() {
 fn the_prior_figure_draws_the_fits_own_bootstrap_interval() {
     let tmp = tempfile::tempdir().unwrap();
     make_run(tmp.path(), MethodKind::Mul);
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("report.json")).unwrap()).unwrap();
     assert!(report["estimated_target_prior_ci_low"].is_array(), "the fit reports an interval");
     let w = write_run_report(tmp.path(), None, &opts()).unwrap();
     assert!(!w.notes.iter().any(|n| n.contains("no bootstrap interval")), "{:?}", w.notes);
     let html = std::fs::read_to_string(&w.html).unwrap();
-    assert!(html.contains("90% bootstrap interval (200 resamples)"), "the caption names the interval");
+    assert!(
+        html.contains("90% bootstrap interval (200 resamples)"),
+        "the caption names the interval"
+    );
     // Without the interval fields (a report of an older fit), the figure says it has none.
     let mut old = report.clone();
     old.as_object_mut().unwrap().remove("estimated_target_prior_ci_low");

@@ -52,7 +52,8 @@ fn main() {
         }
         std::hint::black_box(&p);
     };
-    let names = ["faer (Par::Seq) over rayon", "matrixmultiply over rayon", "matrixmultiply, own threads"];
+    let names =
+        ["faer (Par::Seq) over rayon", "matrixmultiply over rayon", "matrixmultiply, own threads"];
     let mut rates = vec![Vec::new(); 3];
     for _ in 0..5 {
         for (b, rate) in rates.iter_mut().enumerate() {

@@ -18,8 +18,8 @@
 use std::path::Path;
 
 use glshift::label_shift::{
-    bootstrap, restrict_to_support, Bbse, FitPrior, IntervalMethod, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator,
-    ShiftInputs,
+    bootstrap, restrict_to_support, Bbse, FitPrior, IntervalMethod, Mlls, PriorEstimator,
+    ShiftEstimate, ShiftEstimator, ShiftInputs,
 };
 use glshift::Result;
 
@@ -53,14 +53,19 @@ impl<A: ShiftEstimator, B: ShiftEstimator> ShiftEstimator for Mean<A, B> {
     }
     fn estimate(&self, inp: &ShiftInputs) -> Result<ShiftEstimate> {
         let (a, b) = (self.0.estimate(inp)?, self.1.estimate(inp)?);
-        let target_prior: Vec<f64> = a.target_prior.iter().zip(&b.target_prior).map(|(x, y)| 0.5 * (x + y)).collect();
+        let target_prior: Vec<f64> =
+            a.target_prior.iter().zip(&b.target_prior).map(|(x, y)| 0.5 * (x + y)).collect();
         let ps = inp.source_prior.expect("given");
         let weights = target_prior.iter().zip(ps).map(|(t, p)| t / p).collect();
         Ok(ShiftEstimate { weights, target_prior, ..ShiftEstimate::default() })
     }
 }
 
-fn candidates(soft: bool, support: &[bool], floor: f64) -> Vec<(&'static str, Box<dyn ShiftEstimator>)> {
+fn candidates(
+    soft: bool,
+    support: &[bool],
+    floor: f64,
+) -> Vec<(&'static str, Box<dyn ShiftEstimator>)> {
     let qp = || FitPrior { soft, floor: 0.0, support: None };
     vec![
         ("final-qp", Box::new(qp())),
@@ -68,11 +73,27 @@ fn candidates(soft: bool, support: &[bool], floor: f64) -> Vec<(&'static str, Bo
         ("final-qp-hard", Box::new(FitPrior { soft: false, floor: 0.0, support: None })),
         ("final-bbse-hard", Box::new(Bbse { soft: false })),
         ("final-mlls-bcts", Box::new(PriorEstimator::FinalMllsBcts.estimator(soft))),
-        ("final-mlls-support", Box::new(OnSupport { inner: Mlls::default(), support: support.to_vec(), floor })),
+        (
+            "final-mlls-support",
+            Box::new(OnSupport { inner: Mlls::default(), support: support.to_vec(), floor }),
+        ),
         ("final-mlls-ts", Box::new(PriorEstimator::FinalMllsTs.estimator(soft))),
-        ("final-average-qp-mlls-ts", Box::new(Mean(FitPrior { soft, floor: 0.0, support: None }, PriorEstimator::FinalMllsTs.estimator(soft)))),
+        (
+            "final-average-qp-mlls-ts",
+            Box::new(Mean(
+                FitPrior { soft, floor: 0.0, support: None },
+                PriorEstimator::FinalMllsTs.estimator(soft),
+            )),
+        ),
         ("final-average", Box::new(PriorEstimator::FinalAverage.estimator(soft))),
-        ("final-average-support", Box::new(OnSupport { inner: PriorEstimator::FinalAverage.estimator(soft), support: support.to_vec(), floor })),
+        (
+            "final-average-support",
+            Box::new(OnSupport {
+                inner: PriorEstimator::FinalAverage.estimator(soft),
+                support: support.to_vec(),
+                floor,
+            }),
+        ),
     ]
 }
 
@@ -83,7 +104,8 @@ fn score(run: &Path) -> Vec<(String, f64, f64)> {
     let c = *c;
     let l1 = |p: &[f64]| p.iter().zip(truth.iter()).map(|(a, b)| (a - b).abs()).sum::<f64>();
     let covered = |lo: &[f64], hi: &[f64]| {
-        (0..c).filter(|&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12).count() as f64 / c as f64
+        (0..c).filter(|&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12).count() as f64
+            / c as f64
     };
     let hull = |lo: &[f64], hi: &[f64], p: &[f64]| -> (Vec<f64>, Vec<f64>) {
         (0..c).map(|k| (lo[k].min(p[k]), hi[k].max(p[k]))).unzip()
@@ -92,21 +114,38 @@ fn score(run: &Path) -> Vec<(String, f64, f64)> {
     let w = vec_of(&report["importance_weights"]);
     let tracker: Vec<f64> = w.iter().zip(ps).map(|(a, b)| a * b).collect();
     let reported = vec_of(&report["estimated_target_prior"]);
-    let chosen = report["config"]["label_shift"]["prior_estimator"].as_str().unwrap_or("tracker").to_string();
+    let chosen = report["config"]["label_shift"]["prior_estimator"]
+        .as_str()
+        .unwrap_or("tracker")
+        .to_string();
 
     let inp = run_data.inputs();
     let support: Vec<bool> = tracker.iter().map(|&p| p > 0.0).collect();
     let mut out = Vec::new();
     for (name, est) in candidates(cfg.label_shift.soft, &support, cfg.prior_floor_for(c)) {
-        let iv = bootstrap(est.as_ref(), &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
+        let iv = bootstrap(
+            est.as_ref(),
+            &inp,
+            200,
+            cfg.seed ^ 0x5e_edc1,
+            0.9,
+            IntervalMethod::Percentile,
+        )
+        .expect("bootstrap");
         if name == "final-qp" {
             // `tracker`: its interval is the unfloored BBSE-QP's, widened to hold it.
             let (lo, hi) = hull(&iv.q_low, &iv.q_high, &tracker);
             if chosen == "tracker" {
-                let gap = (0..c).map(|k| (lo[k] - vec_of(&report["estimated_target_prior_ci_low"])[k]).abs()).fold(0.0, f64::max);
-                let gap = gap.max((0..c).map(|k| (tracker[k] - reported[k]).abs()).fold(0.0, f64::max));
+                let gap = (0..c)
+                    .map(|k| (lo[k] - vec_of(&report["estimated_target_prior_ci_low"])[k]).abs())
+                    .fold(0.0, f64::max);
+                let gap =
+                    gap.max((0..c).map(|k| (tracker[k] - reported[k]).abs()).fold(0.0, f64::max));
                 if gap > 1e-6 {
-                    eprintln!("{}: tracker rebuilt differs from the report by {gap}", run.display());
+                    eprintln!(
+                        "{}: tracker rebuilt differs from the report by {gap}",
+                        run.display()
+                    );
                 }
             }
             out.push(("tracker".to_string(), l1(&tracker), covered(&lo, &hi)));
@@ -131,7 +170,8 @@ fn main() {
         }
         all.push((r.clone(), s));
     }
-    let names: Vec<String> = all.first().map(|(_, s)| s.iter().map(|x| x.0.clone()).collect()).unwrap_or_default();
+    let names: Vec<String> =
+        all.first().map(|(_, s)| s.iter().map(|x| x.0.clone()).collect()).unwrap_or_default();
     println!("| candidate | runs | ℓ1 | coverage |");
     println!("|---|---|---|---|");
     for (j, n) in names.iter().enumerate() {
@@ -139,7 +179,8 @@ fn main() {
         let covs: Vec<f64> = all.iter().map(|(_, s)| s[j].2).collect();
         let ms = |v: &[f64]| {
             let m = v.iter().sum::<f64>() / v.len() as f64;
-            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len().max(2) - 1) as f64).sqrt();
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len().max(2) - 1) as f64)
+                .sqrt();
             format!("{m:.3} ± {sd:.3}")
         };
         println!("| {n} | {} | {} | {} |", l1s.len(), ms(&l1s), ms(&covs));

@@ -23,13 +23,17 @@
 
 use std::path::Path;
 
-use glshift::label_shift::{bootstrap, softmax_with_temperature, FitPrior, Interval, IntervalMethod, ShiftEstimator, ShiftInputs};
+use glshift::label_shift::{
+    bootstrap, softmax_with_temperature, FitPrior, Interval, IntervalMethod, ShiftEstimator,
+    ShiftInputs,
+};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-const NAMES: [&str; 5] = ["floored-basic", "raw-shifted", "raw-percentile", "raw-percentile+report", "raw-basic+report"];
+const NAMES: [&str; 5] =
+    ["floored-basic", "raw-shifted", "raw-percentile", "raw-percentile+report", "raw-basic+report"];
 
 #[path = "support/saved_run.rs"]
 mod saved_run;
@@ -41,22 +45,36 @@ fn variants(run: &Path) -> (Vec<Bounds>, Vec<f64>) {
     let SavedRun { cfg, c, report, truth, .. } = &run_data;
     let c = *c;
     let reported = vec_of(&report["estimated_target_prior"]);
-    let old = (vec_of(&report["estimated_target_prior_ci_low"]), vec_of(&report["estimated_target_prior_ci_high"]));
+    let old = (
+        vec_of(&report["estimated_target_prior_ci_low"]),
+        vec_of(&report["estimated_target_prior_ci_high"]),
+    );
     let inp = run_data.inputs();
     let raw = FitPrior { soft: cfg.label_shift.soft, floor: 0.0, support: None };
-    let iv = bootstrap(&raw, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Percentile).expect("bootstrap");
+    let iv = bootstrap(&raw, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Percentile)
+        .expect("bootstrap");
     // The old construction, rebuilt: floored replicates, deviations from the final network's
     // floored estimate placed around the report. It must match the report of a fit made before
     // the change (the check that the split and the network's outputs are rebuilt exactly).
     let floored = FitPrior {
         soft: cfg.label_shift.soft,
         floor: cfg.prior_floor_for(c),
-        support: cfg.label_shift.fixed_support_for(cfg.method).then(|| reported.iter().map(|&p| p > 0.0).collect()),
+        support: cfg
+            .label_shift
+            .fixed_support_for(cfg.method)
+            .then(|| reported.iter().map(|&p| p > 0.0).collect()),
     };
-    let fl = bootstrap(&floored, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Basic).expect("bootstrap");
+    let fl = bootstrap(&floored, &inp, 200, cfg.seed ^ 0x5e_edc1, 0.9, IntervalMethod::Basic)
+        .expect("bootstrap");
     let sh = |q: &[f64]| -> Vec<f64> { (0..c).map(|k| q[k] - fl.point[k] + reported[k]).collect() };
     let rebuilt = IntervalMethod::Basic.bounds(&reported, &sh(&fl.q_low), &sh(&fl.q_high));
-    let gap = rebuilt.0.iter().zip(&old.0).chain(rebuilt.1.iter().zip(&old.1)).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    let gap = rebuilt
+        .0
+        .iter()
+        .zip(&old.0)
+        .chain(rebuilt.1.iter().zip(&old.1))
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
     if gap > 1e-6 {
         eprintln!("{}: the old interval rebuilt differs from the report's by {gap} (fit made after the change?)", run.display());
     }
@@ -71,10 +89,16 @@ fn from_replicates(reported: &[f64], old: Bounds, iv: &Interval) -> Vec<Bounds> 
     let cl = |x: f64| x.clamp(0.0, 1.0);
     vec![
         old,
-        (0..c).map(|k| (cl(reported[k] - (hi[k] - f[k])), cl(reported[k] - (lo[k] - f[k])))).unzip(),
+        (0..c)
+            .map(|k| (cl(reported[k] - (hi[k] - f[k])), cl(reported[k] - (lo[k] - f[k]))))
+            .unzip(),
         (lo.clone(), hi.clone()),
         (0..c).map(|k| (lo[k].min(reported[k]), hi[k].max(reported[k]))).unzip(),
-        (0..c).map(|k| (cl(2.0 * f[k] - hi[k]).min(reported[k]), cl(2.0 * f[k] - lo[k]).max(reported[k]))).unzip(),
+        (0..c)
+            .map(|k| {
+                (cl(2.0 * f[k] - hi[k]).min(reported[k]), cl(2.0 * f[k] - lo[k]).max(reported[k]))
+            })
+            .unzip(),
     ]
 }
 
@@ -101,11 +125,20 @@ fn synthetic(rep: u64, n_hold: usize, gain: f32) -> (Vec<Bounds>, Vec<f64>) {
     };
     let (hp, tp) = (probs(&hy), probs(&ty));
     let ps = vec![1.0 / c as f64; c];
-    let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hy, target_probs: tp.view(), source_prior: Some(&ps) };
+    let inp = ShiftInputs {
+        source_probs: hp.view(),
+        source_labels: &hy,
+        target_probs: tp.view(),
+        source_prior: Some(&ps),
+    };
     let raw = FitPrior { soft: true, floor: 0.0, support: None };
     let floor = 0.25 / c as f64;
     let raw_point = raw.estimate(&inp).expect("estimate").target_prior;
-    let floored = FitPrior { soft: true, floor, support: Some(raw_point.iter().map(|&p| p >= floor).collect()) };
+    let floored = FitPrior {
+        soft: true,
+        floor,
+        support: Some(raw_point.iter().map(|&p| p >= floor).collect()),
+    };
     let fl = bootstrap(&floored, &inp, 200, rep, 0.9, IntervalMethod::Basic).expect("bootstrap");
     let iv = bootstrap(&raw, &inp, 200, rep, 0.9, IntervalMethod::Percentile).expect("bootstrap");
     (from_replicates(&fl.point, (fl.low.clone(), fl.high.clone()), &iv), truth)
@@ -116,28 +149,60 @@ fn main() {
     let synth = runs.first().map(|a| a == "synthetic").unwrap_or(false);
     let cases: Vec<(String, Vec<Bounds>, Vec<f64>)> = if synth {
         let (n_hold, gain): (usize, f32) = (runs[1].parse().unwrap(), runs[2].parse().unwrap());
-        (0..40).map(|r| { let (v, t) = synthetic(r, n_hold, gain); (format!("synthetic {r}"), v, t) }).collect()
+        (0..40)
+            .map(|r| {
+                let (v, t) = synthetic(r, n_hold, gain);
+                (format!("synthetic {r}"), v, t)
+            })
+            .collect()
     } else {
-        runs.iter().map(|r| { let (v, t) = variants(Path::new(r)); (r.clone(), v, t) }).collect()
+        runs.iter()
+            .map(|r| {
+                let (v, t) = variants(Path::new(r));
+                (r.clone(), v, t)
+            })
+            .collect()
     };
     // Per variant: covered classes, classes, summed width; and the same for classes with truth < 0.05.
     let mut tot = vec![[0.0f64; 6]; NAMES.len()];
     for (r, vs, truth) in &cases {
         let mut line = format!("{r}:");
         for (j, (lo, hi)) in vs.iter().enumerate() {
-            let cov = (0..truth.len()).filter(|&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12).count();
+            let cov = (0..truth.len())
+                .filter(|&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12)
+                .count();
             let small: Vec<usize> = (0..truth.len()).filter(|&k| truth[k] < 0.05).collect();
-            let scov = small.iter().filter(|&&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12).count();
+            let scov = small
+                .iter()
+                .filter(|&&k| lo[k] - 1e-12 <= truth[k] && truth[k] <= hi[k] + 1e-12)
+                .count();
             let w: f64 = (0..truth.len()).map(|k| hi[k] - lo[k]).sum();
             let sw: f64 = small.iter().map(|&k| hi[k] - lo[k]).sum();
             let t = &mut tot[j];
-            *t = [t[0] + cov as f64, t[1] + truth.len() as f64, t[2] + w, t[3] + scov as f64, t[4] + small.len() as f64, t[5] + sw];
+            *t = [
+                t[0] + cov as f64,
+                t[1] + truth.len() as f64,
+                t[2] + w,
+                t[3] + scov as f64,
+                t[4] + small.len() as f64,
+                t[5] + sw,
+            ];
             line += &format!(" {}={cov}/{}", NAMES[j], truth.len());
         }
         println!("{line}");
     }
-    println!("variant | coverage | mean width | coverage (truth < 0.05) | mean width (truth < 0.05)");
+    println!(
+        "variant | coverage | mean width | coverage (truth < 0.05) | mean width (truth < 0.05)"
+    );
     for (j, t) in tot.iter().enumerate() {
-        println!("{} | {:.3} | {:.4} | {:.3} ({} classes) | {:.4}", NAMES[j], t[0] / t[1], t[2] / t[1], t[3] / t[4].max(1.0), t[4], t[5] / t[4].max(1.0));
+        println!(
+            "{} | {:.3} | {:.4} | {:.3} ({} classes) | {:.4}",
+            NAMES[j],
+            t[0] / t[1],
+            t[2] / t[1],
+            t[3] / t[4].max(1.0),
+            t[4],
+            t[5] / t[4].max(1.0)
+        );
     }
 }

@@ -22,11 +22,7 @@ pub enum Error {
 
     /// A domain name that matches no file in the data folder.
     #[error("{dir}: no data for domain '{domain}' ({reason})")]
-    UnknownDomain {
-        dir: PathBuf,
-        domain: String,
-        reason: String,
-    },
+    UnknownDomain { dir: PathBuf, domain: String, reason: String },
 
     /// Feature or label values that cannot be used (NaN, Inf, out of range, ...).
     #[error("{what}: {reason}")]
@@ -34,19 +30,11 @@ pub enum Error {
 
     /// Two arrays that must agree in shape do not.
     #[error("shape mismatch: {what}: expected {expected}, found {found}")]
-    Shape {
-        what: String,
-        expected: String,
-        found: String,
-    },
+    Shape { what: String, expected: String, found: String },
 
     /// A hyper-parameter outside its valid range.
     #[error("invalid parameter `{name}` = {value}: {reason}")]
-    Param {
-        name: &'static str,
-        value: String,
-        reason: String,
-    },
+    Param { name: &'static str, value: String, reason: String },
 
     /// A numerical routine failed (singular system, solver did not converge, NaN loss).
     #[error("numerical failure in {what}: {reason}")]
@@ -63,16 +51,22 @@ pub enum Error {
 
 impl Error {
     /// Shorthand for [`Error::Param`].
-    pub fn param(name: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
-        Error::Param {
-            name,
-            value: value.to_string(),
-            reason: reason.into(),
-        }
+    pub fn param(
+        name: &'static str,
+        value: impl std::fmt::Display,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Param { name, value: value.to_string(), reason: reason.into() }
     }
 
     /// `Ok` when the setting `name` is finite and within [lo, hi], else [`Error::Param`] with `what`.
-    pub(crate) fn check_range(name: &'static str, v: f64, lo: f64, hi: f64, what: &str) -> Result<(), Error> {
+    pub(crate) fn check_range(
+        name: &'static str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+        what: &str,
+    ) -> Result<(), Error> {
         if v.is_finite() && v >= lo && v <= hi {
             Ok(())
         } else {
@@ -82,25 +76,16 @@ impl Error {
 
     /// Shorthand for [`Error::BadData`].
     pub fn bad_data(what: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::BadData {
-            what: what.into(),
-            reason: reason.into(),
-        }
+        Error::BadData { what: what.into(), reason: reason.into() }
     }
 
     /// Shorthand for [`Error::BadFile`].
     pub fn bad_file(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::BadFile {
-            path: path.into(),
-            reason: reason.into(),
-        }
+        Error::BadFile { path: path.into(), reason: reason.into() }
     }
 
     /// Shorthand for [`Error::Numerical`].
     pub fn numerical(what: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::Numerical {
-            what: what.into(),
-            reason: reason.into(),
-        }
+        Error::Numerical { what: what.into(), reason: reason.into() }
     }
 }

@@ -71,7 +71,10 @@ impl StagedFile {
 
 /// [`write_files_atomically`] with files already written piece by piece: the `(path, contents)`
 /// pairs are staged, every file is fsynced, and only then are all renamed into place.
-pub fn write_files_atomically_with(streamed: Vec<StagedFile>, files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+pub fn write_files_atomically_with(
+    streamed: Vec<StagedFile>,
+    files: &[(PathBuf, Vec<u8>)],
+) -> Result<()> {
     let mut staged = Vec::with_capacity(streamed.len() + files.len());
     for s in streamed {
         let tmp = s.out.into_inner().map_err(|e| write_err(&s.path, e.error()))?;
@@ -101,7 +104,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("sub/a.json");
         let b = dir.path().join("b.csv");
-        write_files_atomically(&[(a.clone(), b"{}".to_vec()), (b.clone(), b"x\n".to_vec())]).unwrap();
+        write_files_atomically(&[(a.clone(), b"{}".to_vec()), (b.clone(), b"x\n".to_vec())])
+            .unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), b"{}");
         assert_eq!(std::fs::read(&b).unwrap(), b"x\n");
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
@@ -116,11 +120,16 @@ mod tests {
         s.write(b"x,").unwrap();
         s.write(b"y\n").unwrap();
         assert!(!a.exists(), "nothing appears before the end");
-        write_files_atomically_with(vec![s], &[(dir.path().join("b.json"), b"{}".to_vec())]).unwrap();
+        write_files_atomically_with(vec![s], &[(dir.path().join("b.json"), b"{}".to_vec())])
+            .unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), b"x,y\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
         drop(StagedFile::new(dir.path().join("c.csv")).unwrap());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "an unfinished file leaves nothing");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "an unfinished file leaves nothing"
+        );
     }
 
     #[test]
@@ -135,7 +144,8 @@ mod tests {
         // A transposed view (Fortran order): the same bytes too.
         let t = z.t();
         let tpath = dir.path().join("t.npy");
-        write_files_atomically_with(vec![StagedFile::npy(&t, tpath.clone()).unwrap()], &[]).unwrap();
+        write_files_atomically_with(vec![StagedFile::npy(&t, tpath.clone()).unwrap()], &[])
+            .unwrap();
         assert_eq!(std::fs::read(&tpath).unwrap(), npy_bytes(&t, &tpath).unwrap());
     }
 
@@ -152,7 +162,11 @@ mod tests {
         write_files_atomically_with(vec![staged], &[(a.clone(), b"{}".to_vec())]).unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         // Under the usual umask 022: 0o644, where NamedTempFile's default left 0o600.
-        assert_eq!((mode(&a), mode(&b)), (mode(&plain), mode(&plain)), "as std::fs::write, umask applied");
+        assert_eq!(
+            (mode(&a), mode(&b)),
+            (mode(&plain), mode(&plain)),
+            "as std::fs::write, umask applied"
+        );
     }
 
     #[test]

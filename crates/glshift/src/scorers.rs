@@ -44,7 +44,10 @@ pub fn iwcv_label_shift(probs: ArrayView2<f32>, labels: &[usize], w: &[f64]) -> 
         });
     }
     if labels.iter().any(|&y| y >= c) || w.iter().any(|v| !v.is_finite() || *v < 0.0) {
-        return Err(Error::bad_data("IWCV inputs", "labels must be < c and weights finite and >= 0"));
+        return Err(Error::bad_data(
+            "IWCV inputs",
+            "labels must be < c and weights finite and >= 0",
+        ));
     }
     let (mut num, mut den) = (0.0, 0.0);
     for (row, &y) in probs.rows().into_iter().zip(labels) {
@@ -62,10 +65,17 @@ pub fn iwcv_label_shift(probs: ArrayView2<f32>, labels: &[usize], w: &[f64]) -> 
 pub fn dev(losses: &[f64], weights: &[f64], normalise: bool) -> Result<f64> {
     let n = losses.len();
     if n < 2 || weights.len() != n {
-        return Err(Error::Shape { what: "DEV losses vs weights".into(), expected: "equal lengths >= 2".into(), found: format!("{n} and {}", weights.len()) });
+        return Err(Error::Shape {
+            what: "DEV losses vs weights".into(),
+            expected: "equal lengths >= 2".into(),
+            found: format!("{n} and {}", weights.len()),
+        });
     }
     if losses.iter().chain(weights).any(|v| !v.is_finite()) || weights.iter().any(|&v| v < 0.0) {
-        return Err(Error::bad_data("DEV inputs", "losses and weights must be finite, weights >= 0"));
+        return Err(Error::bad_data(
+            "DEV inputs",
+            "losses and weights must be finite, weights >= 0",
+        ));
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let scale = if normalise { mean(weights) } else { 1.0 };
@@ -97,13 +107,21 @@ pub fn snd(probs: ArrayView2<f32>, t: f64) -> Result<f64> {
     let sim = unit.dot(&unit.t());
     let mut total = 0.0;
     for (i, row) in sim.rows().into_iter().enumerate() {
-        let logits: Vec<f64> = row.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &s)| s / t).collect();
+        let logits: Vec<f64> =
+            row.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &s)| s / t).collect();
         let max = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let z: f64 = logits.iter().map(|l| (l - max).exp()).sum();
-        total -= logits.iter().map(|l| {
-            let a = (l - max).exp() / z;
-            if a > 0.0 { a * a.ln() } else { 0.0 }
-        }).sum::<f64>();
+        total -= logits
+            .iter()
+            .map(|l| {
+                let a = (l - max).exp() / z;
+                if a > 0.0 {
+                    a * a.ln()
+                } else {
+                    0.0
+                }
+            })
+            .sum::<f64>();
     }
     Ok(total / n as f64)
 }
@@ -111,7 +129,8 @@ pub fn snd(probs: ArrayView2<f32>, t: f64) -> Result<f64> {
 /// `−(1/n) Σ_i H(p_i)` of target probabilities (n_t × c).
 pub fn neg_entropy(probs: ArrayView2<f32>) -> Result<f64> {
     check_rows(probs, "target probabilities")?;
-    let h: f64 = probs.iter().map(|&p| if p > 0.0 { -(p as f64) * (p as f64).ln() } else { 0.0 }).sum();
+    let h: f64 =
+        probs.iter().map(|&p| if p > 0.0 { -(p as f64) * (p as f64).ln() } else { 0.0 }).sum();
     Ok(-h / probs.nrows() as f64)
 }
 
@@ -153,7 +172,13 @@ mod tests {
     fn snd_is_highest_for_identical_predictions_and_entropy_is_zero_for_one_hot_rows() {
         let same = Array2::<f32>::from_shape_fn((5, 3), |(_, k)| [0.7, 0.2, 0.1][k]);
         assert!((snd(same.view(), 0.05).unwrap() - 4f64.ln()).abs() < 1e-9);
-        let spread = array![[1.0f32, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+        let spread = array![
+            [1.0f32, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0]
+        ];
         assert!(snd(spread.view(), 0.05).unwrap() < snd(same.view(), 0.05).unwrap());
         assert_eq!(neg_entropy(spread.view()).unwrap(), 0.0);
         let uniform = Array2::<f32>::from_elem((4, 4), 0.25);

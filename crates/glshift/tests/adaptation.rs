@@ -8,7 +8,12 @@ use glshift::methods::{FitConfig, MethodKind, PretrainCache};
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
-fn accuracy(source: &data::Domain, target: &data::Domain, method: MethodKind, seed: u64) -> (f64, pipeline::FitReport) {
+fn accuracy(
+    source: &data::Domain,
+    target: &data::Domain,
+    method: MethodKind,
+    seed: u64,
+) -> (f64, pipeline::FitReport) {
     let cfg = FitConfig { method, seed, ..Default::default() };
     let out = pipeline::run(source, target, &cfg, &mut |_| {}).unwrap();
     (out.report.target_accuracy.unwrap(), out.report)
@@ -23,7 +28,9 @@ fn mul_beats_source_on_the_synthetic_gls_task() {
         let (mul, report) = accuracy(&task.source, &task.target, MethodKind::Mul, seed);
         let err = report.prior_l1_error.unwrap();
         let shift = report.source_target_prior_l1.unwrap();
-        eprintln!("seed {seed}: source {src:.4}, mul {mul:.4}, prior error {err:.3} (shift {shift:.3})");
+        eprintln!(
+            "seed {seed}: source {src:.4}, mul {mul:.4}, prior error {err:.3} (shift {shift:.3})"
+        );
         assert!(err < shift, "the BBSE estimate must be closer to the truth than the source prior");
         gains.push(mul - src);
     }
@@ -34,7 +41,8 @@ fn mul_beats_source_on_the_synthetic_gls_task() {
 #[test]
 fn training_never_reads_target_labels() {
     // Same features, target labels permuted: every training output is identical; only scores move.
-    let task = generate(&SyntheticConfig { n_source: 300, n_target: 300, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 300, n_target: 300, ..Default::default() }).unwrap();
     let mut shuffled = task.target.clone();
     shuffled.labels.as_mut().unwrap().reverse();
     let cfg = FitConfig { pretrain_iters: 40, adapt_iters: 30, ..Default::default() };
@@ -49,17 +57,25 @@ fn training_never_reads_target_labels() {
 fn shared_pretraining_changes_no_result_and_is_keyed_on_its_settings() {
     // A grid's methods on one task and seed share pre-training; every output must equal the
     // output of a run that pre-trains on its own, and other pre-training settings must miss.
-    let task = generate(&SyntheticConfig { n_source: 300, n_target: 300, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 300, n_target: 300, ..Default::default() }).unwrap();
     let base = FitConfig { pretrain_iters: 40, adapt_iters: 20, ..Default::default() };
     let mut cache = PretrainCache::new();
-    for (i, method) in [MethodKind::Source, MethodKind::Mul, MethodKind::Dann].into_iter().enumerate() {
+    for (i, method) in
+        [MethodKind::Source, MethodKind::Mul, MethodKind::Dann].into_iter().enumerate()
+    {
         let cfg = FitConfig { method, ..base.clone() };
         let alone = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
-        let shared = pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {}).unwrap();
+        let shared =
+            pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {})
+                .unwrap();
         assert_eq!(shared.report.pretraining_reused, i > 0, "{method}");
         assert!(!alone.report.pretraining_reused);
         assert_eq!(alone.target_probs, shared.target_probs, "{method}");
-        assert_eq!(alone.report.estimated_target_prior, shared.report.estimated_target_prior, "{method}");
+        assert_eq!(
+            alone.report.estimated_target_prior, shared.report.estimated_target_prior,
+            "{method}"
+        );
         let history = |r: &pipeline::FitReport| serde_json::to_string(&r.history).unwrap();
         assert_eq!(history(&alone.report), history(&shared.report), "{method}");
     }
@@ -68,7 +84,8 @@ fn shared_pretraining_changes_no_result_and_is_keyed_on_its_settings() {
     let other_seed = FitConfig { seed: 1, ..base.clone() };
     let other_len = FitConfig { pretrain_iters: 41, ..base.clone() };
     for cfg in [other_seed, other_len] {
-        let r = pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {}).unwrap();
+        let r = pipeline::run_cached(&task.source, &task.target, &cfg, &mut cache, &mut |_| {})
+            .unwrap();
         assert!(!r.report.pretraining_reused);
     }
     let mut source = task.source.clone();
@@ -104,5 +121,8 @@ fn mul_beats_source_on_office_caltech_amazon_to_webcam() {
         b.target.ratio, a.target.ratio, b.d_st_diagonal_mean, a.d_st_diagonal_mean
     );
     assert!(a.target.ratio > b.target.ratio, "MUL's target J_b/J_w must exceed source's");
-    assert!(a.d_st_diagonal_mean < b.d_st_diagonal_mean, "MUL's mean D^st diagonal must be below source's");
+    assert!(
+        a.d_st_diagonal_mean < b.d_st_diagonal_mean,
+        "MUL's mean D^st diagonal must be below source's"
+    );
 }

@@ -13,31 +13,43 @@ fn small(method: MethodKind, seed: u64) -> FitConfig {
         pretrain_iters: 30,
         adapt_iters: 15,
         network: NetworkConfig { hidden: vec![32, 16], ..Default::default() },
-        baselines: BaselineConfig { discriminator_hidden: vec![32, 32], iterations: 11, ..Default::default() },
+        baselines: BaselineConfig {
+            discriminator_hidden: vec![32, 32],
+            iterations: 11,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
 
 #[test]
 fn every_method_runs_finite_and_is_deterministic_with_the_seed() {
-    let task = generate(&SyntheticConfig { n_source: 240, n_target: 200, seed: 4, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 240, n_target: 200, seed: 4, ..Default::default() })
+            .unwrap();
     for method in MethodKind::ALL {
         let cfg = small(method, 7);
         let a = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
         let b = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
         assert_eq!(a.target_probs, b.target_probs, "{method}: same seed, different predictions");
         assert!(a.target_probs.iter().all(|p| p.is_finite()), "{method}");
-        let adapt: Vec<_> = a.report.history.iter().filter(|r| r.stage == glshift::methods::Stage::Adapt).collect();
+        let adapt: Vec<_> =
+            a.report.history.iter().filter(|r| r.stage == glshift::methods::Stage::Adapt).collect();
         // The papers' baselines take `baselines.iterations` mini-batch steps, the rest `adapt_iters`.
         let want = if cfg.baselines.minibatch(method) { 11 } else { 15 };
         assert_eq!(adapt.len(), want, "{method}");
         for r in &adapt {
             assert!(r.total.is_finite() && r.ce.is_finite(), "{method}: {r:?}");
-            assert_eq!(r.transfer.is_some(), method.is_baseline(), "{method}: transfer term recorded");
+            assert_eq!(
+                r.transfer.is_some(),
+                method.is_baseline(),
+                "{method}: transfer term recorded"
+            );
         }
         let acc = a.report.target_accuracy.unwrap();
         assert!(acc > 0.4, "{method}: accuracy {acc} on a 6-class task");
-        let other = pipeline::run(&task.source, &task.target, &small(method, 8), &mut |_| {}).unwrap();
+        let other =
+            pipeline::run(&task.source, &task.target, &small(method, 8), &mut |_| {}).unwrap();
         assert_ne!(a.target_probs, other.target_probs, "{method}: the seed must matter");
         let estimates = glshift::methods::build_method(&cfg, 16, 6).unwrap().needs_shift_estimate();
         assert_eq!(a.report.estimated_target_prior.is_some(), estimates, "{method}");
@@ -47,7 +59,8 @@ fn every_method_runs_finite_and_is_deterministic_with_the_seed() {
 #[test]
 fn an_importance_weighted_baseline_never_reads_target_labels() {
     // As `training_never_reads_target_labels` for MUL: permuted target labels, same training.
-    let task = generate(&SyntheticConfig { n_source: 240, n_target: 200, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 240, n_target: 200, ..Default::default() }).unwrap();
     let mut shuffled = task.target.clone();
     shuffled.labels.as_mut().unwrap().reverse();
     for method in [MethodKind::IwCdan, MethodKind::Pada] {
@@ -56,7 +69,10 @@ fn an_importance_weighted_baseline_never_reads_target_labels() {
         let b = pipeline::run(&task.source, &shuffled, &cfg, &mut |_| {}).unwrap();
         assert_eq!(a.target_probs, b.target_probs, "{method}");
         assert_eq!(a.report.estimated_target_prior, b.report.estimated_target_prior, "{method}");
-        assert_ne!(a.report.per_class_accuracy, b.report.per_class_accuracy, "the scores must see the permutation");
+        assert_ne!(
+            a.report.per_class_accuracy, b.report.per_class_accuracy,
+            "the scores must see the permutation"
+        );
     }
 }
 
@@ -64,8 +80,10 @@ fn an_importance_weighted_baseline_never_reads_target_labels() {
 fn baselines_with_zero_trade_off_train_like_source_on_the_source_rows() {
     // λ = 0: DAN's term vanishes, so DAN must reproduce `source`'s CE trajectory (up to the
     // summation order of the larger matrices DAN forwards, target rows included).
-    let task = generate(&SyntheticConfig { n_source: 240, n_target: 200, ..Default::default() }).unwrap();
-    let src = pipeline::run(&task.source, &task.target, &small(MethodKind::Source, 1), &mut |_| {}).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 240, n_target: 200, ..Default::default() }).unwrap();
+    let src = pipeline::run(&task.source, &task.target, &small(MethodKind::Source, 1), &mut |_| {})
+        .unwrap();
     let mut cfg = small(MethodKind::Dan, 1);
     cfg.baselines.trade_off = 0.0;
     cfg.baselines.training = glshift::methods::BaselineTraining::FullBatch;
@@ -81,7 +99,9 @@ fn paper_training_steps_on_mini_batches_with_annealed_sgd() {
     // λ = 0 leaves DANN's CE trajectory to the mini-batch SGD stage alone: it must differ from
     // the full-batch AdamW path on the same pre-training, and each batch's CE must be that of
     // 36 source rows (finite, recorded per iteration), reproducible with the seed.
-    let task = generate(&SyntheticConfig { n_source: 240, n_target: 200, seed: 2, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 240, n_target: 200, seed: 2, ..Default::default() })
+            .unwrap();
     let mut cfg = small(MethodKind::Dann, 3);
     cfg.baselines.trade_off = 0.0;
     cfg.baselines.iterations = 40;
@@ -91,7 +111,14 @@ fn paper_training_steps_on_mini_batches_with_annealed_sgd() {
     let mut full = cfg.clone();
     full.baselines.training = glshift::methods::BaselineTraining::FullBatch;
     let full = pipeline::run(&task.source, &task.target, &full, &mut |_| {}).unwrap();
-    let adapt = |o: &pipeline::RunOutput| o.report.history.iter().filter(|r| r.stage == glshift::methods::Stage::Adapt).map(|r| r.ce).collect::<Vec<_>>();
+    let adapt = |o: &pipeline::RunOutput| {
+        o.report
+            .history
+            .iter()
+            .filter(|r| r.stage == glshift::methods::Stage::Adapt)
+            .map(|r| r.ce)
+            .collect::<Vec<_>>()
+    };
     let (p, f) = (adapt(&paper), adapt(&full));
     assert_eq!((p.len(), f.len()), (40, 15));
     assert_ne!(p[1..].to_vec(), f[1..].to_vec());

@@ -13,10 +13,7 @@ fn data_root() -> Option<PathBuf> {
     if root.is_dir() {
         Some(root)
     } else {
-        eprintln!(
-            "SKIPPED: real data folder {} not found (test skipped)",
-            root.display()
-        );
+        eprintln!("SKIPPED: real data folder {} not found (test skipped)", root.display());
         None
     }
 }
@@ -47,12 +44,7 @@ fn loo_1nn_accuracy(x: &ndarray::Array2<f32>, y: &[usize]) -> f64 {
     for i in 0..x.nrows() {
         let mut best = (f32::INFINITY, 0);
         for j in (0..x.nrows()).filter(|&j| j != i) {
-            let d: f32 = x
-                .row(i)
-                .iter()
-                .zip(x.row(j))
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum();
+            let d: f32 = x.row(i).iter().zip(x.row(j)).map(|(a, b)| (a - b) * (a - b)).sum();
             if d < best.0 {
                 best = (d, j);
             }
@@ -67,16 +59,8 @@ fn effnet_office_caltech_shapes_and_classes() {
     let Some(dir) = folder("office_caltech10_effnetlite2") else {
         return;
     };
-    assert_eq!(
-        list_domains(&dir).unwrap(),
-        ["amazon", "caltech", "dslr", "webcam"]
-    );
-    for (name, n) in [
-        ("amazon", 958),
-        ("caltech", 1123),
-        ("dslr", 157),
-        ("webcam", 295),
-    ] {
+    assert_eq!(list_domains(&dir).unwrap(), ["amazon", "caltech", "dslr", "webcam"]);
+    for (name, n) in [("amazon", 958), ("caltech", 1123), ("dslr", 157), ("webcam", 295)] {
         let d = load_domain(&dir, name).unwrap();
         assert_eq!((d.n(), d.dim(), d.n_classes()), (n, 1280, 10), "{name}");
         assert_eq!(d.format, FileFormat::Npy);
@@ -87,10 +71,7 @@ fn effnet_office_caltech_shapes_and_classes() {
     let (s, t) = load_pair(&dir, "amazon", "webcam").unwrap();
     let k = class_counts(s.labels.as_ref().unwrap(), 10);
     // README: amazon per-class min/max 82/100.
-    assert_eq!(
-        (*k.iter().min().unwrap(), *k.iter().max().unwrap()),
-        (82, 100)
-    );
+    assert_eq!((*k.iter().min().unwrap(), *k.iter().max().unwrap()), (82, 100));
     assert_eq!(t.n(), 295);
 }
 
@@ -117,10 +98,7 @@ fn surf_mat_one_based_shift_and_counts() {
     let Some(dir) = folder("office_caltech10_surf") else {
         return;
     };
-    assert_eq!(
-        list_domains(&dir).unwrap(),
-        ["amazon", "caltech", "dslr", "webcam"]
-    );
+    assert_eq!(list_domains(&dir).unwrap(), ["amazon", "caltech", "dslr", "webcam"]);
     let (s, t) = load_pair(&dir, "dslr", "webcam").unwrap();
     for d in [&s, &t] {
         assert_eq!(d.format, FileFormat::Mat);
@@ -139,10 +117,7 @@ fn surf_mat_one_based_shift_and_counts() {
     );
     let acc = loo_1nn_accuracy(&s.features, s.labels.as_ref().unwrap());
     eprintln!("SURF dslr LOO 1-NN accuracy {acc:.3}");
-    assert!(
-        acc > 0.3,
-        "SURF dslr LOO 1-NN accuracy {acc} (chance 0.15): orientation wrong?"
-    );
+    assert!(acc > 0.3, "SURF dslr LOO 1-NN accuracy {acc} (chance 0.15): orientation wrong?");
     assert_eq!(
         class_counts(t.labels.as_ref().unwrap(), 10),
         [29, 21, 31, 27, 27, 30, 43, 30, 27, 30]
@@ -164,11 +139,7 @@ fn surf_l1_zscore_is_finite_and_centred() {
     };
     let (mut s, mut t) = load_pair(&dir, "amazon", "caltech").unwrap();
     preprocess(&mut s.features, &mut t.features, Preprocess::L1ZScore).unwrap();
-    assert!(s
-        .features
-        .iter()
-        .chain(t.features.iter())
-        .all(|v| v.is_finite()));
+    assert!(s.features.iter().chain(t.features.iter()).all(|v| v.is_finite()));
     let means = s.features.mean_axis(ndarray::Axis(0)).unwrap();
     let worst = means.iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(worst < 1e-4, "largest |source column mean| = {worst}");
@@ -199,8 +170,5 @@ fn office31_resnet_mat_squeezed() {
     assert!((mean - 0.42).abs() < 0.01, "mean {mean}");
     let acc = loo_1nn_accuracy(&d.features, d.labels.as_ref().unwrap());
     eprintln!("resnet dslr LOO 1-NN accuracy {acc:.3}");
-    assert!(
-        acc > 0.7,
-        "ResNet dslr LOO 1-NN accuracy {acc}: orientation wrong?"
-    );
+    assert!(acc > 0.7, "ResNet dslr LOO 1-NN accuracy {acc}: orientation wrong?");
 }

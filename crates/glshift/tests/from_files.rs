@@ -12,19 +12,35 @@ use glshift_experiments::synthetic::{generate, SyntheticConfig};
 use ndarray_npy::write_npy;
 
 fn minibatch(method: MethodKind) -> FitConfig {
-    let minibatch = MiniBatchConfig { batch_size: 64, context_rows: 128, bn_stats_rows: 256, chunk_rows: 100, ..Default::default() };
-    FitConfig { method, seed: 3, pretrain_iters: 60, adapt_iters: 40, training: Training::MiniBatch, minibatch, ..Default::default() }
+    let minibatch = MiniBatchConfig {
+        batch_size: 64,
+        context_rows: 128,
+        bn_stats_rows: 256,
+        chunk_rows: 100,
+        ..Default::default()
+    };
+    FitConfig {
+        method,
+        seed: 3,
+        pretrain_iters: 60,
+        adapt_iters: 40,
+        training: Training::MiniBatch,
+        minibatch,
+        ..Default::default()
+    }
 }
 
 /// Writes `<name>_features.npy` and `<name>_labels.npy` of `d` into `dir`.
 fn write_domain(dir: &Path, name: &str, d: &Domain) {
     write_npy(dir.join(format!("{name}_features.npy")), &d.features).unwrap();
-    let labels: ndarray::Array1<i64> = d.labels.as_ref().unwrap().iter().map(|&y| y as i64).collect();
+    let labels: ndarray::Array1<i64> =
+        d.labels.as_ref().unwrap().iter().map(|&y| y as i64).collect();
     write_npy(dir.join(format!("{name}_labels.npy")), &labels).unwrap();
 }
 
 fn folder(n_source: usize, n_target: usize) -> tempfile::TempDir {
-    let task = generate(&SyntheticConfig { n_source, n_target, seed: 11, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source, n_target, seed: 11, ..Default::default() }).unwrap();
     let dir = tempfile::tempdir().unwrap();
     write_domain(dir.path(), "src", &task.source);
     write_domain(dir.path(), "tgt", &task.target);
@@ -40,7 +56,9 @@ fn same_run(a: &RunOutput, b: &RunOutput) {
     assert_eq!(a.report.target_accuracy, b.report.target_accuracy);
     let history = |o: &RunOutput| serde_json::to_string(&o.report.history).unwrap();
     assert_eq!(history(a), history(b));
-    let x = ndarray::Array2::from_shape_fn((5, a.model.info().input_dim), |(i, j)| (i * 7 + j) as f32 * 0.01);
+    let x = ndarray::Array2::from_shape_fn((5, a.model.info().input_dim), |(i, j)| {
+        (i * 7 + j) as f32 * 0.01
+    });
     assert_eq!(a.model.predict_proba(x.view()).unwrap(), b.model.predict_proba(x.view()).unwrap());
 }
 
@@ -54,7 +72,9 @@ fn a_fit_reading_its_files_equals_the_fit_on_the_loaded_pair() {
         let borrowed = pipeline::run(&s, &t, &cfg, &mut |_| {}).unwrap();
         let loaded = pipeline::run_owned(s, t, &cfg, &mut |_| {}).unwrap();
         same_run(&loaded, &borrowed);
-        let pair = data::open_pair_files(dir.path(), "src", "tgt").unwrap().expect("two C-order .npy domains");
+        let pair = data::open_pair_files(dir.path(), "src", "tgt")
+            .unwrap()
+            .expect("two C-order .npy domains");
         assert_eq!((pair.source_rows.nrows(), pair.target_rows.nrows()), (400, 300));
         let from_files = pipeline::run_files(&pair, &cfg, &mut |_| {}).unwrap();
         same_run(&loaded, &from_files);
@@ -79,7 +99,10 @@ fn a_non_finite_value_is_reported_with_its_file_and_row() {
     s.features[[123, 1]] = f32::NAN;
     write_npy(dir.path().join("src_features.npy"), &s.features).unwrap();
     let pair = data::open_pair_files(dir.path(), "src", "tgt").unwrap().unwrap();
-    let err = pipeline::run_files(&pair, &minibatch(MethodKind::Mul), &mut |_| {}).err().expect("an error").to_string();
+    let err = pipeline::run_files(&pair, &minibatch(MethodKind::Mul), &mut |_| {})
+        .err()
+        .expect("an error")
+        .to_string();
     assert!(err.contains("src_features.npy") && err.contains("row 123, column 1"), "{err}");
 }
 
@@ -90,8 +113,14 @@ fn a_file_truncated_after_opening_stops_the_fit_with_its_name() {
     let path = dir.path().join("tgt_features.npy");
     let len = std::fs::metadata(&path).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
-    let err = pipeline::run_files(&pair, &minibatch(MethodKind::Mul), &mut |_| {}).err().expect("an error").to_string();
-    assert!(err.contains("tgt_features.npy") && err.contains("changed while glshift was reading it"), "{err}");
+    let err = pipeline::run_files(&pair, &minibatch(MethodKind::Mul), &mut |_| {})
+        .err()
+        .expect("an error")
+        .to_string();
+    assert!(
+        err.contains("tgt_features.npy") && err.contains("changed while glshift was reading it"),
+        "{err}"
+    );
 }
 
 #[test]

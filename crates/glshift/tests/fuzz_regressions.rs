@@ -21,20 +21,14 @@ const TARGETS: [&str; 3] = ["npy_reader", "mat_reader", "csv_reader"];
 #[path = "support/capped_alloc.rs"]
 mod capped_alloc;
 
-
 /// Files of `tests/<kind>/<target>/`, sorted; none when the folder does not exist.
 fn files(kind: &str, target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(kind)
-        .join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(kind).join(target);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
-    let mut out: Vec<PathBuf> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
+    let mut out: Vec<PathBuf> =
+        entries.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
     out.sort();
     out
 }
@@ -156,7 +150,13 @@ fn model_reader_seeds_load_and_crashers_fail_cleanly() {
         let name = path.display().to_string();
         let bytes = std::fs::read(&path).unwrap();
         for verify in [true, false] {
-            let parse = || if verify { FittedModel::from_bytes(&bytes, &path) } else { FittedModel::from_bytes_unverified(&bytes, &path) };
+            let parse = || {
+                if verify {
+                    FittedModel::from_bytes(&bytes, &path)
+                } else {
+                    FittedModel::from_bytes_unverified(&bytes, &path)
+                }
+            };
             let (parsed, panicked) = panicked_during(parse);
             assert!(!panicked, "{name}: the reader panicked");
             if let Err(e) = parsed {

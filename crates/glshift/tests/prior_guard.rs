@@ -5,8 +5,8 @@
 //! the disagreement response above it (the same fallback by default, or MUL's terms with w ≡ 1
 //! or with shrunk estimates); `source` never runs it.
 
-use glshift::methods::train::fit;
 use glshift::label_shift::GuardResponse;
+use glshift::methods::train::fit;
 use glshift::methods::{DisagreementResponse, FitConfig, Fitted, GuardFallback, MethodKind, Stage};
 use glshift::nn::NetworkConfig;
 
@@ -48,7 +48,11 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
     let plain = fit(&data, &off, &mut |_| {}).unwrap();
     assert!(plain.prior_guard.is_none());
     if g.trusted {
-        assert_eq!(fingerprint(&guarded), fingerprint(&plain), "a trusted estimate must change nothing");
+        assert_eq!(
+            fingerprint(&guarded),
+            fingerprint(&plain),
+            "a trusted estimate must change nothing"
+        );
     } else {
         assert_ne!(fingerprint(&guarded), fingerprint(&plain));
     }
@@ -58,8 +62,13 @@ fn the_guard_is_on_by_default_and_a_trusted_estimate_leaves_the_fit_unchanged() 
     no_floor.label_shift.guard.min_confident_share = 0.0;
     let trusted = fit(&data, &no_floor, &mut |_| {}).unwrap();
     assert!(trusted.prior_guard.as_ref().is_some_and(|g| g.trusted), "{:?}", trusted.prior_guard);
-    assert_eq!(fingerprint(&trusted), fingerprint(&plain), "a trusted estimate must change nothing");
-    let source = fit(&data, &FitConfig { method: MethodKind::Source, ..config() }, &mut |_| {}).unwrap();
+    assert_eq!(
+        fingerprint(&trusted),
+        fingerprint(&plain),
+        "a trusted estimate must change nothing"
+    );
+    let source =
+        fit(&data, &FitConfig { method: MethodKind::Source, ..config() }, &mut |_| {}).unwrap();
     assert!(source.prior_guard.is_none(), "source has no estimate to guard");
 }
 
@@ -78,7 +87,12 @@ fn a_distrusted_estimate_runs_the_fallback() {
     assert!(!g.trusted, "{g:?}");
     let ps = &f.source_prior;
     for r in adapt_records(&f) {
-        assert_eq!(r.target_prior.as_deref(), Some(ps.as_slice()), "the prior is pˢ at iteration {}", r.iter);
+        assert_eq!(
+            r.target_prior.as_deref(),
+            Some(ps.as_slice()),
+            "the prior is pˢ at iteration {}",
+            r.iter
+        );
         assert_eq!((r.j_tu, r.j_du), (0.0, 0.0), "source fallback adds no MUL term");
     }
     assert!(f.shift.as_ref().unwrap().weights.iter().all(|&w| w == 1.0));
@@ -106,7 +120,10 @@ fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
     let g = f.prior_guard.as_ref().unwrap();
     assert!(!g.trusted && !g.low_confidence(), "{g:?}");
-    assert_eq!(g.response(cfg.label_shift.guard.fallback, cfg.label_shift.guard.on_disagreement), GuardResponse::NoCorrection);
+    assert_eq!(
+        g.response(cfg.label_shift.guard.fallback, cfg.label_shift.guard.on_disagreement),
+        GuardResponse::NoCorrection
+    );
     let ps = &f.source_prior;
     assert!(adapt_records(&f).all(|r| r.target_prior.as_deref() == Some(ps.as_slice())), "w ≡ 1");
     assert!(adapt_records(&f).any(|r| r.j_tu > 0.0), "MUL's terms are kept");
@@ -121,6 +138,9 @@ fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
     let lambda = s.prior_guard.as_ref().unwrap().kept_correction;
     assert!((0.0..=1.0).contains(&lambda), "{lambda}");
     if lambda > 0.0 {
-        assert!(adapt_records(&s).any(|r| r.target_prior.as_deref() != Some(ps.as_slice())), "λ = {lambda}: a shrunk correction is still one");
+        assert!(
+            adapt_records(&s).any(|r| r.target_prior.as_deref() != Some(ps.as_slice())),
+            "λ = {lambda}: a shrunk correction is still one"
+        );
     }
 }

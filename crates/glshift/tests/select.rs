@@ -11,7 +11,8 @@ use glshift::select::{SelectOutcome, SelectParams, SelectRule};
 use glshift_experiments::synthetic::{generate, SyntheticConfig, SyntheticTask};
 
 fn task() -> SyntheticTask {
-    generate(&SyntheticConfig { n_source: 150, n_target: 120, seed: 3, ..Default::default() }).unwrap()
+    generate(&SyntheticConfig { n_source: 150, n_target: 120, seed: 3, ..Default::default() })
+        .unwrap()
 }
 
 fn base() -> FitConfig {
@@ -25,7 +26,12 @@ fn base() -> FitConfig {
 }
 
 fn select(source: &Domain, target: &Domain, rule: SelectRule) -> SelectOutcome {
-    SelectParams::new(base()).rule(rule).check().unwrap().select(source, target, &mut |_, _| {}).unwrap()
+    SelectParams::new(base())
+        .rule(rule)
+        .check()
+        .unwrap()
+        .select(source, target, &mut |_, _| {})
+        .unwrap()
 }
 
 /// What training and selection produced, without timings and without what reads target labels.
@@ -50,19 +56,45 @@ fn relabelled_targets_give_the_same_choice_scores_and_diagnostics() {
     let labels = recounted.labels.as_mut().unwrap();
     let before = labels.clone();
     // Class 1 → 0 and 0 → 2: other class counts, not only another order.
-    labels.iter_mut().for_each(|k| *k = match *k { 1 => 0, 0 => 2, k => k });
+    labels.iter_mut().for_each(|k| {
+        *k = match *k {
+            1 => 0,
+            0 => 2,
+            k => k,
+        }
+    });
     let count = |y: &[usize], k: usize| y.iter().filter(|&&v| v == k).count();
     assert_ne!(count(&before, 0), count(labels, 0), "the relabelling must change the class counts");
 
-    for rule in [SelectRule::SafeEntropy, SelectRule::MeanRank, SelectRule::Iwcv, SelectRule::Circular] {
-        let runs: Vec<SelectOutcome> = [&labelled, &unlabelled, &recounted].iter().map(|d| select(&t.source, d, rule)).collect();
+    for rule in
+        [SelectRule::SafeEntropy, SelectRule::MeanRank, SelectRule::Iwcv, SelectRule::Circular]
+    {
+        let runs: Vec<SelectOutcome> = [&labelled, &unlabelled, &recounted]
+            .iter()
+            .map(|d| select(&t.source, d, rule))
+            .collect();
         let reference = label_free(&runs[0]);
-        assert_eq!(reference, label_free(&runs[1]), "{rule}: removing the target labels changed the selection");
-        assert_eq!(reference, label_free(&runs[2]), "{rule}: other target class counts changed the selection");
+        assert_eq!(
+            reference,
+            label_free(&runs[1]),
+            "{rule}: removing the target labels changed the selection"
+        );
+        assert_eq!(
+            reference,
+            label_free(&runs[2]),
+            "{rule}: other target class counts changed the selection"
+        );
         for c in &runs[0].selection.candidates {
             assert!(c.diagnostics.is_some(), "{rule}: '{}' has no diagnostics", c.name);
             let s = &c.scores;
-            assert!(s.iwcv.is_some() && s.dev.is_some() && s.snd.is_some() && s.neg_entropy.is_some() && s.circular.is_some(), "{rule}: {s:?}");
+            assert!(
+                s.iwcv.is_some()
+                    && s.dev.is_some()
+                    && s.snd.is_some()
+                    && s.neg_entropy.is_some()
+                    && s.circular.is_some(),
+                "{rule}: {s:?}"
+            );
         }
         // The labels are read after the choice: the evaluation exists exactly when they do and
         // follows them.
@@ -95,8 +127,15 @@ fn every_candidate_equals_a_plain_fit_of_its_configuration() {
         let o = select(&t.source, &t.target, rule);
         let chosen = &o.selection.candidates[o.selection.chosen];
         let plain = pipeline::run(&t.source, &t.target, &chosen.config, &mut |_| {}).unwrap();
-        assert_eq!(comparable(&o.chosen), comparable(&plain), "{rule}: '{}' differs from its plain fit", chosen.name);
-        for (c, acc) in o.selection.candidates.iter().zip(&o.evaluation.as_ref().unwrap().target_accuracy) {
+        assert_eq!(
+            comparable(&o.chosen),
+            comparable(&plain),
+            "{rule}: '{}' differs from its plain fit",
+            chosen.name
+        );
+        for (c, acc) in
+            o.selection.candidates.iter().zip(&o.evaluation.as_ref().unwrap().target_accuracy)
+        {
             let plain = pipeline::run(&t.source, &t.target, &c.config, &mut |_| {}).unwrap();
             assert_eq!(c.diagnostics, plain.report.diagnostics, "{}", c.name);
             assert_eq!(c.estimated_target_prior, plain.report.estimated_target_prior, "{}", c.name);

@@ -15,7 +15,11 @@ fn tiny(method: MethodKind, seed: u64) -> FitConfig {
         pretrain_iters: 15,
         adapt_iters: 8,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
-        baselines: BaselineConfig { discriminator_hidden: vec![16], iterations: 6, ..Default::default() },
+        baselines: BaselineConfig {
+            discriminator_hidden: vec![16],
+            iterations: 6,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -39,14 +43,22 @@ fn pretrain_then_adapt_is_fit_bit_for_bit() {
         let cfg = tiny(method, 1);
         let whole = fit(&data, &cfg, &mut |_| {}).unwrap();
         let pre = pretrain(&data, &cfg, &mut |_| {}).unwrap();
-        assert_eq!(pre.history().len(), whole.history.iter().filter(|r| r.stage == glshift::methods::Stage::Pretrain).count());
+        assert_eq!(
+            pre.history().len(),
+            whole.history.iter().filter(|r| r.stage == glshift::methods::Stage::Pretrain).count()
+        );
         let staged = adapt(&pre, &data, &cfg, &mut |_| {}).unwrap();
         assert_eq!(fingerprint(&whole), fingerprint(&staged), "{method}");
         // The same pre-trained state serves another method.
         let other = FitConfig { method: MethodKind::Source, ..cfg.clone() };
-        assert_eq!(fingerprint(&fit(&data, &other, &mut |_| {}).unwrap()), fingerprint(&adapt(&pre, &data, &other, &mut |_| {}).unwrap()));
+        assert_eq!(
+            fingerprint(&fit(&data, &other, &mut |_| {}).unwrap()),
+            fingerprint(&adapt(&pre, &data, &other, &mut |_| {}).unwrap())
+        );
     }
     let pre = pretrain(&data, &tiny(MethodKind::Mul, 1), &mut |_| {}).unwrap();
-    let err = adapt(&pre, &data, &tiny(MethodKind::Mul, 2), &mut |_| {}).expect_err("another seed must be refused").to_string();
+    let err = adapt(&pre, &data, &tiny(MethodKind::Mul, 2), &mut |_| {})
+        .expect_err("another seed must be refused")
+        .to_string();
     assert!(err.contains("pretrained") && err.contains("seed"), "{err}");
 }

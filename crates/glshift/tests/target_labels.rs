@@ -19,7 +19,11 @@ fn tiny(method: MethodKind) -> FitConfig {
         pretrain_iters: 12,
         adapt_iters: 6,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
-        baselines: BaselineConfig { discriminator_hidden: vec![16], iterations: 6, ..Default::default() },
+        baselines: BaselineConfig {
+            discriminator_hidden: vec![16],
+            iterations: 6,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -44,7 +48,9 @@ fn training_outputs(out: &RunOutput) -> String {
 
 #[test]
 fn no_method_reads_target_labels_not_even_their_counts() {
-    let task = generate(&SyntheticConfig { n_source: 150, n_target: 120, seed: 2, ..Default::default() }).unwrap();
+    let task =
+        generate(&SyntheticConfig { n_source: 150, n_target: 120, seed: 2, ..Default::default() })
+            .unwrap();
     let labelled = task.target.clone();
     let unlabelled = Domain { labels: None, ..task.target.clone() };
     let mut recounted = task.target.clone();
@@ -61,11 +67,25 @@ fn no_method_reads_target_labels_not_even_their_counts() {
             .map(|t| pipeline::run(&task.source, t, &cfg, &mut |_| {}).unwrap())
             .collect();
         let reference = training_outputs(&runs[0]);
-        assert_eq!(reference, training_outputs(&runs[1]), "{method}: removing the target labels changed training");
-        assert_eq!(reference, training_outputs(&runs[2]), "{method}: other target class counts changed training");
+        assert_eq!(
+            reference,
+            training_outputs(&runs[1]),
+            "{method}: removing the target labels changed training"
+        );
+        assert_eq!(
+            reference,
+            training_outputs(&runs[2]),
+            "{method}: other target class counts changed training"
+        );
         // The scores do read the labels: the test would be empty otherwise.
-        assert!(runs[0].report.target_accuracy.is_some() && runs[1].report.target_accuracy.is_none(), "{method}");
+        assert!(
+            runs[0].report.target_accuracy.is_some() && runs[1].report.target_accuracy.is_none(),
+            "{method}"
+        );
         assert_ne!(runs[0].report.true_target_prior, runs[2].report.true_target_prior, "{method}");
-        assert!(runs[0].report.diagnostics.is_some(), "{method}: every fit with a hold-out has diagnostics");
+        assert!(
+            runs[0].report.diagnostics.is_some(),
+            "{method}: every fit with a hold-out has diagnostics"
+        );
     }
 }

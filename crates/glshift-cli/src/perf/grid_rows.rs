@@ -9,7 +9,14 @@ use serde_json::Value;
 use super::{fmt_bytes, PerfArgs};
 
 /// Runs `glshift perf --n ... --json` in a child process and parses its object.
-pub(super) fn child(args: &PerfArgs, n: usize, c: usize, mcmd: &str, runs: usize, peers: bool) -> Result<Value> {
+pub(super) fn child(
+    args: &PerfArgs,
+    n: usize,
+    c: usize,
+    mcmd: &str,
+    runs: usize,
+    peers: bool,
+) -> Result<Value> {
     let exe = std::env::current_exe().context("locating the glshift binary")?;
     let mut cmd = Command::new(exe);
     cmd.args(["perf", "--json", "--n", &n.to_string(), "--d", &args.d.to_string()])
@@ -40,10 +47,7 @@ fn peer_cell(m: &Value, peer: &str) -> (String, Option<f64>) {
     match m.get("peers").and_then(|p| p.get(peer)) {
         Some(p) => match json_number(p, "seconds") {
             Some(s) => (format!("{s:.3}"), Some(s)),
-            None => (
-                p.get("skipped").and_then(Value::as_str).unwrap_or("–").to_string(),
-                None,
-            ),
+            None => (p.get("skipped").and_then(Value::as_str).unwrap_or("–").to_string(), None),
         },
         None => ("–".into(), None),
     }

@@ -20,8 +20,14 @@ pub fn run(args: &PerfArgs, rows: &[usize]) -> Result<()> {
         share.n_source, share.n_holdout, share.n_target, share.c, share.threads, share.runs
     );
     for call in &share.calls {
-        println!("  {:12} {:40} {:8.2} ms (min {:.2})", call.stage, call.call, call.median_ms, call.min_ms);
+        println!(
+            "  {:12} {:40} {:8.2} ms (min {:.2})",
+            call.stage, call.call, call.median_ms, call.min_ms
+        );
     }
-    println!("  adaptation iteration: {:.1} ms; pre-training iteration: {:.1} ms", share.adaptation_ms, share.pretraining_ms);
+    println!(
+        "  adaptation iteration: {:.1} ms; pre-training iteration: {:.1} ms",
+        share.adaptation_ms, share.pretraining_ms
+    );
     Ok(())
 }

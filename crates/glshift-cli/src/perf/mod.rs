@@ -123,11 +123,30 @@ pub fn run(args: PerfArgs) -> Result<()> {
     }
 }
 
-fn measure(args: &PerfArgs, n: usize, c: usize, est: McmdEstimator, peers: bool) -> Result<Measurement> {
-    let spec = MeasureSpec { n, d: args.d, c, seed: args.seed, runs: args.runs, estimator: est, device: args.device.into(), tf32: args.tf32 };
+fn measure(
+    args: &PerfArgs,
+    n: usize,
+    c: usize,
+    est: McmdEstimator,
+    peers: bool,
+) -> Result<Measurement> {
+    let spec = MeasureSpec {
+        n,
+        d: args.d,
+        c,
+        seed: args.seed,
+        runs: args.runs,
+        estimator: est,
+        device: args.device.into(),
+        tf32: args.tf32,
+    };
     // The peers' input is written after the warm-up run, before the timed runs.
     let (mut m, peer_dir) = perf::measure(&spec, |w, first| -> Result<Option<PeerInput>> {
-        if peers { prepare_peers(args, w, first, est) } else { Ok(None) }
+        if peers {
+            prepare_peers(args, w, first, est)
+        } else {
+            Ok(None)
+        }
     })?;
     m.peers = match peer_dir {
         Some(PeerInput::Dir(dir)) => Some(run_peers(args, &dir)?),
@@ -177,7 +196,10 @@ fn print_measurement(m: &Measurement) {
                     s / m.seconds,
                     json_number(v, "max_rel_err").unwrap_or(f64::NAN)
                 ),
-                None => println!("  {peer}: {}", v.get("skipped").and_then(Value::as_str).unwrap_or("not run")),
+                None => println!(
+                    "  {peer}: {}",
+                    v.get("skipped").and_then(Value::as_str).unwrap_or("not run")
+                ),
             }
         }
         if let Some(s) = p.get("skipped").and_then(Value::as_str) {
@@ -212,7 +234,10 @@ fn grid(args: &PerfArgs) -> Result<()> {
     }
     let peers = !args.no_peers && python_with_numpy(&args.python);
     if !peers {
-        println!("Python peers: not run ({}).", if args.no_peers { "--no-peers" } else { "python3 with numpy not found" });
+        println!(
+            "Python peers: not run ({}).",
+            if args.no_peers { "--no-peers" } else { "python3 with numpy not found" }
+        );
     }
     println!("\n### Exact J_TU + J_DU loss and gradient (median of {} runs, f32)\n", args.runs);
     println!(
@@ -236,7 +261,10 @@ fn grid(args: &PerfArgs) -> Result<()> {
     }
     rff_tables(args)?;
     mul_iteration(args)?;
-    println!("\n1-minute load average at the end: {}", load_avg().map_or("n/a".into(), |l| format!("{l:.2}")));
+    println!(
+        "\n1-minute load average at the end: {}",
+        load_avg().map_or("n/a".into(), |l| format!("{l:.2}"))
+    );
     Ok(())
 }
 

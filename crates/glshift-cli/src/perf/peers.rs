@@ -38,7 +38,12 @@ pub(super) enum PeerInput {
 }
 
 /// Writes the input and our results for the peer script.
-pub(super) fn prepare_peers(args: &PerfArgs, w: &Workload, ours: &kernel::TuDuGrad<f32>, est: McmdEstimator) -> Result<Option<PeerInput>> {
+pub(super) fn prepare_peers(
+    args: &PerfArgs,
+    w: &Workload,
+    ours: &kernel::TuDuGrad<f32>,
+    est: McmdEstimator,
+) -> Result<Option<PeerInput>> {
     if est != McmdEstimator::Exact {
         bail!("the Python peers compute the exact objectives: use --mcmd exact with --peers");
     }

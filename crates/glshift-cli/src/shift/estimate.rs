@@ -6,15 +6,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use glshift::data::Domain;
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::label_shift::l1_distance;
-use glshift::label_shift::suite::{resolve_names, run_suite, suite_outcomes, BootstrapSpec, EstimatorOutcome};
+use glshift::label_shift::suite::{
+    resolve_names, run_suite, suite_outcomes, BootstrapSpec, EstimatorOutcome,
+};
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
-use glshift::output::{npy_bytes, write_files_atomically};
-use glshift::data::Domain;
 use glshift::methods::FitConfig;
+use glshift::output::{npy_bytes, write_files_atomically};
 use glshift::pipeline;
-use glshift::records::{ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile, TrainRows, TrainedInput};
+use glshift::records::{
+    ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile,
+    TrainRows, TrainedInput,
+};
 use glshift_experiments::crossfit::cross_fit;
 use ndarray::{Array1, Array2};
 
@@ -95,7 +100,10 @@ fn conditioning(sp: &Array2<f32>, labels: &[usize], ps: &[f64]) -> Conditioning 
 fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
     raw.iter()
         .enumerate()
-        .map(|(i, &y)| usize::try_from(y).with_context(|| format!("{}: label {y} at row {i} is negative", path.display())))
+        .map(|(i, &y)| {
+            usize::try_from(y)
+                .with_context(|| format!("{}: label {y} at row {i} is negative", path.display()))
+        })
         .collect()
 }
 
@@ -145,7 +153,10 @@ pub(super) fn estimate(a: EstimateArgs) -> Result<()> {
         .map(|(n, _)| *n)
         .collect();
         if !given.is_empty() {
-            bail!("--data trains the classifier itself and cannot be combined with {}", given.join(", "));
+            bail!(
+                "--data trains the classifier itself and cannot be combined with {}",
+                given.join(", ")
+            );
         }
         if a.source.is_none() || a.target.is_none() {
             bail!("--data needs --source and --target (domain names in the folder)");
@@ -158,7 +169,13 @@ pub(super) fn estimate(a: EstimateArgs) -> Result<()> {
              or --data, --source and --target (train the source classifier)"
         );
     }
-    for (flag, set) in [("--source", a.source.is_some()), ("--target", a.target.is_some()), ("--config", a.config.is_some()), ("--save-probs", a.save_probs.is_some()), ("--cross-fit", a.cross_fit != 1)] {
+    for (flag, set) in [
+        ("--source", a.source.is_some()),
+        ("--target", a.target.is_some()),
+        ("--config", a.config.is_some()),
+        ("--save-probs", a.save_probs.is_some()),
+        ("--cross-fit", a.cross_fit != 1),
+    ] {
         if set {
             bail!("{flag} belongs to the --data form; with saved probabilities it is not used");
         }
@@ -182,7 +199,12 @@ fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
         Some(p) => {
             let tl = to_indices(&read_npy_labels(p)?, p)?;
             if tl.len() != tp.nrows() {
-                bail!("{}: {} labels for {} target probability rows", p.display(), tl.len(), tp.nrows());
+                bail!(
+                    "{}: {} labels for {} target probability rows",
+                    p.display(),
+                    tl.len(),
+                    tp.nrows()
+                );
             }
             Some(class_prior(&tl, c).with_context(|| format!("{}: target labels", p.display()))?)
         }
@@ -196,14 +218,19 @@ fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
     };
     let ps = match &a.source_prior {
         Some(p) => p.clone(),
-        None => class_prior(&labels, c).with_context(|| format!("{}: source hold-out labels", sl_path.display()))?,
+        None => class_prior(&labels, c)
+            .with_context(|| format!("{}: source hold-out labels", sl_path.display()))?,
     };
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_outcomes(&results);
     print_estimates(&estimators);
     let report = ShiftEstimateFile {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
-        input: EstimateInput::Saved { source_probs: sp_path.clone(), source_labels: sl_path.clone(), target_probs: tp_path.clone() },
+        input: EstimateInput::Saved {
+            source_probs: sp_path.clone(),
+            source_labels: sl_path.clone(),
+            target_probs: tp_path.clone(),
+        },
         n_source: sp.nrows(),
         n_target: tp.nrows(),
         n_classes: c,
@@ -225,7 +252,12 @@ type SourceClassifier = (Array2<f32>, Vec<usize>, Array2<f32>, Vec<usize>);
 /// The source classifier of `--data`, one with a hold-out or `--cross-fit k` fold models:
 /// (probabilities and labels the estimators see, target probabilities, rows each model
 /// trained on).
-fn source_classifier(a: &EstimateArgs, source: &Domain, target: &Domain, cfg: &FitConfig) -> Result<SourceClassifier> {
+fn source_classifier(
+    a: &EstimateArgs,
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+) -> Result<SourceClassifier> {
     let src = a.source.as_deref().unwrap_or_default();
     Ok(match a.cross_fit {
         0 => bail!("--cross-fit 0: must be ≥ 1 (1 = one classifier with a hold-out)"),
@@ -235,11 +267,17 @@ fn source_classifier(a: &EstimateArgs, source: &Domain, target: &Domain, cfg: &F
             if run.holdout_labels.is_empty() {
                 bail!("the config trains on every source row (label_shift.confusion = \"all-source\"); the estimators need the stratified hold-out");
             }
-            (run.holdout_probs, run.holdout_labels, run.target_probs, vec![run.report.n_source_train])
+            (
+                run.holdout_probs,
+                run.holdout_labels,
+                run.target_probs,
+                vec![run.report.n_source_train],
+            )
         }
         k => {
-            let cf = cross_fit(source, target, cfg, k)
-                .with_context(|| format!("cross-fitting the source classifier on '{src}' failed"))?;
+            let cf = cross_fit(source, target, cfg, k).with_context(|| {
+                format!("cross-fitting the source classifier on '{src}' failed")
+            })?;
             (cf.source_probs, cf.source_labels, cf.target_probs, cf.n_train)
         }
     })
@@ -262,17 +300,33 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
         Some(y) => Some(class_prior(y, c)?),
         None => None,
     };
-    let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hl, target_probs: tp.view(), source_prior: Some(&ps) };
+    let inp = ShiftInputs {
+        source_probs: hp.view(),
+        source_labels: &hl,
+        target_probs: tp.view(),
+        source_prior: Some(&ps),
+    };
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_outcomes(&results);
     print_estimates(&estimators);
     let accuracy = |p: &Array2<f32>, y: &[usize]| {
-        let ok = p.rows().into_iter().zip(y).filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t).count();
+        let ok = p
+            .rows()
+            .into_iter()
+            .zip(y)
+            .filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t)
+            .count();
         ok as f64 / y.len() as f64
     };
     let hold_acc = accuracy(&hp, &hl);
     let target_accuracy = target.labels.as_ref().map(|y| accuracy(&tp, y));
-    let classifier = ClassifierRecord { method: "source".into(), seed: cfg.seed, holdout_accuracy: hold_acc, config: cfg, target_accuracy };
+    let classifier = ClassifierRecord {
+        method: "source".into(),
+        seed: cfg.seed,
+        holdout_accuracy: hold_acc,
+        config: cfg,
+        target_accuracy,
+    };
     let trained = TrainedInput {
         data: dir.clone(),
         source: src.to_string(),
@@ -301,7 +355,11 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
     let mut files = vec![(a.out.clone(), serde_json::to_vec_pretty(&report)?)];
     if let Some(dir) = &a.save_probs {
         let hl: Array1<i64> = hl.iter().map(|&y| y as i64).collect();
-        let (hp_path, hl_path, tp_path) = (dir.join("holdout_probs.npy"), dir.join("holdout_labels.npy"), dir.join("target_probs.npy"));
+        let (hp_path, hl_path, tp_path) = (
+            dir.join("holdout_probs.npy"),
+            dir.join("holdout_labels.npy"),
+            dir.join("target_probs.npy"),
+        );
         files.push((hp_path.clone(), npy_bytes(&hp, &hp_path)?));
         files.push((hl_path.clone(), npy_bytes(&hl, &hl_path)?));
         files.push((tp_path.clone(), npy_bytes(&tp, &tp_path)?));
@@ -310,4 +368,3 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
     println!("wrote {}", a.out.display());
     Ok(())
 }
-

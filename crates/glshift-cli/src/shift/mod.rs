@@ -64,4 +64,3 @@ pub fn run(args: ShiftArgs) -> Result<()> {
         ShiftCommand::TestCalibration(a) => crate::shift_test::calibration_cmd(a),
     }
 }
-

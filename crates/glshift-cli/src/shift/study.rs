@@ -7,8 +7,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 use glshift::data;
 use glshift::output::write_files_atomically;
-use glshift_experiments::simulate::{simulate, simulate_cross, simulation_files, PriorSpec, SimulateConfig};
-use glshift_experiments::study::{default_domains, default_families, run_study, study_markdown, StudyConfig};
+use glshift_experiments::simulate::{
+    simulate, simulate_cross, simulation_files, PriorSpec, SimulateConfig,
+};
+use glshift_experiments::study::{
+    default_domains, default_families, run_study, study_markdown, StudyConfig,
+};
 
 use super::IntervalArg;
 use crate::fit::{check_out_dir, fmt_vec, resolve_config};
@@ -99,7 +103,13 @@ pub(super) fn simulate_cmd(a: SimulateArgs) -> Result<()> {
         bail!("{}: --out must be a folder, and a file of that name exists", a.out.display());
     }
     let d = data::load_domain(&a.data, &a.domain)?;
-    let cfg = SimulateConfig { prior, seed: a.seed, split_seed: a.split_seed, source_fraction: a.source_fraction, n_target: a.n };
+    let cfg = SimulateConfig {
+        prior,
+        seed: a.seed,
+        split_seed: a.split_seed,
+        source_fraction: a.source_fraction,
+        n_target: a.n,
+    };
     let (source, target, report) = match &a.target_domain {
         Some(t) => simulate_cross(&d, &data::load_domain(&a.data, t)?, &cfg)?,
         None => simulate(&d, &cfg)?,
@@ -123,7 +133,10 @@ pub(super) fn study_cmd(a: StudyArgs) -> Result<()> {
     let families = if a.prior.is_empty() {
         default_families()
     } else {
-        a.prior.iter().map(|p| PriorSpec::parse(p)).collect::<glshift_experiments::Result<Vec<_>>>()?
+        a.prior
+            .iter()
+            .map(|p| PriorSpec::parse(p))
+            .collect::<glshift_experiments::Result<Vec<_>>>()?
     };
     let fit = resolve_config(a.config.as_ref(), Some("source"), a.seed.get())?;
     let cfg = StudyConfig {
@@ -158,7 +171,10 @@ pub(super) fn study_cmd(a: StudyArgs) -> Result<()> {
         }
     }
     if domains.is_empty() {
-        bail!("no labelled domain with at least --n-target = {} rows in the --data folder(s)", a.n_target);
+        bail!(
+            "no labelled domain with at least --n-target = {} rows in the --data folder(s)",
+            a.n_target
+        );
     }
     let created = check_out_dir(&a.out)?;
     let result = (|| -> Result<()> {

@@ -33,7 +33,11 @@ pub fn blobs(n: usize, offset: f32) -> (Array2<f32>, Array1<i64>) {
     let x = Array2::from_shape_fn((n, 4), |(i, j)| {
         let k = (i % 3) as f32;
         let jitter = (((i * 7 + j * 13) % 11) as f32 - 5.0) * 0.05;
-        if j == i % 3 { 3.0 + k + offset + jitter } else { jitter + offset }
+        if j == i % 3 {
+            3.0 + k + offset + jitter
+        } else {
+            jitter + offset
+        }
     });
     let y = Array1::from_shape_fn(n, |i| (i % 3) as i64);
     (x, y)
@@ -49,11 +53,8 @@ pub fn write_domain(dir: &Path, name: &str, x: &Array2<f32>, y: Option<&Array1<i
 /// Settings that make a fixture run take well under a second.
 pub fn fast_config(dir: &Path) -> PathBuf {
     let path = dir.join("fast.toml");
-    std::fs::write(
-        &path,
-        "pretrain_iters = 30\nadapt_iters = 20\n[network]\nhidden = [16]\n",
-    )
-    .unwrap();
+    std::fs::write(&path, "pretrain_iters = 30\nadapt_iters = 20\n[network]\nhidden = [16]\n")
+        .unwrap();
     path
 }
 
@@ -65,9 +66,11 @@ pub fn out_is_empty(out: &Path) -> bool {
 /// `data` as the raw payload. For files ndarray-npy will not write (3-D, odd dtypes, Fortran).
 pub fn write_raw_npy(path: &Path, descr: &str, fortran: bool, shape: &[usize], data: &[u8]) {
     let dims: Vec<String> = shape.iter().map(|s| s.to_string()).collect();
-    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape =
+        if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
     let order = if fortran { "True" } else { "False" };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -125,11 +128,27 @@ pub fn write_csv_domain(dir: &Path, name: &str, x: &Array2<f32>, y: Option<&Arra
 
 /// Runs `glshift fit` of `source` → `target` in `data` with `cfg` into `dir/fit-SOURCE-TARGET`
 /// (asserting success) and returns that folder.
-pub fn fit_fixture(dir: &Path, source: &str, target: &str, data: &Path, cfg: &Path) -> std::path::PathBuf {
+pub fn fit_fixture(
+    dir: &Path,
+    source: &str,
+    target: &str,
+    data: &Path,
+    cfg: &Path,
+) -> std::path::PathBuf {
     let out = dir.join(format!("fit-{source}-{target}"));
     let o = run(&[
-        "fit", "--data", data.to_str().unwrap(), "--source", source, "--target", target,
-        "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet",
+        "fit",
+        "--data",
+        data.to_str().unwrap(),
+        "--source",
+        source,
+        "--target",
+        target,
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     out

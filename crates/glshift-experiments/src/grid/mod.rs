@@ -50,7 +50,11 @@ pub struct Variant {
 pub fn method_variants(methods: &[MethodKind], base: &FitConfig) -> Result<Vec<Variant>> {
     let variants: Vec<Variant> = methods
         .iter()
-        .map(|&method| Variant { id: method.to_string(), label: method.to_string(), cfg: FitConfig { method, ..base.clone() } })
+        .map(|&method| Variant {
+            id: method.to_string(),
+            label: method.to_string(),
+            cfg: FitConfig { method, ..base.clone() },
+        })
         .collect();
     for v in &variants {
         v.cfg.validate().map_err(|e| Error::run(format!("method {}", v.id), e))?;
@@ -90,7 +94,9 @@ pub fn parse_tasks(spec: &GridSpec) -> Result<Vec<(String, String)>> {
         return list
             .iter()
             .map(|t| match t.split_once(':') {
-                Some((s, d)) if !s.is_empty() && !d.is_empty() => Ok((s.to_string(), d.to_string())),
+                Some((s, d)) if !s.is_empty() && !d.is_empty() => {
+                    Ok((s.to_string(), d.to_string()))
+                }
                 _ => Err(Error::BadTask { entry: t.clone() }),
             })
             .collect();
@@ -110,7 +116,8 @@ fn record_path(out: &Path, setting: &str, method: &str, s: &str, t: &str, seed: 
 }
 
 fn json<T: serde::Serialize + ?Sized>(path: &Path, v: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec_pretty(v).map_err(|e| Error::Write { path: path.to_path_buf(), reason: e.to_string() })
+    serde_json::to_vec_pretty(v)
+        .map_err(|e| Error::Write { path: path.to_path_buf(), reason: e.to_string() })
 }
 
 /// Where a run that diverged is kept: `…seed0.failed.json` beside the record's path.
@@ -129,7 +136,11 @@ enum Stored {
 /// it is reused only if it was made with the same settings (else a changed default or
 /// --config would silently mix old and new runs in one table). Training is deterministic, so a
 /// failure with the same settings would fail again.
-fn resumable(path: &Path, cfg_value: &serde_json::Value, obs: &mut dyn GridObserver) -> Option<Stored> {
+fn resumable(
+    path: &Path,
+    cfg_value: &serde_json::Value,
+    obs: &mut dyn GridObserver,
+) -> Option<Stored> {
     let read = |p: &Path| std::fs::read(p).ok();
     if let Some(r) = read(path).and_then(|b| serde_json::from_slice::<BenchRecord>(&b).ok()) {
         if &r.config == cfg_value {
@@ -144,7 +155,11 @@ fn resumable(path: &Path, cfg_value: &serde_json::Value, obs: &mut dyn GridObser
 
 /// Runs every (task, variant, seed), resuming from the records under `OUT/runs/`, then writes
 /// `results.json` and `table.md` (with the grid's wall time).
-pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserver) -> Result<GridOutcome> {
+pub fn run_grid(
+    spec: &GridSpec,
+    variants: &[Variant],
+    obs: &mut dyn GridObserver,
+) -> Result<GridOutcome> {
     let started = Instant::now();
     let tasks = parse_tasks(spec)?;
     obs.start((tasks.len() * variants.len() * spec.seeds.len()) as u64);
@@ -154,7 +169,8 @@ pub fn run_grid(spec: &GridSpec, variants: &[Variant], obs: &mut dyn GridObserve
         let proto = Protocol::parse(&spec.setting, src0.n_classes(), spec.pda_classes)?;
         let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
         // Every method of this task and seed pre-trains the same network on the same rows.
-        let mut task = Task { spec, s, t, proto, src: &src, tgt: &tgt, pretrained: PretrainCache::new() };
+        let mut task =
+            Task { spec, s, t, proto, src: &src, tgt: &tgt, pretrained: PretrainCache::new() };
         for variant in variants {
             for &seed in &spec.seeds {
                 let run = format!("{} {s}→{t} seed {seed}", variant.id);
@@ -193,11 +209,19 @@ struct Task<'g> {
 impl Task<'_> {
     /// One (variant, seed): read back from `OUT/runs/` when made with the same settings, else
     /// fitted and stored. A run that diverges is kept as a failed run and the grid goes on.
-    fn run_one(&mut self, variant: &Variant, seed: u64, run: &str, acc: &mut Collected, obs: &mut dyn GridObserver) -> Result<()> {
+    fn run_one(
+        &mut self,
+        variant: &Variant,
+        seed: u64,
+        run: &str,
+        acc: &mut Collected,
+        obs: &mut dyn GridObserver,
+    ) -> Result<()> {
         let (s, t) = (self.s, self.t);
         let path = record_path(&self.spec.out, self.proto.name(), &variant.id, s, t, seed);
         let cfg = FitConfig { seed, ..variant.cfg.clone() };
-        let cfg_value = serde_json::to_value(&cfg).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+        let cfg_value = serde_json::to_value(&cfg)
+            .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
         let model_path = path.with_extension("glshift");
         let model_missing = self.spec.keep_models && !model_path.exists();
         match resumable(&path, &cfg_value, obs) {
@@ -213,37 +237,45 @@ impl Task<'_> {
             }
             _ => {}
         }
-        let out = match pipeline::run_cached(self.src, self.tgt, &cfg, &mut self.pretrained, &mut |_| {}) {
-            Ok(out) => out,
-            // Divergence is a result of the method on this task, not a broken grid: it is kept
-            // and shown, and the other runs go on. Anything else stops the grid.
-            Err(e @ glshift::Error::Numerical { .. }) => {
-                let fpath = failed_path(&path);
-                obs.note(&format!("{run}: {e}; kept as a failed run ({}), the grid goes on", fpath.display()));
-                let f = FailedRun {
-                    method: variant.id.clone(),
-                    setting: self.proto.name().to_string(),
-                    source: s.to_string(),
-                    target: t.to_string(),
-                    seed,
-                    error: e.to_string(),
-                    config: cfg_value,
-                };
-                write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
-                acc.failed.push(f);
-                return Ok(());
-            }
-            Err(e) => return Err(Error::run(run, e)),
-        };
+        let out =
+            match pipeline::run_cached(self.src, self.tgt, &cfg, &mut self.pretrained, &mut |_| {})
+            {
+                Ok(out) => out,
+                // Divergence is a result of the method on this task, not a broken grid: it is kept
+                // and shown, and the other runs go on. Anything else stops the grid.
+                Err(e @ glshift::Error::Numerical { .. }) => {
+                    let fpath = failed_path(&path);
+                    obs.note(&format!(
+                        "{run}: {e}; kept as a failed run ({}), the grid goes on",
+                        fpath.display()
+                    ));
+                    let f = FailedRun {
+                        method: variant.id.clone(),
+                        setting: self.proto.name().to_string(),
+                        source: s.to_string(),
+                        target: t.to_string(),
+                        seed,
+                        error: e.to_string(),
+                        config: cfg_value,
+                    };
+                    write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
+                    acc.failed.push(f);
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::run(run, e)),
+            };
         let r = &out.report;
         for w in &r.warnings {
             if acc.warned.insert(format!("{s}→{t}: {w}")) {
                 obs.note(&format!("warning: {s}→{t}: {w}"));
             }
         }
-        let target_accuracy = r
-            .target_accuracy
-            .ok_or_else(|| Error::bad_data(format!("{run}: {}", self.tgt.path.display()), "the target has no labels to score"))?;
+        let target_accuracy = r.target_accuracy.ok_or_else(|| {
+            Error::bad_data(
+                format!("{run}: {}", self.tgt.path.display()),
+                "the target has no labels to score",
+            )
+        })?;
         let rec = BenchRecord {
             method: variant.id.clone(),
             setting: self.proto.name().to_string(),
@@ -271,9 +303,16 @@ impl Task<'_> {
 
 /// Writes `results.json`, `failed_runs.json` and `table.md` (with this call's wall time and
 /// the runs' own times); returns the table.
-fn write_results(spec: &GridSpec, acc: &Collected, tasks: &[(String, String)], variants: &[Variant], started: Instant) -> Result<String> {
+fn write_results(
+    spec: &GridSpec,
+    acc: &Collected,
+    tasks: &[(String, String)],
+    variants: &[Variant],
+    started: Instant,
+) -> Result<String> {
     let (records, failed) = (&acc.records, &acc.failed);
-    let rows: Vec<(&str, &str)> = variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
+    let rows: Vec<(&str, &str)> =
+        variants.iter().map(|v| (v.id.as_str(), v.label.as_str())).collect();
     let mut table = render_table(records, failed, tasks, &rows, &spec.seeds);
     // A resumed grid's wall time covers only this call, so the runs' own times are summed too.
     let run_seconds: f64 = records.iter().map(|r| r.elapsed_seconds).sum();

@@ -21,16 +21,20 @@ pub fn render_table(
     methods: &[(&str, &str)],
     seeds: &[u64],
 ) -> String {
-    let initials: Vec<String> = tasks.iter().map(|(s, t)| format!("{}→{}", short(s), short(t))).collect();
+    let initials: Vec<String> =
+        tasks.iter().map(|(s, t)| format!("{}→{}", short(s), short(t))).collect();
     let unique = initials.iter().collect::<std::collections::BTreeSet<_>>().len() == initials.len();
-    let headers: Vec<String> = if unique { initials } else { tasks.iter().map(|(s, t)| format!("{s}→{t}")).collect() };
+    let headers: Vec<String> =
+        if unique { initials } else { tasks.iter().map(|(s, t)| format!("{s}→{t}")).collect() };
     let acc = |m: &str, s: &str, t: &str, seed: u64| {
         records
             .iter()
             .find(|r| r.method == m && r.source == s && r.target == t && r.seed == seed)
             .map(|r| 100.0 * r.target_accuracy)
     };
-    let diverged = |m: &str, s: &str, t: &str| failed.iter().filter(|f| f.method == m && f.source == s && f.target == t).count();
+    let diverged = |m: &str, s: &str, t: &str| {
+        failed.iter().filter(|f| f.method == m && f.source == s && f.target == t).count()
+    };
     // cells[method][task]; last column = average over tasks.
     let mut cells: Vec<Vec<Cell>> = Vec::new();
     for &(m, _) in methods {
@@ -58,12 +62,15 @@ pub fn render_table(
     let best: Vec<f64> = (0..ncol)
         .map(|j| cells.iter().filter_map(|r| r[j].mean).fold(f64::NEG_INFINITY, f64::max))
         .collect();
-    let mut out = format!("| method | {} | Avg |\n|---|{}\n", headers.join(" | "), "---|".repeat(ncol));
+    let mut out =
+        format!("| method | {} | Avg |\n|---|{}\n", headers.join(" | "), "---|".repeat(ncol));
     for ((_, m), row) in methods.iter().zip(&cells) {
         let fmt: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(j, c)| c.render(methods.len() > 1 && c.mean.is_some_and(|m| (m - best[j]).abs() < 1e-9)))
+            .map(|(j, c)| {
+                c.render(methods.len() > 1 && c.mean.is_some_and(|m| (m - best[j]).abs() < 1e-9))
+            })
             .collect();
         out.push_str(&format!("| {m} | {} |\n", fmt.join(" | ")));
     }
@@ -78,7 +85,11 @@ pub fn render_table(
         })
         .collect();
     let all: Vec<f64> = shifts.iter().filter_map(|v| v.parse().ok()).collect();
-    let avg = if all.is_empty() { String::new() } else { format!("{:.2}", all.iter().sum::<f64>() / all.len() as f64) };
+    let avg = if all.is_empty() {
+        String::new()
+    } else {
+        format!("{:.2}", all.iter().sum::<f64>() / all.len() as f64)
+    };
     out.push_str(&format!("| ‖pˢ − pᵗ‖₁ | {} | {avg} |\n", shifts.join(" | ")));
     out
 }
@@ -133,7 +144,10 @@ pub fn failed_note(failed: &[FailedRun]) -> String {
         if failed.len() == 1 { "" } else { "s" }
     );
     for f in failed {
-        out.push_str(&format!("- {} {}→{} seed {}: {}\n", f.method, f.source, f.target, f.seed, f.error));
+        out.push_str(&format!(
+            "- {} {}→{} seed {}: {}\n",
+            f.method, f.source, f.target, f.seed, f.error
+        ));
     }
     out
 }

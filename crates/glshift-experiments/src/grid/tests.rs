@@ -15,7 +15,10 @@ fn spec(tasks: Option<Vec<&str>>) -> GridSpec {
 #[test]
 fn task_entries_parse_or_name_the_bad_entry() {
     let t = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr:caltech"]))).unwrap();
-    assert_eq!(t, [("amazon".to_string(), "webcam".to_string()), ("dslr".into(), "caltech".into())]);
+    assert_eq!(
+        t,
+        [("amazon".to_string(), "webcam".to_string()), ("dslr".into(), "caltech".into())]
+    );
     let e = parse_tasks(&spec(Some(vec!["amazon:webcam", "dslr"]))).unwrap_err().to_string();
     assert_eq!(e, "--tasks entry \"dslr\" is not SOURCE:TARGET");
 }
@@ -35,7 +38,9 @@ fn a_record_is_resumed_only_with_the_same_settings_and_old_null_shifts_read() {
         }
     }
     let mut notes = Notes(Vec::new());
-    let Some(Stored::Done(r)) = resumable(&path, &cfg, &mut notes) else { panic!("same settings: resumed") };
+    let Some(Stored::Done(r)) = resumable(&path, &cfg, &mut notes) else {
+        panic!("same settings: resumed")
+    };
     assert_eq!(r.source_target_prior_l1, None);
     assert!(notes.0.is_empty());
     assert!(resumable(&path, &serde_json::json!({"method": "mul"}), &mut notes).is_none());
@@ -58,7 +63,9 @@ fn a_failed_run_is_read_back_only_with_the_same_settings() {
         config: cfg.clone(),
     };
     std::fs::write(failed_path(&path), serde_json::to_vec(&f).unwrap()).unwrap();
-    let Some(Stored::Failed(back)) = resumable(&path, &cfg, &mut ()) else { panic!("same settings: the failure is read back") };
+    let Some(Stored::Failed(back)) = resumable(&path, &cfg, &mut ()) else {
+        panic!("same settings: the failure is read back")
+    };
     assert_eq!(back, f);
     assert!(resumable(&path, &serde_json::json!({"method": "dann", "seed": 1}), &mut ()).is_none());
 }
@@ -99,7 +106,8 @@ fn a_diverged_run_shows_in_the_table_as_such_never_as_a_number() {
     ];
     // dann: a→w diverged on seed 0 only, a→d on both seeds.
     let failed = [fail("w", 0), fail("d", 0), fail("d", 1)];
-    let t = render_table(&records, &failed, &tasks, &[("source", "source"), ("dann", "dann")], &[0, 1]);
+    let t =
+        render_table(&records, &failed, &tasks, &[("source", "source"), ("dann", "dann")], &[0, 1]);
     let dann = t.lines().find(|l| l.starts_with("| dann |")).unwrap();
     assert_eq!(dann, "| dann | **80.0 ± 0.0** (1 diverged) | 2 seeds diverged | — |", "{t}");
     let source = t.lines().find(|l| l.starts_with("| source |")).unwrap();

@@ -89,16 +89,28 @@ impl Lap<'_> {
 fn synthetic_logits(n: usize, c: usize, seed: u64) -> (Array2<f32>, Vec<usize>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let labels: Vec<usize> = (0..n).map(|_| rng.random_range(0..c)).collect();
-    let logits = Array2::from_shape_fn((n, c), |(i, k)| rng.random::<f32>() * 4.0 + if labels[i] == k { 3.0 } else { 0.0 });
+    let logits = Array2::from_shape_fn((n, c), |(i, k)| {
+        rng.random::<f32>() * 4.0 + if labels[i] == k { 3.0 } else { 0.0 }
+    });
     (logits, labels)
 }
 
 /// Times the host's calls of one iteration, `runs` times after one untimed warm-up.
-pub fn measure_host_share(n_source: usize, n_target: usize, c: usize, seed: u64, runs: usize) -> Result<HostShare> {
+pub fn measure_host_share(
+    n_source: usize,
+    n_target: usize,
+    c: usize,
+    seed: u64,
+    runs: usize,
+) -> Result<HostShare> {
     let cfg = FitConfig::default();
     let n_holdout = (n_source as f64 * cfg.label_shift.holdout_fraction).round() as usize;
     if runs == 0 || c < 2 || n_target == 0 || n_holdout == 0 || n_holdout >= n_source {
-        return Err(Error::param("host-iteration", format!("{n_source},{n_target} rows, {c} classes, {runs} runs"), "needs rows in every part, 2 classes or more and a timed run"));
+        return Err(Error::param(
+            "host-iteration",
+            format!("{n_source},{n_target} rows, {c} classes, {runs} runs"),
+            "needs rows in every part, 2 classes or more and a timed run",
+        ));
     }
     let n_train = n_source - n_holdout;
     let (logits, labels) = synthetic_logits(n_source + n_target, c, seed);
@@ -110,22 +122,54 @@ pub fn measure_host_share(n_source: usize, n_target: usize, c: usize, seed: u64,
     for run in 0..=runs {
         let mut lap = Lap { run, next: 0, ms: &mut ms };
         let temperature = lap.time(|| label_shift::fit_temperature(logits.slice(hold), y_hold))?;
-        let probs = lap.time(|| Ok(label_shift::softmax_with_temperature(logits.view(), temperature)))?;
+        let probs =
+            lap.time(|| Ok(label_shift::softmax_with_temperature(logits.view(), temperature)))?;
         let w = lap.time(|| {
-            let conf = label_shift::confusion_matrix(probs.slice(hold), y_hold, &source_prior, soft)?;
+            let conf =
+                label_shift::confusion_matrix(probs.slice(hold), y_hold, &source_prior, soft)?;
             let q = label_shift::predicted_distribution(probs.slice(target), soft)?;
             Ok(label_shift::bbse_qp(conf.matrix.view(), &q, &source_prior)?.weights)
         })?;
-        lap.time(|| Ok(std::hint::black_box(pseudo_labels(probs.slice(target), &source_prior, cfg.mul.tau))))?;
-        lap.time(|| Ok(std::hint::black_box(source_cross_entropy(logits.slice(train), y_train, &CeWeights::WeightedMean(w)))))?;
-        lap.time(|| Ok(std::hint::black_box(source_cross_entropy(logits.slice(train), y_train, &CeWeights::Uniform))))?;
+        lap.time(|| {
+            Ok(std::hint::black_box(pseudo_labels(probs.slice(target), &source_prior, cfg.mul.tau)))
+        })?;
+        lap.time(|| {
+            Ok(std::hint::black_box(source_cross_entropy(
+                logits.slice(train),
+                y_train,
+                &CeWeights::WeightedMean(w),
+            )))
+        })?;
+        lap.time(|| {
+            Ok(std::hint::black_box(source_cross_entropy(
+                logits.slice(train),
+                y_train,
+                &CeWeights::Uniform,
+            )))
+        })?;
         lap.time(|| Ok(std::hint::black_box(nll_rows(logits.slice(hold), y_hold, 1.0))))?;
     }
     let calls: Vec<HostCall> = CALLS
         .iter()
         .zip(&ms)
-        .map(|(&(stage, call), ms)| HostCall { stage, call, median_ms: median(ms), min_ms: ms.iter().copied().fold(f64::INFINITY, f64::min) })
+        .map(|(&(stage, call), ms)| HostCall {
+            stage,
+            call,
+            median_ms: median(ms),
+            min_ms: ms.iter().copied().fold(f64::INFINITY, f64::min),
+        })
         .collect();
     let sum = |stage: &str| calls.iter().filter(|c| c.stage == stage).map(|c| c.median_ms).sum();
-    Ok(HostShare { n_source, n_holdout, n_target, c, seed, runs, threads: glshift::kernel::threads(), adaptation_ms: sum("adaptation"), pretraining_ms: sum("pre-training"), calls })
+    Ok(HostShare {
+        n_source,
+        n_holdout,
+        n_target,
+        c,
+        seed,
+        runs,
+        threads: glshift::kernel::threads(),
+        adaptation_ms: sum("adaptation"),
+        pretraining_ms: sum("pre-training"),
+        calls,
+    })
 }

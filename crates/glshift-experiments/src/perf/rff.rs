@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use glshift::kernel::{self, DuRows, Labelled, McmdEstimator, McmdParams, MulObjectives};
 
-use glshift::nn::one_hot;
 use super::Workload;
 use crate::{Error, Result};
+use glshift::nn::one_hot;
 
 /// Inputs of the random-feature error measurement.
 pub struct RffInput {
@@ -25,8 +25,16 @@ pub struct RffInput {
 impl RffInput {
     /// ((J_TU, J_DU), seconds) with the pooled J_DU.
     pub fn eval(&self, est: McmdEstimator) -> Result<((f64, f64), f64)> {
-        let (s, t) = (Labelled::new(self.zs.view(), self.ys.view()), Labelled::new(self.zt.view(), self.yt.view()));
-        let spec = MulObjectives { prior: Some(&self.prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+        let (s, t) = (
+            Labelled::new(self.zs.view(), self.ys.view()),
+            Labelled::new(self.zt.view(), self.yt.view()),
+        );
+        let spec = MulObjectives {
+            prior: Some(&self.prior),
+            du: Some(DuRows::Pooled),
+            du_active: None,
+            estimator: est,
+        };
         let t0 = Instant::now();
         let r = kernel::j_tu_du(&s, &t, &spec, &self.params, self.h)?;
         let secs = t0.elapsed().as_secs_f64();
@@ -47,7 +55,10 @@ pub fn office_caltech_sets(dir: &Path) -> Result<Vec<(String, RffInput)>> {
         let c = src.n_classes();
         let (mut xs, mut xt) = (src.features.clone(), tgt.features.clone());
         glshift::data::preprocess(&mut xs, &mut xt, glshift::data::Preprocess::ZScore)?;
-        let ls = src.labels.clone().ok_or_else(|| Error::bad_data(s_name.to_string(), "has no labels"))?;
+        let ls = src
+            .labels
+            .clone()
+            .ok_or_else(|| Error::bad_data(s_name.to_string(), "has no labels"))?;
         let mut means = ndarray::Array2::<f32>::zeros((c, xs.ncols()));
         let mut counts = vec![0f32; c];
         for (row, &k) in xs.rows().into_iter().zip(&ls) {
@@ -81,7 +92,10 @@ pub fn office_caltech_sets(dir: &Path) -> Result<Vec<(String, RffInput)>> {
                 zs: xs,
                 zt: xt,
                 prior,
-                params: McmdParams { eps: 0.01 / c as f64, label_kernel: kernel::LabelKernel::Linear },
+                params: McmdParams {
+                    eps: 0.01 / c as f64,
+                    label_kernel: kernel::LabelKernel::Linear,
+                },
                 h,
             },
         ));
@@ -100,7 +114,10 @@ fn network_z_set(
     s_name: &str,
     t_name: &str,
 ) -> Result<(String, RffInput)> {
-    let cfg = glshift::methods::FitConfig { method: glshift::methods::MethodKind::Source, ..Default::default() };
+    let cfg = glshift::methods::FitConfig {
+        method: glshift::methods::MethodKind::Source,
+        ..Default::default()
+    };
     let run = glshift::pipeline::run(src, tgt, &cfg, &mut |_| {})?;
     let c = src.n_classes();
     let pseudo = run.predictions();
@@ -126,6 +143,9 @@ impl RffInput {
         let mut w = Workload::synthetic(20_000, d, 65, seed)?;
         w.prior = vec![1.0 / 65.0; 65];
         let Workload { zs, ys, zt, yt, prior, params, h } = w;
-        Ok((format!("synthetic n = 20000, d = {d}, c = 65"), RffInput { zs, ys, zt, yt, prior, params, h }))
+        Ok((
+            format!("synthetic n = 20000, d = {d}, c = 65"),
+            RffInput { zs, ys, zt, yt, prior, params, h },
+        ))
     }
 }

@@ -9,12 +9,12 @@
 //! mean pairwise squared distance of the pooled rows (the default rule); ε = 0.01/c; linear
 //! label kernel (the defaults of `FitConfig`).
 
+use crate::{Error, Result};
 use glshift::kernel::{
-    bandwidth, j_tu_du, j_tu_du_flops, DuRows, LabelKernel, Labelled, McmdEstimator,
-    McmdParams, MulObjectives, TuDuGrad,
+    bandwidth, j_tu_du, j_tu_du_flops, DuRows, LabelKernel, Labelled, McmdEstimator, McmdParams,
+    MulObjectives, TuDuGrad,
 };
 use glshift::nn::one_hot;
-use crate::{Error, Result};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -38,7 +38,11 @@ impl Workload {
     /// d < 1 or c < 1.
     pub fn synthetic(n: usize, d: usize, c: usize, seed: u64) -> Result<Workload> {
         if n < 2 {
-            return Err(Error::param("n", n, "at least 2 rows are needed (one source, one target)"));
+            return Err(Error::param(
+                "n",
+                n,
+                "at least 2 rows are needed (one source, one target)",
+            ));
         }
         if d < 1 {
             return Err(Error::param("d", d, "the feature dimension must be >= 1"));
@@ -65,10 +69,7 @@ impl Workload {
             zt,
             yt,
             prior: vec![1.0 / c as f64; c],
-            params: McmdParams {
-                eps: 0.01 / c as f64,
-                label_kernel: LabelKernel::Linear,
-            },
+            params: McmdParams { eps: 0.01 / c as f64, label_kernel: LabelKernel::Linear },
             h,
         })
     }
@@ -114,22 +115,16 @@ impl Workload {
     pub fn write_npy(&self, dir: &Path, ours: Option<&TuDuGrad<f32>>) -> Result<()> {
         let w = |name: &str, a: &Array2<f32>| {
             let path = dir.join(name);
-            ndarray_npy::write_npy(&path, a).map_err(|e| Error::Write {
-                path,
-                reason: e.to_string(),
-            })
+            ndarray_npy::write_npy(&path, a)
+                .map_err(|e| Error::Write { path, reason: e.to_string() })
         };
         w("zs.npy", &self.zs)?;
         w("ys.npy", &self.ys)?;
         w("zt.npy", &self.zt)?;
         w("yt.npy", &self.yt)?;
         let prior_path = dir.join("prior.npy");
-        ndarray_npy::write_npy(&prior_path, &ndarray::Array1::from(self.prior.clone())).map_err(
-            |e| Error::Write {
-                path: prior_path.clone(),
-                reason: e.to_string(),
-            },
-        )?;
+        ndarray_npy::write_npy(&prior_path, &ndarray::Array1::from(self.prior.clone()))
+            .map_err(|e| Error::Write { path: prior_path.clone(), reason: e.to_string() })?;
         let mut meta = serde_json::json!({
             "h": self.h,
             "eps": self.params.eps,
@@ -145,12 +140,8 @@ impl Workload {
             }
         }
         let path = dir.join("meta.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&meta).expect("json")).map_err(|e| {
-            Error::Write {
-                path,
-                reason: e.to_string(),
-            }
-        })
+        std::fs::write(&path, serde_json::to_string_pretty(&meta).expect("json"))
+            .map_err(|e| Error::Write { path, reason: e.to_string() })
     }
 }
 
@@ -166,7 +157,10 @@ mod tests {
         assert_eq!(a.zs, b.zs);
         assert_ne!(a.zs, Workload::synthetic(50, 4, 3, 2).unwrap().zs);
         for (n, d, c) in [(1, 4, 3), (10, 0, 3), (10, 4, 0)] {
-            assert!(matches!(Workload::synthetic(n, d, c, 0), Err(Error::Param { .. })), "{n} {d} {c}");
+            assert!(
+                matches!(Workload::synthetic(n, d, c, 0), Err(Error::Param { .. })),
+                "{n} {d} {c}"
+            );
         }
         let r = a.evaluate(McmdEstimator::Exact).unwrap();
         assert!(r.tu.unwrap().value > 0.0 && r.du.unwrap().value > 0.0);

@@ -22,8 +22,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Gamma};
 use serde::Serialize;
 
-use glshift::data::Domain;
 use crate::{Error, Result};
+use glshift::data::Domain;
 
 /// A target class prior to simulate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -43,12 +43,19 @@ impl PriorSpec {
     pub fn parse(s: &str) -> Result<PriorSpec> {
         let s = s.trim();
         if let Some(a) = s.strip_prefix("dirichlet:") {
-            let alpha: f64 = a
-                .trim()
-                .parse()
-                .map_err(|_| Error::param("prior", s, "dirichlet:ALPHA needs a number ALPHA > 0, e.g. dirichlet:1"))?;
+            let alpha: f64 = a.trim().parse().map_err(|_| {
+                Error::param(
+                    "prior",
+                    s,
+                    "dirichlet:ALPHA needs a number ALPHA > 0, e.g. dirichlet:1",
+                )
+            })?;
             if !(alpha.is_finite() && alpha > 0.0) {
-                return Err(Error::param("prior", s, "the Dirichlet concentration ALPHA must be finite and > 0"));
+                return Err(Error::param(
+                    "prior",
+                    s,
+                    "the Dirichlet concentration ALPHA must be finite and > 0",
+                ));
             }
             return Ok(PriorSpec::Dirichlet { alpha });
         }
@@ -58,10 +65,18 @@ impl PriorSpec {
         let mut p = Vec::new();
         for part in s.split(',') {
             let v: f64 = part.trim().parse().map_err(|_| {
-                Error::param("prior", s, "expected dirichlet:ALPHA, pda, or comma-separated probabilities p1,p2,...")
+                Error::param(
+                    "prior",
+                    s,
+                    "expected dirichlet:ALPHA, pda, or comma-separated probabilities p1,p2,...",
+                )
             })?;
             if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::param("prior", s, format!("entry {v} is negative or not finite")));
+                return Err(Error::param(
+                    "prior",
+                    s,
+                    format!("entry {v} is negative or not finite"),
+                ));
             }
             p.push(v);
         }
@@ -84,7 +99,11 @@ impl PriorSpec {
     /// The prior for `c` classes (a fresh Dirichlet draw from `rng`; the others are fixed).
     pub fn draw(&self, c: usize, rng: &mut ChaCha8Rng) -> Result<Vec<f64>> {
         if c < 2 {
-            return Err(Error::param("prior", self.label(), format!("needs at least 2 classes, the domain has {c}")));
+            return Err(Error::param(
+                "prior",
+                self.label(),
+                format!("needs at least 2 classes, the domain has {c}"),
+            ));
         }
         match self {
             PriorSpec::Fixed(p) => {
@@ -102,7 +121,8 @@ impl PriorSpec {
                 Ok((0..c).map(|j| if j < k { 1.0 / k as f64 } else { 0.0 }).collect())
             }
             PriorSpec::Dirichlet { alpha } => {
-                let g = Gamma::new(*alpha, 1.0).map_err(|e| Error::param("prior", alpha, e.to_string()))?;
+                let g = Gamma::new(*alpha, 1.0)
+                    .map_err(|e| Error::param("prior", alpha, e.to_string()))?;
                 // A draw whose every component underflows to 0 (possible for tiny α) is redrawn.
                 for _ in 0..1000 {
                     let x: Vec<f64> = (0..c).map(|_| g.sample(rng)).collect();
@@ -111,7 +131,10 @@ impl PriorSpec {
                         return Ok(x.iter().map(|v| v / s).collect());
                     }
                 }
-                Err(Error::numerical("Dirichlet draw", format!("α = {alpha}: every draw underflowed to 0")))
+                Err(Error::numerical(
+                    "Dirichlet draw",
+                    format!("α = {alpha}: every draw underflowed to 0"),
+                ))
             }
         }
     }
@@ -124,7 +147,9 @@ pub fn exact_counts(prior: &[f64], n: usize) -> Vec<usize> {
     let mut counts: Vec<usize> = raw.iter().map(|v| v.floor() as usize).collect();
     let short = n.saturating_sub(counts.iter().sum());
     let mut order: Vec<usize> = (0..prior.len()).collect();
-    order.sort_by(|&a, &b| (raw[b] - raw[b].floor()).total_cmp(&(raw[a] - raw[a].floor())).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        (raw[b] - raw[b].floor()).total_cmp(&(raw[a] - raw[a].floor())).then(a.cmp(&b))
+    });
     for &k in order.iter().take(short) {
         counts[k] += 1;
     }
@@ -159,7 +184,11 @@ pub fn split_domain(labels: &[usize], c: usize, source_fraction: f64, seed: u64)
         }
         rows.shuffle(&mut rng);
         let n = rows.len();
-        let m = if n == 1 { 1 } else { ((source_fraction * n as f64).round() as usize).clamp(1, n - 1) };
+        let m = if n == 1 {
+            1
+        } else {
+            ((source_fraction * n as f64).round() as usize).clamp(1, n - 1)
+        };
         source_rows.extend_from_slice(&rows[..m]);
         pool_rows.extend_from_slice(&rows[m..]);
     }
@@ -288,7 +317,10 @@ pub struct SimulateConfig {
 /// part, the target (both labelled) and the report.
 pub fn simulate(d: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, SimulationReport)> {
     let labels = d.labels.as_deref().ok_or_else(|| {
-        Error::bad_data(d.path.display().to_string(), "the domain has no labels; a known-truth simulation needs them")
+        Error::bad_data(
+            d.path.display().to_string(),
+            "the domain has no labels; a known-truth simulation needs them",
+        )
     })?;
     let c = d.n_classes();
     let split = split_domain(labels, c, cfg.source_fraction, cfg.split_seed)?;
@@ -321,9 +353,16 @@ pub fn simulate(d: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, Sim
 /// from all rows of `target_domain` at the requested prior (same resampling rule as
 /// [`simulate`]; `split_seed` and `source_fraction` are unused). The class-conditionals then
 /// differ as much as the two domains do, and the target prior is known exactly.
-pub fn simulate_cross(source_domain: &Domain, target_domain: &Domain, cfg: &SimulateConfig) -> Result<(Domain, Domain, SimulationReport)> {
+pub fn simulate_cross(
+    source_domain: &Domain,
+    target_domain: &Domain,
+    cfg: &SimulateConfig,
+) -> Result<(Domain, Domain, SimulationReport)> {
     let no_labels = |d: &Domain| {
-        Error::bad_data(d.path.display().to_string(), "the domain has no labels; a known-truth simulation needs them")
+        Error::bad_data(
+            d.path.display().to_string(),
+            "the domain has no labels; a known-truth simulation needs them",
+        )
     };
     source_domain.labels.as_deref().ok_or_else(|| no_labels(source_domain))?;
     let labels = target_domain.labels.as_deref().ok_or_else(|| no_labels(target_domain))?;
@@ -371,19 +410,26 @@ pub fn simulate_cross(source_domain: &Domain, target_domain: &Domain, cfg: &Simu
 /// The files of a simulation in the npy folder layout: `source_features.npy`,
 /// `source_labels.npy`, `target_features.npy`, `target_labels.npy`, `classes.txt` and
 /// `simulation.json`, for [`glshift::output::write_files_atomically`].
-pub fn simulation_files(out: &Path, source: &Domain, target: &Domain, report: &SimulationReport) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+pub fn simulation_files(
+    out: &Path,
+    source: &Domain,
+    target: &Domain,
+    report: &SimulationReport,
+) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut files = Vec::new();
     for d in [source, target] {
         let fp = out.join(format!("{}_features.npy", d.name));
         files.push((fp.clone(), npy_bytes(&d.features, &fp)?));
-        let y: Array1<i64> = d.labels.as_deref().unwrap_or_default().iter().map(|&v| v as i64).collect();
+        let y: Array1<i64> =
+            d.labels.as_deref().unwrap_or_default().iter().map(|&v| v as i64).collect();
         let lp = out.join(format!("{}_labels.npy", d.name));
         files.push((lp.clone(), npy_bytes(&y, &lp)?));
     }
     let mut classes = source.class_names.join("\n");
     classes.push('\n');
     files.push((out.join("classes.txt"), classes.into_bytes()));
-    let json = serde_json::to_vec_pretty(report).map_err(|e| Error::Write { path: out.join("simulation.json"), reason: e.to_string() })?;
+    let json = serde_json::to_vec_pretty(report)
+        .map_err(|e| Error::Write { path: out.join("simulation.json"), reason: e.to_string() })?;
     files.push((out.join("simulation.json"), json));
     Ok(files)
 }

@@ -28,16 +28,26 @@ fn dirichlet_draws_are_seeded_priors_and_small_alpha_concentrates() {
     assert_eq!(a, b);
     assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-12 && a.iter().all(|&v| v >= 0.0));
     let max_small: f64 = (0..50)
-        .map(|s| spec.draw(10, &mut ChaCha8Rng::seed_from_u64(s)).unwrap().into_iter().fold(0.0, f64::max))
+        .map(|s| {
+            spec.draw(10, &mut ChaCha8Rng::seed_from_u64(s))
+                .unwrap()
+                .into_iter()
+                .fold(0.0, f64::max)
+        })
         .sum::<f64>()
         / 50.0;
     let big = PriorSpec::Dirichlet { alpha: 10.0 };
     let max_big: f64 = (0..50)
-        .map(|s| big.draw(10, &mut ChaCha8Rng::seed_from_u64(s)).unwrap().into_iter().fold(0.0, f64::max))
+        .map(|s| {
+            big.draw(10, &mut ChaCha8Rng::seed_from_u64(s)).unwrap().into_iter().fold(0.0, f64::max)
+        })
         .sum::<f64>()
         / 50.0;
     assert!(max_small > 0.5 && max_big < 0.25, "{max_small} {max_big}");
-    assert_eq!(PriorSpec::Pda.draw(10, &mut ChaCha8Rng::seed_from_u64(0)).unwrap()[..6], [0.2, 0.2, 0.2, 0.2, 0.2, 0.0]);
+    assert_eq!(
+        PriorSpec::Pda.draw(10, &mut ChaCha8Rng::seed_from_u64(0)).unwrap()[..6],
+        [0.2, 0.2, 0.2, 0.2, 0.2, 0.0]
+    );
 }
 
 #[test]
@@ -54,7 +64,8 @@ fn target_is_disjoint_from_the_source_part_and_has_the_exact_prior() {
     assert_eq!(split.source_rows.len(), 150);
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     // Class 0 needs 140 rows from a pool of 50: reused, each at most 3 times.
-    let t = resample_to_prior(&labels, &split.pool_rows, 3, &[0.7, 0.3, 0.0], 200, &mut rng).unwrap();
+    let t =
+        resample_to_prior(&labels, &split.pool_rows, 3, &[0.7, 0.3, 0.0], 200, &mut rng).unwrap();
     assert_eq!(t.class_counts, vec![140, 60, 0]);
     assert_eq!(t.true_prior, vec![0.7, 0.3, 0.0]);
     assert!(t.rows.iter().all(|r| split.pool_rows.contains(r) && !split.source_rows.contains(r)));
@@ -67,7 +78,8 @@ fn target_is_disjoint_from_the_source_part_and_has_the_exact_prior() {
     let labels2: Vec<usize> = (0..20).map(|i| if i == 0 { 2 } else { i % 2 }).collect();
     let split2 = split_domain(&labels2, 3, 0.5, 0).unwrap();
     assert!(split2.source_rows.contains(&0));
-    let e = resample_to_prior(&labels2, &split2.pool_rows, 3, &[0.2, 0.2, 0.6], 10, &mut rng).unwrap_err();
+    let e = resample_to_prior(&labels2, &split2.pool_rows, 3, &[0.2, 0.2, 0.6], 10, &mut rng)
+        .unwrap_err();
     assert!(e.to_string().contains("class 2"), "{e}");
     assert!(split_domain(&labels, 3, 1.0, 0).unwrap_err().to_string().contains("source-fraction"));
 }
@@ -80,7 +92,13 @@ fn cross_domain_target_comes_from_the_other_domain_at_the_exact_prior() {
     let mut p = vec![0.0; c];
     p[0] = 0.75;
     p[1] = 0.25;
-    let cfg = SimulateConfig { prior: PriorSpec::Fixed(p.clone()), seed: 3, split_seed: 0, source_fraction: 0.5, n_target: Some(40) };
+    let cfg = SimulateConfig {
+        prior: PriorSpec::Fixed(p.clone()),
+        seed: 3,
+        split_seed: 0,
+        source_fraction: 0.5,
+        n_target: Some(40),
+    };
     let (src, tgt, rep) = simulate_cross(s, t, &cfg).unwrap();
     assert_eq!(src.features, s.features, "the whole source domain is the source");
     assert_eq!(rep.target.true_prior, p);

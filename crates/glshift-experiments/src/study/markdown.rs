@@ -23,7 +23,10 @@ pub fn study_markdown(r: &StudyReport) -> String {
 fn settings_and_domains(r: &StudyReport) -> String {
     let mut s = String::new();
     let probs = if r.config.cross_fit >= 2 {
-        format!("{}-fold cross-fitted classifier (out-of-fold source probabilities)", r.config.cross_fit)
+        format!(
+            "{}-fold cross-fitted classifier (out-of-fold source probabilities)",
+            r.config.cross_fit
+        )
     } else {
         "one classifier with a stratified source hold-out".to_string()
     };
@@ -66,13 +69,20 @@ fn estimator_header(r: &StudyReport, first: &str, first_cols: usize) -> String {
 
 /// ℓ1 error per (domain, prior family), mean ± std over draws, beside no correction.
 fn l1_table(r: &StudyReport, groups: &[(String, String)]) -> String {
-    let mut s = String::from("\nℓ1 error ‖p̂ᵗ − pᵗ‖₁, mean ± std over draws (no correction: ‖pˢ − pᵗ‖₁):\n\n");
+    let mut s = String::from(
+        "\nℓ1 error ‖p̂ᵗ − pᵗ‖₁, mean ± std over draws (no correction: ‖pˢ − pᵗ‖₁):\n\n",
+    );
     s.push_str(&estimator_header(r, "domain | prior | no correction", 3));
     for (dom, fam) in groups {
-        let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam).collect();
-        s.push_str(&format!("| {dom} | {fam} | {:.3} |", rows.first().map_or(f64::NAN, |x| x.no_correction_l1_mean)));
+        let rows: Vec<&SummaryRow> =
+            r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam).collect();
+        s.push_str(&format!(
+            "| {dom} | {fam} | {:.3} |",
+            rows.first().map_or(f64::NAN, |x| x.no_correction_l1_mean)
+        ));
         for x in &rows {
-            let fail = if x.failures > 0 { format!(" ({} failed)", x.failures) } else { String::new() };
+            let fail =
+                if x.failures > 0 { format!(" ({} failed)", x.failures) } else { String::new() };
             s.push_str(&format!(" {:.3} ± {:.3}{fail} |", x.l1_mean, x.l1_std));
         }
         s.push('\n');
@@ -92,7 +102,10 @@ fn coverage_table(r: &StudyReport, groups: &[(String, String)], m: IntervalMetho
         for x in r.summary.iter().filter(|x| &x.domain == dom && &x.family == fam) {
             let c = &x.coverage_by_interval[m.name()];
             let absent = c.coverage_absent.map_or("—".to_string(), |v| format!("{:.2}", v));
-            s.push_str(&format!(" {:.2} / {:.2} / {absent} / {:.2} |", c.coverage, c.coverage_present, c.joint_coverage));
+            s.push_str(&format!(
+                " {:.2} / {:.2} / {absent} / {:.2} |",
+                c.coverage, c.coverage_present, c.joint_coverage
+            ));
         }
         s.push('\n');
     }
@@ -100,7 +113,11 @@ fn coverage_table(r: &StudyReport, groups: &[(String, String)], m: IntervalMetho
 }
 
 /// Each estimator's ℓ1 and coverage averaged over the (domain, prior family) cells.
-fn averages_table(r: &StudyReport, groups: &[(String, String)], methods: &[IntervalMethod]) -> String {
+fn averages_table(
+    r: &StudyReport,
+    groups: &[(String, String)],
+    methods: &[IntervalMethod],
+) -> String {
     let mut s = format!(
         "\nAverages over the {} (domain, prior) cells above (absent: over the cells that have absent classes):\n\n",
         groups.len()
@@ -112,12 +129,14 @@ fn averages_table(r: &StudyReport, groups: &[(String, String)], methods: &[Inter
     s.push_str("\n|---|---|");
     s.push_str(&"---|".repeat(methods.len()));
     s.push('\n');
-    let avg = |v: Vec<f64>| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let avg =
+        |v: Vec<f64>| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
     for e in &r.estimators {
         let rows: Vec<&SummaryRow> = r.summary.iter().filter(|x| &x.estimator == e).collect();
         s.push_str(&format!("| {e} | {:.3} |", avg(rows.iter().map(|x| x.l1_mean).collect())));
         for m in methods {
-            let cs: Vec<&Coverage> = rows.iter().map(|x| &x.coverage_by_interval[m.name()]).collect();
+            let cs: Vec<&Coverage> =
+                rows.iter().map(|x| &x.coverage_by_interval[m.name()]).collect();
             s.push_str(&format!(
                 " {:.2} / {:.2} / {:.2} |",
                 avg(cs.iter().map(|c| c.coverage).collect()),

@@ -23,20 +23,22 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use crate::crossfit::cross_fit;
+use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
+use crate::{Error, Result};
 use glshift::data::{self, Domain};
 use glshift::eval::mean_std;
 use glshift::label_shift::suite::{run_estimator, BootstrapSpec, SuiteEntry, SUITE};
 use glshift::label_shift::{class_prior, l1_distance, IntervalMethod, ShiftInputs};
 use glshift::methods::{FitConfig, MethodKind};
-use crate::crossfit::cross_fit;
 use glshift::pipeline;
-use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
-use crate::{Error, Result};
 
 mod markdown;
 mod report;
 pub use markdown::study_markdown;
-pub use report::{Coverage, DomainStudy, DrawEstimate, DrawRecord, MethodInterval, StudyReport, SummaryRow};
+pub use report::{
+    Coverage, DomainStudy, DrawEstimate, DrawRecord, MethodInterval, StudyReport, SummaryRow,
+};
 
 /// Settings of [`run_study`].
 #[derive(Clone, Debug, Serialize)]
@@ -98,16 +100,28 @@ impl StudyConfig {
             return Err(Error::param("n-target", self.n_target, "must be ≥ 1"));
         }
         if self.bootstrap < 2 {
-            return Err(Error::param("bootstrap", self.bootstrap, "the study needs intervals: at least 2 resamples"));
+            return Err(Error::param(
+                "bootstrap",
+                self.bootstrap,
+                "the study needs intervals: at least 2 resamples",
+            ));
         }
         if !(self.level > 0.0 && self.level < 1.0) {
             return Err(Error::param("level", self.level, "must lie in (0, 1)"));
         }
         if self.cross_fit == 0 {
-            return Err(Error::param("cross-fit", self.cross_fit, "must be ≥ 1 (1 = one classifier with a hold-out)"));
+            return Err(Error::param(
+                "cross-fit",
+                self.cross_fit,
+                "must be ≥ 1 (1 = one classifier with a hold-out)",
+            ));
         }
         if !(self.source_fraction > 0.0 && self.source_fraction < 1.0) {
-            return Err(Error::param("source-fraction", self.source_fraction, "must lie in (0, 1)"));
+            return Err(Error::param(
+                "source-fraction",
+                self.source_fraction,
+                "must lie in (0, 1)",
+            ));
         }
         Ok(self.fit.validate()?)
     }
@@ -115,7 +129,11 @@ impl StudyConfig {
 
 /// Runs the study on labelled domains `(data folder, domain)`. `progress` receives one line
 /// per finished classifier and per finished draw.
-pub fn run_study(domains: &[Domain], cfg: &StudyConfig, progress: &mut dyn FnMut(&str)) -> Result<StudyReport> {
+pub fn run_study(
+    domains: &[Domain],
+    cfg: &StudyConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<StudyReport> {
     cfg.validate()?;
     if domains.is_empty() {
         return Err(Error::param("domains", "none", "no labelled domain to study"));
@@ -139,11 +157,15 @@ pub fn run_study(domains: &[Domain], cfg: &StudyConfig, progress: &mut dyn FnMut
     })
 }
 
-fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &mut dyn FnMut(&str)) -> Result<DomainStudy> {
-    let labels = d
-        .labels
-        .as_deref()
-        .ok_or_else(|| Error::bad_data(d.path.display().to_string(), "the study needs labelled domains"))?;
+fn study_domain(
+    d: &Domain,
+    cfg: &StudyConfig,
+    fit_cfg: &FitConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<DomainStudy> {
+    let labels = d.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(d.path.display().to_string(), "the study needs labelled domains")
+    })?;
     let c = d.n_classes();
     let split = split_domain(labels, c, cfg.source_fraction, cfg.seed)?;
     let source = subset(d, &split.source_rows, &format!("{}-source", d.name));
@@ -154,7 +176,12 @@ fn study_domain(d: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig, progress: &m
     let probs = source_probabilities(&source, &pool, cfg, fit_cfg)?;
     let train_seconds = t0.elapsed().as_secs_f64();
     let accuracy = |p: &ndarray::Array2<f32>, y: &[usize]| {
-        let ok = p.rows().into_iter().zip(y).filter(|(r, &t)| glshift::nn::argmax_row(*r).0 == t).count();
+        let ok = p
+            .rows()
+            .into_iter()
+            .zip(y)
+            .filter(|(r, &t)| glshift::nn::argmax_row(*r).0 == t)
+            .count();
         ok as f64 / y.len() as f64
     };
     let holdout_accuracy = accuracy(&probs.source, &probs.source_labels);
@@ -212,10 +239,20 @@ struct StudyProbs {
 
 /// The source classifier's probabilities: cross-fitted (`cfg.cross_fit` ≥ 2: every source
 /// row out of fold) or one classifier whose stratified hold-out reaches the estimators.
-fn source_probabilities(source: &Domain, pool: &Domain, cfg: &StudyConfig, fit_cfg: &FitConfig) -> Result<StudyProbs> {
+fn source_probabilities(
+    source: &Domain,
+    pool: &Domain,
+    cfg: &StudyConfig,
+    fit_cfg: &FitConfig,
+) -> Result<StudyProbs> {
     if cfg.cross_fit >= 2 {
         let cf = cross_fit(source, pool, fit_cfg, cfg.cross_fit)?;
-        return Ok(StudyProbs { source: cf.source_probs, source_labels: cf.source_labels, pool: cf.target_probs, n_train: cf.n_train });
+        return Ok(StudyProbs {
+            source: cf.source_probs,
+            source_labels: cf.source_labels,
+            pool: cf.target_probs,
+            n_train: cf.n_train,
+        });
     }
     let run = pipeline::run(source, pool, fit_cfg, &mut |_| {})?;
     if run.holdout_labels.is_empty() {
@@ -225,7 +262,12 @@ fn source_probabilities(source: &Domain, pool: &Domain, cfg: &StudyConfig, fit_c
             "the study needs the stratified source hold-out (label_shift.confusion = \"holdout\")",
         ));
     }
-    Ok(StudyProbs { source: run.holdout_probs, source_labels: run.holdout_labels, pool: run.target_probs, n_train: vec![run.report.n_source_train] })
+    Ok(StudyProbs {
+        source: run.holdout_probs,
+        source_labels: run.holdout_labels,
+        pool: run.target_probs,
+        n_train: vec![run.report.n_source_train],
+    })
 }
 
 /// Draw `k` of family `fam` on the domain `domain`: a target resampled from the pool to a
@@ -254,7 +296,8 @@ fn study_draw(
         target_probs: tp.view(),
         source_prior: Some(source_prior),
     };
-    let boot = BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: cfg.interval };
+    let boot =
+        BootstrapSpec { resamples: cfg.bootstrap, level: cfg.level, seed, method: cfg.interval };
     let (mut estimates, mut errors) = (BTreeMap::new(), BTreeMap::new());
     for name in SUITE {
         let r = run_estimator(name, &inp, Some(&boot), Some(&t.true_prior));
@@ -311,14 +354,21 @@ fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
             let draws: Vec<&DrawRecord> = d.draws.iter().filter(|r| r.family == label).collect();
             let no_corr: Vec<f64> = draws.iter().map(|r| r.source_target_l1).collect();
             for name in SUITE {
-                let l1: Vec<f64> = draws.iter().filter_map(|r| r.estimates.get(name)).map(|e| e.prior_l1_error).collect();
+                let l1: Vec<f64> = draws
+                    .iter()
+                    .filter_map(|r| r.estimates.get(name))
+                    .map(|e| e.prior_l1_error)
+                    .collect();
                 let failures = draws.len() - l1.len();
                 let (m, s) = mean_std(&l1);
                 let by: BTreeMap<String, Coverage> = IntervalMethod::ALL
                     .iter()
                     .map(|&im| {
                         let cov = coverage(&draws, |r| {
-                            r.estimates.get(name).and_then(|e| e.intervals.get(im.name())).map(|i| &i.covered[..])
+                            r.estimates
+                                .get(name)
+                                .and_then(|e| e.intervals.get(im.name()))
+                                .map(|i| &i.covered[..])
                         });
                         (im.name().to_string(), cov)
                     })
@@ -348,8 +398,12 @@ fn summarise(domains: &[DomainStudy], cfg: &StudyConfig) -> Vec<SummaryRow> {
 
 /// Coverage over `draws` of the per-class flags that `covered` picks; a draw without them
 /// (failed estimate) counts as uncovered.
-fn coverage<'a>(draws: &[&'a DrawRecord], covered: impl Fn(&'a DrawRecord) -> Option<&'a [bool]>) -> Coverage {
-    let (mut cov, mut n_cov, mut cov_p, mut n_p, mut cov_a, mut n_a, mut joint) = (0, 0, 0, 0, 0, 0, 0);
+fn coverage<'a>(
+    draws: &[&'a DrawRecord],
+    covered: impl Fn(&'a DrawRecord) -> Option<&'a [bool]>,
+) -> Coverage {
+    let (mut cov, mut n_cov, mut cov_p, mut n_p, mut cov_a, mut n_a, mut joint) =
+        (0, 0, 0, 0, 0, 0, 0);
     for r in draws {
         let flags = covered(r);
         for (k, &t) in r.true_prior.iter().enumerate() {

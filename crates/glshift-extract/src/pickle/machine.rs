@@ -24,7 +24,6 @@ impl<'a> Machine<'a> {
         Machine { data, pos: 0, stack: Vec::new(), memo: Default::default(), budget }
     }
 
-
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
         let end = end.ok_or_else(|| format!("pickle truncated at byte {}", self.pos))?;
@@ -80,7 +79,10 @@ impl<'a> Machine<'a> {
     }
     fn check_depth(&self, v: &Value) -> Result<(), String> {
         if depth(v) > MAX_DEPTH {
-            return Err(format!("pickle: values nested deeper than {MAX_DEPTH} at byte {}", self.pos));
+            return Err(format!(
+                "pickle: values nested deeper than {MAX_DEPTH} at byte {}",
+                self.pos
+            ));
         }
         Ok(())
     }
@@ -99,10 +101,14 @@ impl<'a> Machine<'a> {
     }
     /// Pops the values above the topmost MARK (and the MARK), in push order.
     fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
-        let at = self.stack.iter().rposition(|i| matches!(i, Item::Mark)).ok_or("pickle: no MARK")?;
+        let at =
+            self.stack.iter().rposition(|i| matches!(i, Item::Mark)).ok_or("pickle: no MARK")?;
         let items = self.stack.split_off(at + 1);
         self.stack.pop();
-        Ok(items.into_iter().filter_map(|i| if let Item::Val(v) = i { Some(v) } else { None }).collect())
+        Ok(items
+            .into_iter()
+            .filter_map(|i| if let Item::Val(v) = i { Some(v) } else { None })
+            .collect())
     }
     /// `PUT`: the memo keeps a copy of the top value, charged to the budget.
     fn memo_put(&mut self, key: u32) -> Result<(), String> {
@@ -134,7 +140,10 @@ impl<'a> Machine<'a> {
     /// Values about to be put inside the top container must leave it within [`MAX_DEPTH`].
     fn check_children(&self, items: &[Value]) -> Result<(), String> {
         if items.iter().any(|v| depth(v) + 1 > MAX_DEPTH) {
-            return Err(format!("pickle: values nested deeper than {MAX_DEPTH} at byte {}", self.pos));
+            return Err(format!(
+                "pickle: values nested deeper than {MAX_DEPTH} at byte {}",
+                self.pos
+            ));
         }
         Ok(())
     }
@@ -143,7 +152,9 @@ impl<'a> Machine<'a> {
             return Err("pickle: odd number of dict items".into());
         }
         self.check_children(&pairs)?;
-        let Value::Dict(d) = self.top()? else { return Err("pickle: SETITEMS on a non-dict".into()) };
+        let Value::Dict(d) = self.top()? else {
+            return Err("pickle: SETITEMS on a non-dict".into());
+        };
         let mut it = pairs.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             d.push((k, v));
@@ -200,7 +211,8 @@ impl<'a> Machine<'a> {
                 self.u8()?; // PROTO
             }
             b'(' => self.stack.push(Item::Mark),
-            b'N' | 0x88 | 0x89 | b'J' | b'K' | b'M' | 0x8a | b'G' | b'X' | 0x8c | b'U' | b'T' | b'c' => {
+            b'N' | 0x88 | 0x89 | b'J' | b'K' | b'M' | 0x8a | b'G' | b'X' | 0x8c | b'U' | b'T'
+            | b'c' => {
                 let v = self.scalar(op)?;
                 self.push(v)?
             }
@@ -247,7 +259,12 @@ impl<'a> Machine<'a> {
                 let pid = self.pop()?;
                 self.push(Value::Persistent(Box::new(pid)))?
             }
-            other => return Err(format!("pickle: unsupported opcode 0x{other:02x} at byte {}", self.pos - 1)),
+            other => {
+                return Err(format!(
+                    "pickle: unsupported opcode 0x{other:02x} at byte {}",
+                    self.pos - 1
+                ))
+            }
         }
         Ok(())
     }
@@ -279,7 +296,12 @@ impl<'a> Machine<'a> {
                 let name = self.line()?;
                 Value::Global(module, name)
             }
-            other => return Err(format!("pickle: opcode 0x{other:02x} at byte {} reads no value", self.pos - 1)),
+            other => {
+                return Err(format!(
+                    "pickle: opcode 0x{other:02x} at byte {} reads no value",
+                    self.pos - 1
+                ))
+            }
         })
     }
 }

@@ -62,7 +62,8 @@ pub fn load(data: &[u8]) -> Result<(Value, usize), String> {
 
 /// [`load`], also returning the bytes of the budget it used.
 fn load_counting(data: &[u8]) -> Result<(Value, usize, usize), String> {
-    let budget = data.len().saturating_mul(BUDGET_PER_BYTE).saturating_add(BUDGET_BASE).min(BUDGET_MAX);
+    let budget =
+        data.len().saturating_mul(BUDGET_PER_BYTE).saturating_add(BUDGET_BASE).min(BUDGET_MAX);
     let mut m = Machine::new(data, budget);
     let v = m.run()?;
     Ok((v, m.pos, budget - m.budget))

@@ -3,7 +3,8 @@ use super::*;
 #[test]
 fn decodes_a_small_dict_and_reports_consumed_bytes() {
     // pickle.dumps({'a': 1, 'b': (2, None)}, protocol=2) + one trailing byte
-    let bytes = b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01K\x01X\x01\x00\x00\x00bq\x02K\x02N\x86q\x03u.Z";
+    let bytes =
+        b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01K\x01X\x01\x00\x00\x00bq\x02K\x02N\x86q\x03u.Z";
     let (v, n) = load(bytes).unwrap();
     assert_eq!(n, bytes.len() - 1);
     let want = Value::Dict(vec![

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::error::{Error, Result};
-use crate::figure::{draw_category_labels, class_color, font, render, Draw, DrawResult, Figure};
+use crate::figure::{class_color, draw_category_labels, font, render, Draw, DrawResult, Figure};
 
 #[derive(Clone, Debug)]
 pub struct MethodBars {
@@ -19,7 +19,11 @@ pub struct MethodBars {
 
 impl MethodBars {
     pub fn render(&self, name: &str, caption: &str) -> Result<Figure> {
-        if self.groups.is_empty() || self.methods.is_empty() || self.values.len() != self.methods.len() || self.values.iter().any(|v| v.len() != self.groups.len()) {
+        if self.groups.is_empty()
+            || self.methods.is_empty()
+            || self.values.len() != self.methods.len()
+            || self.values.iter().any(|v| v.len() != self.groups.len())
+        {
             return Err(Error::bad_input(name, "bars need one value per method and group"));
         }
         let w = (120 + 70 * self.groups.len() as u32).clamp(600, 1400);
@@ -60,17 +64,28 @@ impl Draw for MethodBars {
             }))?;
             let ly = 50 + 22 * m as i32;
             legend.draw(&Rectangle::new([(8, ly - 6), (20, ly + 6)], color.filled()))?;
-            legend.draw(&Text::new(method.clone(), (26, ly), font(12.0).pos(Pos::new(HPos::Left, VPos::Center))))?;
+            legend.draw(&Text::new(
+                method.clone(),
+                (26, ly),
+                font(12.0).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
             chart.draw_series(row.iter().enumerate().filter_map(|(j, v)| {
                 let (mean, sd) = (*v)?;
                 let cx = x(j) + width * 0.45;
-                Some(PathElement::new(vec![(cx, (mean - sd).max(y0)), (cx, (mean + sd).min(100.0))], BLACK.stroke_width(1)))
+                Some(PathElement::new(
+                    vec![(cx, (mean - sd).max(y0)), (cx, (mean + sd).min(100.0))],
+                    BLACK.stroke_width(1),
+                ))
             }))?;
             if self.methods.len() * g <= 40 {
                 let above = Pos::new(HPos::Center, VPos::Bottom);
                 chart.draw_series(row.iter().enumerate().filter_map(|(j, v)| {
                     let (mean, _) = (*v)?;
-                    Some(Text::new(format!("{mean:.1}"), (x(j) + width * 0.45, mean), font(9.0).pos(above)))
+                    Some(Text::new(
+                        format!("{mean:.1}"),
+                        (x(j) + width * 0.45, mean),
+                        font(9.0).pos(above),
+                    ))
                 }))?;
             }
         }

@@ -33,8 +33,15 @@ impl Boundaries {
     pub fn render(&self, name: &str, caption: &str) -> Result<Figure> {
         let c = self.class_names.len();
         for p in self.panels.iter().map(|p| &p.regions) {
-            if p.res < 2 || p.grid.len() != p.res * p.res || p.grid.iter().any(|&k| k >= c) || p.prototypes.len() != c {
-                return Err(Error::bad_input(name, "each panel needs a res × res grid of classes < c and c prototypes"));
+            if p.res < 2
+                || p.grid.len() != p.res * p.res
+                || p.grid.iter().any(|&k| k >= c)
+                || p.prototypes.len() != c
+            {
+                return Err(Error::bad_input(
+                    name,
+                    "each panel needs a res × res grid of classes < c and c prototypes",
+                ));
             }
         }
         if self.panels.is_empty() {
@@ -62,7 +69,13 @@ impl Draw for Boundaries {
                 .x_label_area_size(24)
                 .y_label_area_size(40)
                 .build_cartesian_2d(p.x_range.0..p.x_range.1, p.y_range.0..p.y_range.1)?;
-            chart.configure_mesh().disable_mesh().label_style(font(10.0)).x_labels(5).y_labels(5).draw()?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .label_style(font(10.0))
+                .x_labels(5)
+                .y_labels(5)
+                .draw()?;
             let dx = (p.x_range.1 - p.x_range.0) / p.res as f64;
             let dy = (p.y_range.1 - p.y_range.0) / p.res as f64;
             chart.draw_series(p.grid.iter().enumerate().map(|(idx, &k)| {
@@ -70,18 +83,33 @@ impl Draw for Boundaries {
                 let (x0, y0) = (p.x_range.0 + i * dx, p.y_range.0 + j * dy);
                 Rectangle::new([(x0, y0), (x0 + dx, y0 + dy)], light(class_color(k)).filled())
             }))?;
-            chart.draw_series(p.targets.iter().map(|&(x, y, k)| Circle::new((x, y), 3, class_color(k).filled())))?;
-            chart.draw_series(p.targets.iter().map(|&(x, y, _)| Circle::new((x, y), 3, BLACK.mix(0.4).stroke_width(1))))?;
+            chart.draw_series(
+                p.targets.iter().map(|&(x, y, k)| Circle::new((x, y), 3, class_color(k).filled())),
+            )?;
+            chart.draw_series(
+                p.targets
+                    .iter()
+                    .map(|&(x, y, _)| Circle::new((x, y), 3, BLACK.mix(0.4).stroke_width(1))),
+            )?;
             chart.draw_series(p.prototypes.iter().enumerate().filter_map(|(k, at)| {
                 let at = (*at)?;
-                Some(EmptyElement::at(at) + Rectangle::new([(-7, -7), (7, 7)], class_color(k).filled()) + Rectangle::new([(-7, -7), (7, 7)], BLACK.stroke_width(2)))
+                Some(
+                    EmptyElement::at(at)
+                        + Rectangle::new([(-7, -7), (7, 7)], class_color(k).filled())
+                        + Rectangle::new([(-7, -7), (7, 7)], BLACK.stroke_width(2)),
+                )
             }))?;
         }
         let mut y = 50;
         for (k, name) in self.class_names.iter().enumerate() {
             legend.draw(&Rectangle::new([(10, y - 6), (22, y + 6)], class_color(k).filled()))?;
-            let role = if self.shared.get(k).copied().unwrap_or(true) { "shared" } else { "outlier" };
-            legend.draw(&Text::new(format!("{} ({role})", short_label(name, 12)), (28, y - 6), font(12.0)))?;
+            let role =
+                if self.shared.get(k).copied().unwrap_or(true) { "shared" } else { "outlier" };
+            legend.draw(&Text::new(
+                format!("{} ({role})", short_label(name, 12)),
+                (28, y - 6),
+                font(12.0),
+            ))?;
             y += 22;
         }
         legend.draw(&Text::new("■ source prototype", (10, y + 10), font(12.0)))?;

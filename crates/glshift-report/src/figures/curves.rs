@@ -35,7 +35,9 @@ impl TrainingCurves {
 }
 
 fn span(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = v.filter(|x| x.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let (lo, hi) = v
+        .filter(|x| x.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
     if !lo.is_finite() {
         return 0.0..1.0;
     }
@@ -53,19 +55,37 @@ impl Draw for TrainingCurves {
 
         // CE falls by orders of magnitude: log scale, floored so that a zero loss stays drawable.
         let ce_of = |p: &CurvePoint| p.ce.max(1e-6);
-        let (lo, hi) = self.points.iter().map(ce_of).fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+        let (lo, hi) = self
+            .points
+            .iter()
+            .map(ce_of)
+            .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
         let (lo, hi) = if lo.is_finite() && hi > 0.0 { (lo / 1.5, hi * 1.5) } else { (1e-6, 1.0) };
         let mut ce = ChartBuilder::on(&panels[0])
-            .caption("cross-entropy (source training rows; importance-weighted for MUL), log scale", font(13.0))
+            .caption(
+                "cross-entropy (source training rows; importance-weighted for MUL), log scale",
+                font(13.0),
+            )
             .margin(8)
             .margin_right(110)
             .x_label_area_size(24)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..x_end, (lo..hi).log_scale())?;
-        ce.configure_mesh().light_line_style(TRANSPARENT).x_label_formatter(&|x| format!("{x:.0}")).y_label_formatter(&|y| format!("{y:.0e}")).label_style(font(10.0)).draw()?;
-        ce.draw_series(LineSeries::new(self.points.iter().map(|p| (p.iter as f64, ce_of(p))), class_color(0).stroke_width(2)))?;
+        ce.configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0e}"))
+            .label_style(font(10.0))
+            .draw()?;
+        ce.draw_series(LineSeries::new(
+            self.points.iter().map(|p| (p.iter as f64, ce_of(p))),
+            class_color(0).stroke_width(2),
+        ))?;
         if let Some(a) = adapt_start {
-            ce.draw_series(std::iter::once(PathElement::new(vec![(a, lo), (a, hi)], BLACK.mix(0.5))))?;
+            ce.draw_series(std::iter::once(PathElement::new(
+                vec![(a, lo), (a, hi)],
+                BLACK.mix(0.5),
+            )))?;
             ce.draw_series(std::iter::once(Text::new("adaptation →", (a, hi), font(11.0))))?;
         }
 
@@ -79,21 +99,48 @@ impl Draw for TrainingCurves {
                 .x_label_area_size(24)
                 .y_label_area_size(60)
                 .build_cartesian_2d(x0..x_end, span(adapt.iter().flat_map(|p| [p.j_tu, p.j_du])))?;
-            j.configure_mesh().light_line_style(TRANSPARENT).x_label_formatter(&|x| format!("{x:.0}")).label_style(font(10.0)).draw()?;
-            for (label, k, f) in [("J_TU", 1, (|p: &CurvePoint| p.j_tu) as fn(&CurvePoint) -> f64), ("J_DU", 2, |p| p.j_du)] {
+            j.configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .label_style(font(10.0))
+                .draw()?;
+            for (label, k, f) in [
+                ("J_TU", 1, (|p: &CurvePoint| p.j_tu) as fn(&CurvePoint) -> f64),
+                ("J_DU", 2, |p| p.j_du),
+            ] {
                 let color = class_color(k);
-                j.draw_series(LineSeries::new(adapt.iter().map(|p| (p.iter as f64, f(p))), color.stroke_width(2)))?
-                    .label(label)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+                j.draw_series(LineSeries::new(
+                    adapt.iter().map(|p| (p.iter as f64, f(p))),
+                    color.stroke_width(2),
+                ))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
             }
-            j.configure_series_labels().label_font(font(12.0)).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+            j.configure_series_labels()
+                .label_font(font(12.0))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()?;
         } else {
-            panels[1].draw(&Text::new("No kernel terms: this method adds none (J_TU = J_DU = 0).", (60, 90), font(14.0)))?;
+            panels[1].draw(&Text::new(
+                "No kernel terms: this method adds none (J_TU = J_DU = 0).",
+                (60, 90),
+                font(14.0),
+            ))?;
         }
 
-        let priors: Vec<(f64, &Vec<f64>)> = adapt.iter().filter_map(|p| p.target_prior.as_ref().map(|v| (p.iter as f64, v))).collect();
+        let priors: Vec<(f64, &Vec<f64>)> = adapt
+            .iter()
+            .filter_map(|p| p.target_prior.as_ref().map(|v| (p.iter as f64, v)))
+            .collect();
         if priors.is_empty() {
-            panels[2].draw(&Text::new("No target-prior estimate in the history (method without importance weights).", (60, 90), font(14.0)))?;
+            panels[2].draw(&Text::new(
+                "No target-prior estimate in the history (method without importance weights).",
+                (60, 90),
+                font(14.0),
+            ))?;
             return Ok(());
         }
         let x0 = priors[0].0;
@@ -105,13 +152,25 @@ impl Draw for TrainingCurves {
             .x_label_area_size(24)
             .y_label_area_size(60)
             .build_cartesian_2d(x0..x_end, 0.0..(ymax * 1.1).max(1e-3))?;
-        pc.configure_mesh().light_line_style(TRANSPARENT).x_label_formatter(&|x| format!("{x:.0}")).label_style(font(10.0)).x_desc("iteration").axis_desc_style(font(11.0)).draw()?;
+        pc.configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .label_style(font(10.0))
+            .x_desc("iteration")
+            .axis_desc_style(font(11.0))
+            .draw()?;
         for k in 0..self.class_names.len() {
             let color = class_color(k);
-            pc.draw_series(LineSeries::new(priors.iter().filter_map(|(x, v)| v.get(k).map(|&p| (*x, p))), color.stroke_width(2)))?;
+            pc.draw_series(LineSeries::new(
+                priors.iter().filter_map(|(x, v)| v.get(k).map(|&p| (*x, p))),
+                color.stroke_width(2),
+            ))?;
             if let Some(&last) = priors.last().and_then(|p| p.1.get(k)).filter(|&&v| v > 0.0) {
                 let name = short_label(&self.class_names[k], 12);
-                pc.draw_series(std::iter::once(EmptyElement::at((x_end, last)) + Text::new(name, (4, -6), font(10.0).color(&color))))?;
+                pc.draw_series(std::iter::once(
+                    EmptyElement::at((x_end, last))
+                        + Text::new(name, (4, -6), font(10.0).color(&color)),
+                ))?;
             }
         }
         Ok(())

@@ -32,8 +32,13 @@ fn cell_size(n: usize) -> i32 {
 
 /// Viridis-like map: t = 0 (small distance) dark purple, t = 1 light yellow.
 pub fn colormap(t: f64) -> RGBColor {
-    const A: [(f64, f64, f64); 5] =
-        [(68.0, 1.0, 84.0), (59.0, 82.0, 139.0), (33.0, 145.0, 140.0), (94.0, 201.0, 98.0), (253.0, 231.0, 37.0)];
+    const A: [(f64, f64, f64); 5] = [
+        (68.0, 1.0, 84.0),
+        (59.0, 82.0, 139.0),
+        (33.0, 145.0, 140.0),
+        (94.0, 201.0, 98.0),
+        (253.0, 231.0, 37.0),
+    ];
     let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * (A.len() - 1) as f64;
     let i = (t.floor() as usize).min(A.len() - 2);
     let f = t - i as f64;
@@ -43,7 +48,13 @@ pub fn colormap(t: f64) -> RGBColor {
 
 impl Heatmap {
     fn max_value(&self) -> f64 {
-        self.values.iter().flatten().flatten().copied().filter(|v| v.is_finite()).fold(0.0, f64::max)
+        self.values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max)
     }
 
     /// Renders to a PNG + SVG sized for the matrix.
@@ -59,7 +70,13 @@ impl Draw for Heatmap {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let cell = cell_size(self.row_names.len().max(self.col_names.len()));
         let max = self.max_value();
-        let digits = if max < 10.0 { 3 } else if max < 100.0 { 2 } else { 1 };
+        let digits = if max < 10.0 {
+            3
+        } else if max < 100.0 {
+            2
+        } else {
+            1
+        };
         let center = Pos::new(HPos::Center, VPos::Center);
         root.draw(&Text::new(self.title.clone(), (10, 6), font(16.0)))?;
         root.draw(&Text::new(self.subtitle.clone(), (10, 26), font(13.0)))?;
@@ -68,7 +85,9 @@ impl Draw for Heatmap {
             for (c, v) in row.iter().enumerate() {
                 let (x0, y0) = (LEFT + c as i32 * cell, TOP + r as i32 * cell);
                 let (fill, text) = match v {
-                    Some(v) => (colormap(if max > 0.0 { v / max } else { 0.0 }), format!("{v:.digits$}")),
+                    Some(v) => {
+                        (colormap(if max > 0.0 { v / max } else { 0.0 }), format!("{v:.digits$}"))
+                    }
                     None => (RGBColor(215, 215, 215), "–".to_string()),
                 };
                 root.draw(&Rectangle::new([(x0, y0), (x0 + cell, y0 + cell)], fill.filled()))?;
@@ -77,7 +96,10 @@ impl Draw for Heatmap {
                 let style = font(value_size).color(&color).pos(center);
                 root.draw(&Text::new(text, (x0 + cell / 2, y0 + cell / 2), style))?;
                 if r == c {
-                    root.draw(&Rectangle::new([(x0, y0), (x0 + cell - 1, y0 + cell - 1)], BLACK.stroke_width(2)))?;
+                    root.draw(&Rectangle::new(
+                        [(x0, y0), (x0 + cell - 1, y0 + cell - 1)],
+                        BLACK.stroke_width(2),
+                    ))?;
                 }
             }
         }
@@ -90,7 +112,11 @@ impl Draw for Heatmap {
         let bottom = Pos::new(HPos::Center, VPos::Bottom);
         for (c, name) in self.col_names.iter().enumerate() {
             let x = LEFT + c as i32 * cell + cell / 2;
-            root.draw(&Text::new(short_label(name, label_chars), (x, TOP - 4), font(11.0).pos(bottom)))?;
+            root.draw(&Text::new(
+                short_label(name, label_chars),
+                (x, TOP - 4),
+                font(11.0).pos(bottom),
+            ))?;
         }
         let n_rows = self.row_names.len() as i32;
         let n_cols = self.col_names.len() as i32;
@@ -101,11 +127,18 @@ impl Draw for Heatmap {
         let (bx, by, bh) = (LEFT + n_cols * cell + 20, TOP, n_rows * cell);
         for i in 0..bh {
             let t = 1.0 - f64::from(i) / f64::from(bh.max(1));
-            root.draw(&Rectangle::new([(bx, by + i), (bx + 16, by + i + 1)], colormap(t).filled()))?;
+            root.draw(&Rectangle::new(
+                [(bx, by + i), (bx + 16, by + i + 1)],
+                colormap(t).filled(),
+            ))?;
         }
         let left = Pos::new(HPos::Left, VPos::Center);
         root.draw(&Text::new(format!("{max:.digits$}"), (bx + 20, by + 6), font(11.0).pos(left)))?;
-        root.draw(&Text::new(format!("{:.digits$}", 0.0), (bx + 20, by + bh - 6), font(11.0).pos(left)))?;
+        root.draw(&Text::new(
+            format!("{:.digits$}", 0.0),
+            (bx + 20, by + bh - 6),
+            font(11.0).pos(left),
+        ))?;
         Ok(())
     }
 }

@@ -6,7 +6,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::figure::{draw_category_labels, class_color, font, render, short_label, Draw, DrawResult, Figure};
+use crate::figure::{
+    class_color, draw_category_labels, font, render, short_label, Draw, DrawResult, Figure,
+};
 
 #[derive(Clone, Debug)]
 pub struct PriorFigure {
@@ -28,7 +30,10 @@ impl PriorFigure {
         let c = self.class_names.len();
         let ok = |v: &Option<Vec<f64>>| v.as_ref().is_none_or(|v| v.len() == c);
         if c == 0 || self.source.len() != c || !ok(&self.estimated) || !ok(&self.truth) {
-            return Err(Error::bad_input(name, format!("every prior needs {c} entries (one per class)")));
+            return Err(Error::bad_input(
+                name,
+                format!("every prior needs {c} entries (one per class)"),
+            ));
         }
         render(name, caption, (900, 620), self)
     }
@@ -43,7 +48,8 @@ impl Draw for PriorFigure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         let c = self.class_names.len();
         let (top, bottom) = root.split_vertically(400);
-        let mut series: Vec<(&str, &Vec<f64>, RGBColor)> = vec![("source prior pˢ", &self.source, SOURCE)];
+        let mut series: Vec<(&str, &Vec<f64>, RGBColor)> =
+            vec![("source prior pˢ", &self.source, SOURCE)];
         if let Some(e) = &self.estimated {
             series.push(("estimated target prior", e, ESTIMATE));
         }
@@ -79,7 +85,9 @@ impl Draw for PriorFigure {
                     Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
                 }))?
                 .label(*label)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
         }
         if let (Some((lo, hi)), true) = (&self.interval, self.estimated.is_some()) {
             let x = |k: usize| k as f64 + 0.1 + 1.46 * width;
@@ -88,7 +96,13 @@ impl Draw for PriorFigure {
             }))?;
         }
         draw_category_labels(&mut chart, &names, 0.0)?;
-        chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).label_font(font(12.0)).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font(font(12.0))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
 
         match self.errors() {
             Some(err) => {
@@ -100,10 +114,23 @@ impl Draw for PriorFigure {
                     .x_label_area_size(34)
                     .y_label_area_size(50)
                     .build_cartesian_2d(0.0..c as f64, 0.0..(emax * 1.2).max(1e-3))?;
-                chart.configure_mesh().disable_x_mesh().light_line_style(TRANSPARENT).x_labels(0).label_style(font(11.0)).draw()?;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .light_line_style(TRANSPARENT)
+                    .x_labels(0)
+                    .label_style(font(11.0))
+                    .draw()?;
                 draw_category_labels(&mut chart, &names, 0.0)?;
-                chart.draw_series(LineSeries::new(err.iter().enumerate().map(|(k, &e)| (k as f64 + 0.5, e)), ESTIMATE.stroke_width(2)))?;
-                chart.draw_series(err.iter().enumerate().map(|(k, &e)| Circle::new((k as f64 + 0.5, e), 4, class_color(k).filled())))?;
+                chart.draw_series(LineSeries::new(
+                    err.iter().enumerate().map(|(k, &e)| (k as f64 + 0.5, e)),
+                    ESTIMATE.stroke_width(2),
+                ))?;
+                chart.draw_series(
+                    err.iter().enumerate().map(|(k, &e)| {
+                        Circle::new((k as f64 + 0.5, e), 4, class_color(k).filled())
+                    }),
+                )?;
             }
             None => {
                 let why = if self.estimated.is_none() {

@@ -39,7 +39,10 @@ impl Scatter {
     pub fn render(&self, name: &str, caption: &str) -> Result<Figure> {
         let n = self.points.len();
         if n == 0 || self.labels.len() != n || self.is_target.len() != n {
-            return Err(Error::bad_input(name, "scatter needs as many labels and domain flags as points, and at least one point"));
+            return Err(Error::bad_input(
+                name,
+                "scatter needs as many labels and domain flags as points, and at least one point",
+            ));
         }
         if let Some(&k) = self.labels.iter().find(|&&k| k >= self.class_names.len()) {
             return Err(Error::bad_input(name, format!("label {k} has no class name")));
@@ -50,7 +53,9 @@ impl Scatter {
     fn centroids(&self) -> Vec<Option<(f64, f64)>> {
         let c = self.class_names.len();
         let mut s = vec![(0.0, 0.0, 0usize); c];
-        for ((&(x, y), &k), _) in self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| t) {
+        for ((&(x, y), &k), _) in
+            self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| t)
+        {
             s[k] = (s[k].0 + f64::from(x), s[k].1 + f64::from(y), s[k].2 + 1);
         }
         s.into_iter().map(|(x, y, m)| (m > 0).then(|| (x / m as f64, y / m as f64))).collect()
@@ -75,18 +80,43 @@ impl Draw for Scatter {
             .margin(10)
             .x_label_area_size(24)
             .y_label_area_size(36)
-            .build_cartesian_2d(range(self.points.iter().map(|p| p.0)), range(self.points.iter().map(|p| p.1)))?;
-        chart.configure_mesh().disable_mesh().label_style(font(10.0)).x_labels(5).y_labels(5).draw()?;
+            .build_cartesian_2d(
+                range(self.points.iter().map(|p| p.0)),
+                range(self.points.iter().map(|p| p.1)),
+            )?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .label_style(font(10.0))
+            .x_labels(5)
+            .y_labels(5)
+            .draw()?;
         // Source first (underneath), then target.
-        chart.draw_series(self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| !t).map(
-            |((&(x, y), &k), _)| Circle::new((f64::from(x), f64::from(y)), 3, class_color(k).mix(0.7).stroke_width(1)),
-        ))?;
-        chart.draw_series(self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| t).map(
-            |((&(x, y), &k), _)| Circle::new((f64::from(x), f64::from(y)), 3, class_color(k).filled()),
-        ))?;
+        chart.draw_series(
+            self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| !t).map(
+                |((&(x, y), &k), _)| {
+                    Circle::new(
+                        (f64::from(x), f64::from(y)),
+                        3,
+                        class_color(k).mix(0.7).stroke_width(1),
+                    )
+                },
+            ),
+        )?;
+        chart.draw_series(
+            self.points.iter().zip(&self.labels).zip(&self.is_target).filter(|(_, &t)| t).map(
+                |((&(x, y), &k), _)| {
+                    Circle::new((f64::from(x), f64::from(y)), 3, class_color(k).filled())
+                },
+            ),
+        )?;
         let label = Pos::new(HPos::Left, VPos::Center);
-        let marks: Vec<(usize, (f64, f64), f64)> =
-            self.centroids().into_iter().enumerate().filter_map(|(k, c)| Some((k, c?, scatter[k]?))).collect();
+        let marks: Vec<(usize, (f64, f64), f64)> = self
+            .centroids()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, c)| Some((k, c?, scatter[k]?)))
+            .collect();
         let colors: Vec<RGBColor> = (0..self.class_names.len()).map(class_color).collect();
         chart.draw_series(marks.into_iter().map(|(k, at, s)| {
             let text = format!("{s:.1}");
@@ -109,7 +139,11 @@ impl Draw for Scatter {
             legend.draw(&Text::new(short_label(name, 20), (28, y), font(12.0).pos(label)))?;
             y += 20;
         }
-        legend.draw(&Text::new(format!("mean target scatter {mean:.1}"), (8, y + 2), font(12.0)))?;
+        legend.draw(&Text::new(
+            format!("mean target scatter {mean:.1}"),
+            (8, y + 2),
+            font(12.0),
+        ))?;
         legend.draw(&Text::new("numbers: intra-class", (8, y + 16), font(11.0)))?;
         legend.draw(&Text::new("scatter of the 2-D", (8, y + 30), font(11.0)))?;
         legend.draw(&Text::new("target points", (8, y + 44), font(11.0)))?;

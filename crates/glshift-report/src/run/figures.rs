@@ -34,7 +34,14 @@ fn defined(values: &[Vec<Option<f64>>]) -> (Vec<usize>, Vec<usize>) {
     (rows, cols)
 }
 
-fn heatmap(title: String, subtitle: String, row_axis: &str, col_axis: &str, names: &[String], values: &[Vec<Option<f64>>]) -> Heatmap {
+fn heatmap(
+    title: String,
+    subtitle: String,
+    row_axis: &str,
+    col_axis: &str,
+    names: &[String],
+    values: &[Vec<Option<f64>>],
+) -> Heatmap {
     let (rows, cols) = defined(values);
     Heatmap {
         title,
@@ -66,7 +73,12 @@ pub fn run_figures(run: &RunData, opts: &FigureOptions) -> Result<(Vec<Figure>, 
 }
 
 /// Dˢᵗ and Dᵗᵗ heatmaps from the embedding metrics.
-fn distance_heatmaps(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+fn distance_heatmaps(
+    run: &RunData,
+    task: &str,
+    figs: &mut Vec<Figure>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let s = &run.summary;
     let names = &s.classes;
     match &s.embedding_metrics {
@@ -84,7 +96,13 @@ fn distance_heatmaps(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &
 }
 
 /// t-SNE of the target, and of source and target together.
-fn tsne_figures(run: &RunData, opts: &FigureOptions, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+fn tsne_figures(
+    run: &RunData,
+    opts: &FigureOptions,
+    task: &str,
+    figs: &mut Vec<Figure>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let s = &run.summary;
     let names = &s.classes;
     let seed = s.seed;
@@ -122,7 +140,12 @@ fn tsne_figures(run: &RunData, opts: &FigureOptions, task: &str, figs: &mut Vec<
 }
 
 /// Estimated vs true target prior, with the fit's interval where it has one.
-fn prior_figure(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+fn prior_figure(
+    run: &RunData,
+    task: &str,
+    figs: &mut Vec<Figure>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let s = &run.summary;
     let names = &s.classes;
     let prior = PriorFigure {
@@ -133,7 +156,10 @@ fn prior_figure(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut V
         truth: s.true_target_prior.clone(),
         // The fit's own bootstrap interval (`estimated_target_prior_ci_low`/`_high`), where the
         // fit could build one (an estimate and a source hold-out).
-        interval: s.estimated_target_prior_ci_low.clone().zip(s.estimated_target_prior_ci_high.clone()),
+        interval: s
+            .estimated_target_prior_ci_low
+            .clone()
+            .zip(s.estimated_target_prior_ci_high.clone()),
     };
     let caption = if prior.interval.is_some() {
         format!(
@@ -152,7 +178,12 @@ fn prior_figure(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut V
 }
 
 /// Cross-entropy, J_TU, J_DU and the prior over the iterations.
-fn training_curves(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mut Vec<String>) -> Result<()> {
+fn training_curves(
+    run: &RunData,
+    task: &str,
+    figs: &mut Vec<Figure>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     let s = &run.summary;
     let names = &s.classes;
     if s.history.is_empty() {
@@ -164,7 +195,14 @@ fn training_curves(run: &RunData, task: &str, figs: &mut Vec<Figure>, notes: &mu
             points: s
                 .history
                 .iter()
-                .map(|h| CurvePoint { iter: h.iter, adapt: h.stage == Stage::Adapt, ce: h.ce, j_tu: h.j_tu, j_du: h.j_du, target_prior: h.target_prior.clone() })
+                .map(|h| CurvePoint {
+                    iter: h.iter,
+                    adapt: h.stage == Stage::Adapt,
+                    ce: h.ce,
+                    j_tu: h.j_tu,
+                    j_du: h.j_du,
+                    target_prior: h.target_prior.clone(),
+                })
                 .collect(),
         };
         figs.push(curves.render("training_curves", "Cross-entropy, J_TU, J_DU and the target-prior estimate over the iterations (pre-training, then adaptation)")?);

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use glshift::pipeline::{FitReport, LABELS_SOURCE_FILE, LABELS_TARGET_FILE, Z_SOURCE_FILE, Z_TARGET_FILE};
+use glshift::pipeline::{
+    FitReport, LABELS_SOURCE_FILE, LABELS_TARGET_FILE, Z_SOURCE_FILE, Z_TARGET_FILE,
+};
 use ndarray::{Array1, Array2};
 
 use crate::error::{Error, Result};
@@ -50,7 +52,10 @@ pub fn read_summary(path: &Path) -> Result<FitReport> {
         .map_err(|e| Error::bad_file(path, format!("not a glshift fit report ({e})")))?;
     let c = s.classes.len();
     if c < 2 {
-        return Err(Error::bad_file(path, format!("`classes` lists {c} class(es); a run has at least 2")));
+        return Err(Error::bad_file(
+            path,
+            format!("`classes` lists {c} class(es); a run has at least 2"),
+        ));
     }
     check_len(path, "source_prior", s.source_prior.len(), c)?;
     for (what, v) in [
@@ -86,11 +91,21 @@ fn read_labels(path: &Path, rows: usize, c: usize) -> Result<Vec<usize>> {
         return Err(Error::bad_file(path, format!("{} labels for {rows} rows of Z", y.len())));
     }
     y.iter()
-        .map(|&k| usize::try_from(k).ok().filter(|&k| k < c).ok_or_else(|| Error::bad_file(path, format!("label {k} out of range 0..{c}"))))
+        .map(|&k| {
+            usize::try_from(k)
+                .ok()
+                .filter(|&k| k < c)
+                .ok_or_else(|| Error::bad_file(path, format!("label {k} out of range 0..{c}")))
+        })
         .collect()
 }
 
-fn read_embedding(dir: &Path, z_file: &str, labels_file: &str, c: usize) -> Result<Option<Embedding>> {
+fn read_embedding(
+    dir: &Path,
+    z_file: &str,
+    labels_file: &str,
+    c: usize,
+) -> Result<Option<Embedding>> {
     let zp = dir.join(z_file);
     if !zp.exists() {
         return Ok(None);
@@ -105,7 +120,10 @@ fn read_embedding(dir: &Path, z_file: &str, labels_file: &str, c: usize) -> Resu
 pub fn load_run(dir: &Path) -> Result<RunData> {
     let report = dir.join("report.json");
     if !dir.is_dir() {
-        return Err(Error::NotAReportFolder { path: dir.to_path_buf(), reason: "no such folder".into() });
+        return Err(Error::NotAReportFolder {
+            path: dir.to_path_buf(),
+            reason: "no such folder".into(),
+        });
     }
     let summary = read_summary(&report)?;
     let c = summary.classes.len();
@@ -113,7 +131,10 @@ pub fn load_run(dir: &Path) -> Result<RunData> {
     let target = read_embedding(dir, Z_TARGET_FILE, LABELS_TARGET_FILE, c)?;
     if let (Some(s), Some(t)) = (&source, &target) {
         if s.z.ncols() != t.z.ncols() {
-            return Err(Error::bad_file(dir.join(Z_TARGET_FILE), format!("{} columns, {} has {}", t.z.ncols(), Z_SOURCE_FILE, s.z.ncols())));
+            return Err(Error::bad_file(
+                dir.join(Z_TARGET_FILE),
+                format!("{} columns, {} has {}", t.z.ncols(), Z_SOURCE_FILE, s.z.ncols()),
+            ));
         }
     }
     Ok(RunData { dir: dir.to_path_buf(), summary, source, target })

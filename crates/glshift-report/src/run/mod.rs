@@ -36,7 +36,11 @@ pub fn figure_files(dir: &Path, figures: &[Figure]) -> Vec<(PathBuf, Vec<u8>)> {
 
 /// Loads the run (and the baseline), draws every figure, and writes `dir/figures/*` and
 /// `dir/report.html` together atomically: on any error nothing is written.
-pub fn write_run_report(dir: &Path, baseline: Option<&Path>, opts: &FigureOptions) -> Result<Written> {
+pub fn write_run_report(
+    dir: &Path,
+    baseline: Option<&Path>,
+    opts: &FigureOptions,
+) -> Result<Written> {
     let run = load_run(dir)?;
     let base = baseline.map(load_run).transpose()?;
     let (figures, notes) = run_figures(&run, opts)?;

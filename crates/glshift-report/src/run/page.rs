@@ -14,10 +14,17 @@ fn diag(m: &[Vec<Option<f64>>], k: usize) -> Option<f64> {
 /// J_b/J_w is higher and its mean D^st diagonal smaller, said plainly either way.
 pub fn comparison(run: &FitReport, base: &FitReport) -> Vec<String> {
     let mut out = Vec::new();
-    if (run.source.as_str(), run.target.as_str(), setting(run)) != (base.source.as_str(), base.target.as_str(), setting(base)) {
+    if (run.source.as_str(), run.target.as_str(), setting(run))
+        != (base.source.as_str(), base.target.as_str(), setting(base))
+    {
         out.push(format!(
             "Warning: the baseline is a different task ({}→{} {}) from this run ({}→{} {}).",
-            base.source, base.target, setting(base), run.source, run.target, setting(run)
+            base.source,
+            base.target,
+            setting(base),
+            run.source,
+            run.target,
+            setting(run)
         ));
     }
     let (Some(a), Some(b)) = (&run.embedding_metrics, &base.embedding_metrics) else {
@@ -60,12 +67,22 @@ fn summary_rows(s: &FitReport) -> Vec<Vec<String>> {
 fn metrics_section(p: &mut Page, s: &FitReport) {
     p.h2("Representation metrics (Z rescaled to unit RMS row norm)");
     let Some(m) = &s.embedding_metrics else {
-        p.para("No embedding metrics: the target has no labels, or the run predates them.", Some("note"));
+        p.para(
+            "No embedding metrics: the target has no labels, or the run predates them.",
+            Some("note"),
+        );
         return;
     };
-    let header = ["domain", "J_b (inter-class)", "J_w (intra-class)", "J_b/J_w", "classes"].map(String::from);
+    let header = ["domain", "J_b (inter-class)", "J_w (intra-class)", "J_b/J_w", "classes"]
+        .map(String::from);
     let row = |name: &str, d: &glshift::eval::Separability| {
-        vec![name.into(), num(Some(d.j_b), 4), num(Some(d.j_w), 4), num(Some(d.ratio), 3), d.classes_present.to_string()]
+        vec![
+            name.into(),
+            num(Some(d.j_b), 4),
+            num(Some(d.j_w), 4),
+            num(Some(d.ratio), 3),
+            d.classes_present.to_string(),
+        ]
     };
     p.table(&header, &[row("source", &m.source), row("target", &m.target)]);
     p.para(
@@ -84,7 +101,10 @@ fn metrics_section(p: &mut Page, s: &FitReport) {
 fn diagnostics_section(p: &mut Page, s: &FitReport) {
     p.h2("Diagnostics (no target label read)");
     let Some(d) = &s.diagnostics else {
-        p.para("No diagnostics: the fit had no source hold-out, or the run predates them.", Some("note"));
+        p.para(
+            "No diagnostics: the fit had no source hold-out, or the run predates them.",
+            Some("note"),
+        );
         return;
     };
     for line in d.summary_lines() {
@@ -105,7 +125,19 @@ fn fmt(v: &[f64]) -> String {
 
 fn per_class_section(p: &mut Page, s: &FitReport) {
     p.h2("Per class");
-    let header = ["class", "pˢ", "p̂ᵗ", "pᵗ", "|p̂ᵗ − pᵗ|", "w", "accuracy (%)", "predicted", "MCMD²(s,t)", "Dˢᵗ_kk"].map(String::from);
+    let header = [
+        "class",
+        "pˢ",
+        "p̂ᵗ",
+        "pᵗ",
+        "|p̂ᵗ − pᵗ|",
+        "w",
+        "accuracy (%)",
+        "predicted",
+        "MCMD²(s,t)",
+        "Dˢᵗ_kk",
+    ]
+    .map(String::from);
     let m = s.embedding_metrics.as_ref();
     let rows: Vec<Vec<String>> = s
         .classes
@@ -134,9 +166,21 @@ fn per_class_section(p: &mut Page, s: &FitReport) {
 }
 
 /// The full page. `figures` are embedded; their SVGs are linked at `figures/NAME.svg`.
-pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes: &[String]) -> String {
+pub fn run_page(
+    run: &RunData,
+    base: Option<&RunData>,
+    figures: &[Figure],
+    notes: &[String],
+) -> String {
     let s = &run.summary;
-    let mut p = Page::new(&format!("glshift {}: {} → {} ({}), seed {}", s.method, s.source, s.target, setting(s), s.seed));
+    let mut p = Page::new(&format!(
+        "glshift {}: {} → {} ({}), seed {}",
+        s.method,
+        s.source,
+        s.target,
+        setting(s),
+        s.seed
+    ));
     p.table(&["run".into(), "value".into()], &summary_rows(s));
     if let Some(b) = base {
         p.h2(&format!("Compared with the baseline run {}", b.dir.display()));
@@ -149,12 +193,36 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
         p.table(
             &header,
             &[
-                vec!["target accuracy (%)".into(), pct(s.target_accuracy), pct(b.summary.target_accuracy)],
-                vec!["target J_b/J_w".into(), num(a.as_ref().map(|m| m.target.ratio), 3), num(bm.as_ref().map(|m| m.target.ratio), 3)],
-                vec!["target J_b".into(), num(a.as_ref().map(|m| m.target.j_b), 4), num(bm.as_ref().map(|m| m.target.j_b), 4)],
-                vec!["target J_w".into(), num(a.as_ref().map(|m| m.target.j_w), 4), num(bm.as_ref().map(|m| m.target.j_w), 4)],
-                vec!["mean diagonal of Dˢᵗ".into(), num(a.as_ref().map(|m| m.d_st_diagonal_mean), 4), num(bm.as_ref().map(|m| m.d_st_diagonal_mean), 4)],
-                vec!["mean off-diagonal of Dˢᵗ".into(), num(a.as_ref().map(|m| m.d_st_off_diagonal_mean), 4), num(bm.as_ref().map(|m| m.d_st_off_diagonal_mean), 4)],
+                vec![
+                    "target accuracy (%)".into(),
+                    pct(s.target_accuracy),
+                    pct(b.summary.target_accuracy),
+                ],
+                vec![
+                    "target J_b/J_w".into(),
+                    num(a.as_ref().map(|m| m.target.ratio), 3),
+                    num(bm.as_ref().map(|m| m.target.ratio), 3),
+                ],
+                vec![
+                    "target J_b".into(),
+                    num(a.as_ref().map(|m| m.target.j_b), 4),
+                    num(bm.as_ref().map(|m| m.target.j_b), 4),
+                ],
+                vec![
+                    "target J_w".into(),
+                    num(a.as_ref().map(|m| m.target.j_w), 4),
+                    num(bm.as_ref().map(|m| m.target.j_w), 4),
+                ],
+                vec![
+                    "mean diagonal of Dˢᵗ".into(),
+                    num(a.as_ref().map(|m| m.d_st_diagonal_mean), 4),
+                    num(bm.as_ref().map(|m| m.d_st_diagonal_mean), 4),
+                ],
+                vec![
+                    "mean off-diagonal of Dˢᵗ".into(),
+                    num(a.as_ref().map(|m| m.d_st_off_diagonal_mean), 4),
+                    num(bm.as_ref().map(|m| m.d_st_off_diagonal_mean), 4),
+                ],
             ],
         );
     }
@@ -170,7 +238,9 @@ pub fn run_page(run: &RunData, base: Option<&RunData>, figures: &[Figure], notes
     }
     p.h2("Configuration");
     // Through a JSON value, so that keys are listed in name order as before.
-    let config = serde_json::to_value(&s.config).and_then(|v| serde_json::to_string_pretty(&v)).unwrap_or_default();
+    let config = serde_json::to_value(&s.config)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_default();
     p.details("the full configuration of the fit (report.json → config)", &config);
     p.para("Target labels were read only to score the run and to draw these figures, never by training.", Some("note"));
     p.finish()

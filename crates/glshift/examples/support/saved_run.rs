@@ -8,7 +8,9 @@
 use std::path::Path;
 
 use glshift::data::load_pair;
-use glshift::label_shift::{fit_temperature, softmax_with_temperature, stratified_holdout, ShiftInputs};
+use glshift::label_shift::{
+    fit_temperature, softmax_with_temperature, stratified_holdout, ShiftInputs,
+};
 use glshift::methods::FitConfig;
 use glshift::model::FittedModel;
 use ndarray::{Array2, Axis};
@@ -46,8 +48,10 @@ impl SavedRun {
         let cfg = model.config().clone();
         let sy = source.labels.clone().expect("source labels");
         let c = model.n_classes();
-        let (_, hold) = stratified_holdout(&sy, c, cfg.label_shift.holdout_fraction, cfg.seed).expect("split");
-        let hp = model.predict_proba(source.features.select(Axis(0), &hold).view()).expect("predict");
+        let (_, hold) =
+            stratified_holdout(&sy, c, cfg.label_shift.holdout_fraction, cfg.seed).expect("split");
+        let hp =
+            model.predict_proba(source.features.select(Axis(0), &hold).view()).expect("predict");
         let tp = model.predict_proba(target.features.view()).expect("predict");
         let hold_labels: Vec<usize> = hold.iter().map(|&i| sy[i]).collect();
         let logits = |p: &Array2<f32>| p.mapv(|v| v.max(1e-30).ln());

@@ -15,10 +15,8 @@ pub(super) fn read_classes(dir: &Path) -> Result<Option<Vec<String>>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|source| Error::Io { path: path.clone(), source })?;
     let mut names: Vec<String> = text.lines().map(|l| l.trim().to_string()).collect();
     while names.last().is_some_and(|l| l.is_empty()) {
         names.pop();
@@ -33,11 +31,7 @@ pub(super) fn read_classes(dir: &Path) -> Result<Option<Vec<String>>> {
         if let Some(j) = names[..i].iter().position(|m| m == name) {
             return Err(Error::bad_file(
                 &path,
-                format!(
-                    "class name {name:?} appears on lines {} and {}",
-                    j + 1,
-                    i + 1
-                ),
+                format!("class name {name:?} appears on lines {} and {}", j + 1, i + 1),
             ));
         }
     }

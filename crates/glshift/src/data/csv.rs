@@ -13,10 +13,8 @@ use crate::{Error, Result};
 
 /// Reads one `<domain>.csv` file.
 pub(super) fn read_csv(path: &Path) -> Result<RawDomain> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = std::fs::File::open(path)
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     let parsed = parse_csv(file, path)?;
     Ok(RawDomain::new(parsed, path))
 }
@@ -61,10 +59,7 @@ pub(super) fn parse_csv(reader: impl Read, path: &Path) -> Result<ParsedFile> {
 /// column's index.
 fn check_header(header: &::csv::StringRecord, path: &Path) -> Result<Option<usize>> {
     if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
-        return Err(Error::bad_file(
-            path,
-            "empty file: a header row is required",
-        ));
+        return Err(Error::bad_file(path, "empty file: a header row is required"));
     }
     // A header of numbers means the file has no header: the first sample would be lost.
     // Exception: 0,1,2,... is how pandas names unnamed columns.
@@ -85,14 +80,9 @@ fn check_header(header: &::csv::StringRecord, path: &Path) -> Result<Option<usiz
             ),
         ));
     }
-    let label_cols: Vec<usize> = (0..header.len())
-        .filter(|&j| &header[j] == "label")
-        .collect();
+    let label_cols: Vec<usize> = (0..header.len()).filter(|&j| &header[j] == "label").collect();
     if label_cols.len() > 1 {
-        return Err(Error::bad_file(
-            path,
-            "more than one column is named `label`",
-        ));
+        return Err(Error::bad_file(path, "more than one column is named `label`"));
     }
     Ok(label_cols.first().copied())
 }

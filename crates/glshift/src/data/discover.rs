@@ -12,10 +12,7 @@ use crate::{Error, Result};
 /// Where one domain's data live.
 #[derive(Debug)]
 pub(super) enum Source {
-    Npy {
-        features: PathBuf,
-        labels: Option<PathBuf>,
-    },
+    Npy { features: PathBuf, labels: Option<PathBuf> },
     Mat(PathBuf),
     Csv(PathBuf),
 }
@@ -30,16 +27,12 @@ impl Source {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// Names of the domains present in `dir`, sorted.
 pub fn list_domains(dir: &Path) -> Result<Vec<String>> {
-    let mut out: Vec<String> = file_names(dir)?
-        .iter()
-        .filter_map(|f| domain_of(f))
-        .collect();
+    let mut out: Vec<String> = file_names(dir)?.iter().filter_map(|f| domain_of(f)).collect();
     out.sort();
     out.dedup();
     Ok(out)
@@ -84,9 +77,7 @@ pub(super) fn find_domain(dir: &Path, domain: &str) -> Result<Source> {
     }
     let prefix = format!("{domain}_");
     for n in &names {
-        let is_mat = n
-            .strip_suffix(".mat")
-            .is_some_and(|s| s == domain || s.starts_with(&prefix));
+        let is_mat = n.strip_suffix(".mat").is_some_and(|s| s == domain || s.starts_with(&prefix));
         if is_mat {
             found.push(Source::Mat(dir.join(n)));
         }
@@ -121,11 +112,7 @@ pub(super) fn find_domain(dir: &Path, domain: &str) -> Result<Source> {
 
 /// All `.mat` files of `dir` (for the folder-wide 1-based label rule), sorted.
 pub(super) fn mat_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    Ok(file_names(dir)?
-        .into_iter()
-        .filter(|n| n.ends_with(".mat"))
-        .map(|n| dir.join(n))
-        .collect())
+    Ok(file_names(dir)?.into_iter().filter(|n| n.ends_with(".mat")).map(|n| dir.join(n)).collect())
 }
 
 /// Names of the regular files in `dir`, sorted; a clear error when `dir` is not a folder.
@@ -134,15 +121,9 @@ fn file_names(dir: &Path) -> Result<Vec<String>> {
         return Err(Error::bad_file(dir, "data folder does not exist"));
     }
     if !dir.is_dir() {
-        return Err(Error::bad_file(
-            dir,
-            "not a folder (a data folder is expected)",
-        ));
+        return Err(Error::bad_file(dir, "not a folder (a data folder is expected)"));
     }
-    let io = |source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
+    let io = |source| Error::Io { path: dir.to_path_buf(), source };
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;

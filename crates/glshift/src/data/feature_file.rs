@@ -38,7 +38,8 @@ impl FeatureFile {
         if layout.fortran {
             return Ok(None);
         }
-        let meta = file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        let meta =
+            file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         Ok(Some(FeatureFile { file, path: path.to_path_buf(), layout, stamp: stamp(&meta) }))
     }
 
@@ -71,7 +72,10 @@ impl FeatureFile {
             });
         }
         if let Some(&bad) = rows.iter().find(|&&r| r >= n) {
-            return Err(Error::bad_file(&self.path, format!("row {bad} asked for, but the file has {n} rows")));
+            return Err(Error::bad_file(
+                &self.path,
+                format!("row {bad} asked for, but the file has {n} rows"),
+            ));
         }
         let native = self.layout.native_f32() && out.is_standard_layout();
         let mut buf = Vec::new();
@@ -89,7 +93,9 @@ impl FeatureFile {
                 buf.resize(run * d * self.layout.size, 0);
                 self.read_bytes(rows[i], &mut buf)?;
                 let mut block = out.slice_axis_mut(Axis(0), (i..i + run).into());
-                for (row, bytes) in block.axis_iter_mut(Axis(0)).zip(buf.chunks_exact(d * self.layout.size)) {
+                for (row, bytes) in
+                    block.axis_iter_mut(Axis(0)).zip(buf.chunks_exact(d * self.layout.size))
+                {
                     self.layout.convert(bytes, row);
                 }
             }
@@ -103,17 +109,22 @@ impl FeatureFile {
         let row_bytes = self.layout.d * self.layout.size;
         let at = self.layout.data_start + (first * row_bytes) as u64;
         self.file.read_exact_at(buf, at).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => self.changed("it became shorter while it was read"),
+            std::io::ErrorKind::UnexpectedEof => {
+                self.changed("it became shorter while it was read")
+            }
             _ => Error::Io { path: self.path.clone(), source: e },
         })
     }
 
     /// An error unless the file has the length and modification time it had when opened.
     pub fn check_unchanged(&self) -> Result<()> {
-        let meta = self.file.metadata().map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        let meta =
+            self.file.metadata().map_err(|source| Error::Io { path: self.path.clone(), source })?;
         let now = stamp(&meta);
         if now.0 != self.stamp.0 {
-            return Err(self.changed(&format!("its length went from {} to {} bytes", self.stamp.0, now.0)));
+            return Err(
+                self.changed(&format!("its length went from {} to {} bytes", self.stamp.0, now.0))
+            );
         }
         if now.1 != self.stamp.1 {
             return Err(self.changed("it was modified"));

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use super::classes::{read_classes, CLASSES_FILE};
 use super::discover::{find_domain, mat_files, Source};
-use super::validate::{check_features, check_label_range, check_pair, check_pair_shapes, to_indices};
+use super::validate::{
+    check_features, check_label_range, check_pair, check_pair_shapes, to_indices,
+};
 use super::{csv, mat, npy, Domain, FeatureFile, FileFormat, LabelRule, RawDomain, Rows};
 use crate::Result;
 
@@ -36,10 +38,7 @@ pub fn load_domain(dir: &Path, domain: &str) -> Result<Domain> {
     let rule = label_rule(dir, &[&loaded])?;
     let mut domains = finish(dir, vec![loaded], rule)?;
     let d = domains.remove(0);
-    check_features(
-        &format!("domain '{}' ({})", d.name, d.path.display()),
-        d.features.view(),
-    )?;
+    check_features(&format!("domain '{}' ({})", d.name, d.path.display()), d.features.view())?;
     Ok(d)
 }
 
@@ -66,12 +65,7 @@ fn read(dir: &Path, domain: &str) -> Result<Loaded> {
                 Some(p) => (Some(npy::read_labels(&p)?), p),
                 None => (None, features.clone()),
             };
-            let raw = RawDomain {
-                features: x,
-                labels,
-                labels_path,
-                feature_names: None,
-            };
+            let raw = RawDomain { features: x, labels, labels_path, feature_names: None };
             (raw, features, FileFormat::Npy)
         }
         Source::Mat(p) => (mat::read_mat(&p)?, p, FileFormat::Mat),
@@ -98,14 +92,19 @@ pub struct FilePair {
 /// when a domain is not stored as `.npy` or its features file is in Fortran order: load those
 /// with [`load_pair`].
 pub fn open_pair_files(dir: &Path, source: &str, target: &str) -> Result<Option<FilePair>> {
-    let (Some((s, source_rows)), Some((t, target_rows))) = (open_npy_domain(dir, source)?, open_npy_domain(dir, target)?) else {
+    let (Some((s, source_rows)), Some((t, target_rows))) =
+        (open_npy_domain(dir, source)?, open_npy_domain(dir, target)?)
+    else {
         return Ok(None);
     };
     // `.npy` labels are 0-based (the folder-wide 1-based rule is for `.mat` files).
     let mut both = finish(dir, vec![s, t], LabelRule::ZeroBased)?;
     let target = both.pop().expect("two domains were opened");
     let source = both.pop().expect("two domains were opened");
-    check_pair_shapes((&source, Rows::File(&source_rows, None)), (&target, Rows::File(&target_rows, None)))?;
+    check_pair_shapes(
+        (&source, Rows::File(&source_rows, None)),
+        (&target, Rows::File(&target_rows, None)),
+    )?;
     Ok(Some(FilePair { source, target, source_rows, target_rows }))
 }
 
@@ -117,8 +116,19 @@ fn open_npy_domain(dir: &Path, domain: &str) -> Result<Option<(Loaded, FeatureFi
         Some(p) => (Some(npy::read_labels(&p)?), p),
         None => (None, features.clone()),
     };
-    let raw = RawDomain { features: ndarray::Array2::zeros((0, rows.ncols())), labels, labels_path, feature_names: None };
-    let loaded = Loaded { name: domain.to_string(), raw, path: features, format: FileFormat::Npy, n_rows: rows.nrows() };
+    let raw = RawDomain {
+        features: ndarray::Array2::zeros((0, rows.ncols())),
+        labels,
+        labels_path,
+        feature_names: None,
+    };
+    let loaded = Loaded {
+        name: domain.to_string(),
+        raw,
+        path: features,
+        format: FileFormat::Npy,
+        n_rows: rows.nrows(),
+    };
     Ok(Some((loaded, rows)))
 }
 
@@ -126,17 +136,11 @@ fn open_npy_domain(dir: &Path, domain: &str) -> Result<Option<(Loaded, FeatureFi
 /// siblings. Siblings that cannot be read or have no labels are skipped (a folder may hold
 /// other `.mat` files, e.g. results); only `.mat` labels count, npy/csv are always 0-based.
 fn label_rule(dir: &Path, loaded: &[&Loaded]) -> Result<LabelRule> {
-    let mats: Vec<&&Loaded> = loaded
-        .iter()
-        .filter(|l| l.format == FileFormat::Mat)
-        .collect();
+    let mats: Vec<&&Loaded> = loaded.iter().filter(|l| l.format == FileFormat::Mat).collect();
     if mats.is_empty() {
         return Ok(LabelRule::ZeroBased);
     }
-    let mut min = mats
-        .iter()
-        .filter_map(|l| l.raw.labels.as_ref()?.iter().min().copied())
-        .min();
+    let mut min = mats.iter().filter_map(|l| l.raw.labels.as_ref()?.iter().min().copied()).min();
     for p in mat_files(dir)? {
         if mats.iter().any(|l| l.path == p) {
             continue;
@@ -145,31 +149,17 @@ fn label_rule(dir: &Path, loaded: &[&Loaded]) -> Result<LabelRule> {
             min = min.into_iter().chain(labels.iter().copied().min()).min();
         }
     }
-    Ok(if min == Some(1) {
-        LabelRule::OneBasedShifted
-    } else {
-        LabelRule::ZeroBased
-    })
+    Ok(if min == Some(1) { LabelRule::OneBasedShifted } else { LabelRule::ZeroBased })
 }
 
 /// Maps labels, assigns the folder's class list to every domain, and range-checks labels.
 fn finish(dir: &Path, loaded: Vec<Loaded>, rule: LabelRule) -> Result<Vec<Domain>> {
     let mut out = Vec::with_capacity(loaded.len());
     for l in loaded {
-        let label_rule = if l.format == FileFormat::Mat {
-            rule
-        } else {
-            LabelRule::ZeroBased
-        };
+        let label_rule = if l.format == FileFormat::Mat { rule } else { LabelRule::ZeroBased };
         let shift = i64::from(label_rule == LabelRule::OneBasedShifted);
         let labels = match &l.raw.labels {
-            Some(raw) => Some(to_indices(
-                raw,
-                shift,
-                l.n_rows,
-                &l.raw.labels_path,
-                &l.path,
-            )?),
+            Some(raw) => Some(to_indices(raw, shift, l.n_rows, &l.raw.labels_path, &l.path)?),
             None => None,
         };
         let domain = Domain {
@@ -195,10 +185,7 @@ fn finish(dir: &Path, loaded: Vec<Loaded>, rule: LabelRule) -> Result<Vec<Domain
                 .filter_map(|(d, _)| d.labels.as_ref()?.iter().max().map(|&m| m + 1))
                 .max()
                 .unwrap_or(0);
-            (
-                (0..c).map(|i| i.to_string()).collect(),
-                "no classes.txt".to_string(),
-            )
+            ((0..c).map(|i| i.to_string()).collect(), "no classes.txt".to_string())
         }
     };
     for (d, labels_path) in &mut out {

@@ -38,11 +38,7 @@ pub(super) fn parse_mat(bytes: &[u8], path: &Path) -> Result<ParsedFile> {
             features = features.t().as_standard_layout().into_owned();
         }
     }
-    Ok(ParsedFile {
-        features,
-        labels,
-        feature_names: None,
-    })
+    Ok(ParsedFile { features, labels, feature_names: None })
 }
 
 /// Labels of a `.mat` file only (used to decide the 1-based rule over a whole folder).
@@ -52,10 +48,7 @@ pub(super) fn read_mat_labels(path: &Path) -> Result<Option<Vec<i64>>> {
 
 /// The whole content of `path`.
 fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
 /// Parses the bytes of a `.mat` file, turning every failure (including a panic inside the
@@ -81,14 +74,10 @@ fn parse(bytes: &[u8], path: &Path) -> Result<MatFile> {
     let checked = mat_check::numeric_arrays(bytes, path)?;
     match std::panic::catch_unwind(|| MatFile::parse(&checked[..])) {
         Ok(Ok(mat)) => Ok(mat),
-        Ok(Err(e)) => Err(Error::bad_file(
-            path,
-            format!("corrupt or truncated MATLAB v5 file: {e} ({e:?})"),
-        )),
-        Err(_) => Err(Error::bad_file(
-            path,
-            "corrupt MATLAB v5 file (the parser failed)",
-        )),
+        Ok(Err(e)) => {
+            Err(Error::bad_file(path, format!("corrupt or truncated MATLAB v5 file: {e} ({e:?})")))
+        }
+        Err(_) => Err(Error::bad_file(path, "corrupt MATLAB v5 file (the parser failed)")),
     }
 }
 
@@ -96,11 +85,8 @@ fn find_features<'m>(mat: &'m MatFile, path: &Path) -> Result<&'m matfile::Array
     if let Some(a) = FEATURE_KEYS.iter().find_map(|k| mat.find_by_name(k)) {
         return Ok(a);
     }
-    let suffixed: Vec<_> = mat
-        .arrays()
-        .iter()
-        .filter(|a| a.name().ends_with("_features"))
-        .collect();
+    let suffixed: Vec<_> =
+        mat.arrays().iter().filter(|a| a.name().ends_with("_features")).collect();
     match suffixed.as_slice() {
         [one] => Ok(one),
         [] => Err(Error::bad_file(
@@ -177,17 +163,13 @@ fn read_labels(mat: &MatFile, path: &Path) -> Result<Option<Vec<i64>>> {
             if imag.is_some() {
                 return Err(bad_complex());
             }
-            real.iter()
-                .map(|&v| float_label(path, f64::from(v)))
-                .collect::<Result<Vec<_>>>()?
+            real.iter().map(|&v| float_label(path, f64::from(v))).collect::<Result<Vec<_>>>()?
         }
         NumericData::Double { real, imag } => {
             if imag.is_some() {
                 return Err(bad_complex());
             }
-            real.iter()
-                .map(|&v| float_label(path, v))
-                .collect::<Result<Vec<_>>>()?
+            real.iter().map(|&v| float_label(path, v)).collect::<Result<Vec<_>>>()?
         }
     };
     Ok(Some(v))
@@ -208,10 +190,7 @@ fn to_f32_matrix(a: &matfile::Array, path: &Path) -> Result<Array2<f32>> {
     macro_rules! conv {
         ($real:expr, $imag:expr) => {{
             if $imag.is_some() {
-                return Err(Error::bad_file(
-                    path,
-                    format!("features `{}` are complex", a.name()),
-                ));
+                return Err(Error::bad_file(path, format!("features `{}` are complex", a.name())));
             }
             $real.iter().map(|&v| v as f32).collect::<Vec<f32>>()
         }};
@@ -232,10 +211,7 @@ fn to_f32_matrix(a: &matfile::Array, path: &Path) -> Result<Array2<f32>> {
     let x = ArrayD::from_shape_vec(IxDyn(&size).f(), data).map_err(|e| {
         Error::bad_file(
             path,
-            format!(
-                "features `{}`: size {size:?} does not match the data ({e})",
-                a.name()
-            ),
+            format!("features `{}`: size {size:?} does not match the data ({e})", a.name()),
         )
     })?;
     Ok(squeeze_to_2d(x))

@@ -80,30 +80,16 @@ fn read_tag(b: &[u8], e: Endian, path: &Path, at: usize) -> Result<Option<Tag>> 
                 format!("small data element of {size} bytes (at most 4)"),
             ));
         }
-        return Ok(Some(Tag {
-            data_type: first & 0xFFFF,
-            size,
-            tag_len: 4,
-            padding: 4 - size,
-        }));
+        return Ok(Some(Tag { data_type: first & 0xFFFF, size, tag_len: 4, padding: 4 - size }));
     }
     let Some(size) = word(4) else {
         return Ok(None);
     };
     if size > u32::MAX - 7 {
-        return Err(corrupt(
-            path,
-            at,
-            format!("element size {size} is too large"),
-        ));
+        return Err(corrupt(path, at, format!("element size {size} is too large")));
     }
     let size = size as usize;
-    Ok(Some(Tag {
-        data_type: first,
-        size,
-        tag_len: 8,
-        padding: size.next_multiple_of(8) - size,
-    }))
+    Ok(Some(Tag { data_type: first, size, tag_len: 8, padding: size.next_multiple_of(8) - size }))
 }
 
 fn corrupt(path: &Path, at: usize, what: impl std::fmt::Display) -> Error {
@@ -139,10 +125,7 @@ pub(super) fn numeric_arrays(bytes: &[u8], path: &Path) -> Result<Vec<u8>> {
             return Err(corrupt(
                 path,
                 at,
-                format!(
-                    "the file ends inside an element tag ({} bytes left)",
-                    rest.len()
-                ),
+                format!("the file ends inside an element tag ({} bytes left)", rest.len()),
             ));
         };
         let Some(data) = rest.get(tag.tag_len..tag.tag_len + tag.size) else {
@@ -157,7 +140,9 @@ pub(super) fn numeric_arrays(bytes: &[u8], path: &Path) -> Result<Vec<u8>> {
             ));
         };
         match tag.data_type {
-            MI_MATRIX if is_numeric_array(data, e, path, at)? => push_element(&mut out, &rest[..tag.tag_len], data),
+            MI_MATRIX if is_numeric_array(data, e, path, at)? => {
+                push_element(&mut out, &rest[..tag.tag_len], data)
+            }
             MI_COMPRESSED => {
                 let (inner, element) = inflate(data, e, path, at)?;
                 let end = (inner.tag_len + inner.size).min(element.len());
@@ -172,11 +157,8 @@ pub(super) fn numeric_arrays(bytes: &[u8], path: &Path) -> Result<Vec<u8>> {
         }
         // Compressed elements are not padded (matfile's rule); others are, to 8 bytes. A
         // missing final padding is tolerated, as matfile does.
-        let skip = if tag.data_type == MI_COMPRESSED {
-            tag.tag_len + tag.size
-        } else {
-            tag.total()
-        };
+        let skip =
+            if tag.data_type == MI_COMPRESSED { tag.tag_len + tag.size } else { tag.total() };
         at = at.saturating_add(skip).min(bytes.len());
     }
     Ok(out)
@@ -197,8 +179,7 @@ fn inflate(data: &[u8], e: Endian, path: &Path, at: usize) -> Result<(Tag, Vec<u
     let bad = |what: String| corrupt(path, at, format!("compressed variable: {what}"));
     let mut z = libflate::zlib::Decoder::new(data).map_err(|err| bad(err.to_string()))?;
     let mut element = vec![0u8; 8];
-    z.read_exact(&mut element)
-        .map_err(|err| bad(format!("cannot inflate its tag: {err}")))?;
+    z.read_exact(&mut element).map_err(|err| bad(format!("cannot inflate its tag: {err}")))?;
     let inner = read_tag(&element, e, path, at)?.ok_or_else(|| bad("no tag".to_string()))?;
     // Bytes after the first 8 up to the end of the padding; the data must all be there.
     let declared = inner.total() - 8;
@@ -215,9 +196,7 @@ fn inflate(data: &[u8], e: Endian, path: &Path, at: usize) -> Result<(Tag, Vec<u
             inner.size
         )));
     }
-    let more = z
-        .read(&mut [0u8; 1])
-        .map_err(|err| bad(format!("cannot inflate: {err}")))?;
+    let more = z.read(&mut [0u8; 1]).map_err(|err| bad(format!("cannot inflate: {err}")))?;
     if more != 0 {
         return Err(bad(format!(
             "inflates to more than the {} bytes its tag declares",
@@ -258,10 +237,7 @@ fn is_numeric_array(body: &[u8], e: Endian, path: &Path, at: usize) -> Result<bo
             return Err(corrupt(
                 path,
                 at,
-                format!(
-                    "array sub-element of {} bytes overflows the array",
-                    tag.size
-                ),
+                format!("array sub-element of {} bytes overflows the array", tag.size),
             ));
         };
         if part == 0 {
@@ -276,28 +252,16 @@ fn is_numeric_array(body: &[u8], e: Endian, path: &Path, at: usize) -> Result<bo
 /// matfile computes it) within `i32`.
 fn check_dims(data: &[u8], tag: &Tag, e: Endian, path: &Path, at: usize) -> Result<()> {
     if tag.data_type != MI_INT32 || tag.size < 8 || tag.size % 4 != 0 {
-        return Err(corrupt(
-            path,
-            at,
-            "array without a valid dimensions sub-element",
-        ));
+        return Err(corrupt(path, at, "array without a valid dimensions sub-element"));
     }
-    let dims: Vec<i32> = data
-        .chunks_exact(4)
-        .map(|w| e.u32([w[0], w[1], w[2], w[3]]) as i32)
-        .collect();
-    let fits = dims.iter().try_fold(
-        1i32,
-        |acc, &d| if d < 0 { None } else { acc.checked_mul(d) },
-    );
+    let dims: Vec<i32> =
+        data.chunks_exact(4).map(|w| e.u32([w[0], w[1], w[2], w[3]]) as i32).collect();
+    let fits = dims.iter().try_fold(1i32, |acc, &d| if d < 0 { None } else { acc.checked_mul(d) });
     if fits.is_none() {
         return Err(corrupt(
             path,
             at,
-            format!(
-                "array dimensions {dims:?} are negative or their product exceeds {}",
-                i32::MAX
-            ),
+            format!("array dimensions {dims:?} are negative or their product exceeds {}", i32::MAX),
         ));
     }
     Ok(())

@@ -78,10 +78,13 @@ impl RawDomain {
 
 pub use discover::list_domains;
 pub use feature_file::FeatureFile;
-pub use rows::{Rows, BLOCK_ROWS};
-pub use npy_rows::{NpyRows, CHUNK_ROWS};
 pub use load::{load_domain, load_pair, open_pair_files, FilePair};
-pub use preprocess::{preprocess, preprocess_warning, preprocess_warning_rows, Preprocess, PreprocessStats, ZSCORE_TARGET_RMS_LIMIT};
+pub use npy_rows::{NpyRows, CHUNK_ROWS};
+pub use preprocess::{
+    preprocess, preprocess_warning, preprocess_warning_rows, Preprocess, PreprocessStats,
+    ZSCORE_TARGET_RMS_LIMIT,
+};
+pub use rows::{Rows, BLOCK_ROWS};
 pub use validate::{check_feature_rows, check_features};
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton

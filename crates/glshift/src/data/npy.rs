@@ -87,10 +87,7 @@ pub(super) fn float_label(path: &Path, v: f64) -> Result<i64> {
     if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
         Ok(v as i64)
     } else {
-        Err(Error::bad_file(
-            path,
-            format!("label {v} is not an integer"),
-        ))
+        Err(Error::bad_file(path, format!("label {v} is not an integer")))
     }
 }
 
@@ -100,9 +97,8 @@ pub(super) fn squeeze_to_2d<T: Clone>(mut x: ArrayD<T>) -> Array2<T> {
         let last = Axis(x.ndim() - 1);
         x = x.index_axis_move(last, 0);
     }
-    let x = x
-        .into_dimensionality::<Ix2>()
-        .expect("caller checked that there are at least two axes");
+    let x =
+        x.into_dimensionality::<Ix2>().expect("caller checked that there are at least two axes");
     if x.is_standard_layout() {
         x
     } else {
@@ -112,10 +108,7 @@ pub(super) fn squeeze_to_2d<T: Clone>(mut x: ArrayD<T>) -> Array2<T> {
 
 /// The whole content of `path`.
 fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
 }
 
 /// Parses the header for shape checks, then the data in its dtype.
@@ -124,10 +117,7 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
         return Err(Error::bad_file(path, "empty file (0 bytes): re-export it with numpy.save"));
     }
     let corrupt = |e: &dyn std::fmt::Display| {
-        Error::bad_file(
-            path,
-            format!("not a valid .npy file (corrupt or truncated): {e}"),
-        )
+        Error::bad_file(path, format!("not a valid .npy file (corrupt or truncated): {e}"))
     };
     // ndarray-npy allocates the header's declared length before reading it: check that
     // length against the file first (found by fuzzing: a 12-byte file claiming 2.6 GB).
@@ -148,10 +138,7 @@ fn parse_values(bytes: &[u8], path: &Path) -> Result<(Header, Values)> {
     let header = Header::from_reader(&mut &*bytes).map_err(|e| corrupt(&e))?;
     // Guard before reading: a corrupt header could ask for a huge allocation. Every value
     // takes at least one byte, so more values than bytes means the file is truncated.
-    let count = header
-        .shape
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(s));
+    let count = header.shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(s));
     if count.is_none_or(|c| c > bytes.len()) {
         return Err(Error::bad_file(
             path,

@@ -42,9 +42,7 @@ pub(super) fn declared_header_len(bytes: &[u8]) -> Option<(usize, usize)> {
         },
         // Versions 2.0 and 3.0: little-endian u32.
         [2 | 3, 0] => match *bytes.get(8..12)? {
-            [a, b, c, d] => usize::try_from(u32::from_le_bytes([a, b, c, d]))
-                .ok()
-                .map(|n| (12, n)),
+            [a, b, c, d] => usize::try_from(u32::from_le_bytes([a, b, c, d])).ok().map(|n| (12, n)),
             _ => None,
         },
         _ => None,

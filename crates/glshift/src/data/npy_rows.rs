@@ -112,7 +112,10 @@ pub(super) fn open_npy(path: &Path) -> Result<(File, NpyLayout)> {
     }
     let descr = header.type_descriptor.to_string();
     let (kind, size, big_endian) = parse_descr(descr.trim_matches('\'')).ok_or_else(|| {
-        Error::bad_file(path, format!("unsupported dtype {descr}: expected a float (f4, f8) or integer array"))
+        Error::bad_file(
+            path,
+            format!("unsupported dtype {descr}: expected a float (f4, f8) or integer array"),
+        )
     })?;
     let (n, d) = (shape[0], shape[1]);
     let need = n.checked_mul(d).and_then(|v| v.checked_mul(size)).map(|b| b as u64);
@@ -174,7 +177,10 @@ impl NpyRows {
     /// Fills `out` (`rows × d`) with the next `rows` rows.
     fn read_into(&mut self, mut out: ArrayViewMut2<f32>) -> Result<()> {
         let (r0, rows, l) = (self.next_row, out.nrows(), self.layout);
-        assert!(r0 + rows <= l.n && out.ncols() == l.d, "NpyRows::read_into: block outside the file");
+        assert!(
+            r0 + rows <= l.n && out.ncols() == l.d,
+            "NpyRows::read_into: block outside the file"
+        );
         if l.fortran {
             // Column j of the block is one run of `rows` values at (j·n + r0).
             for (j, col) in out.axis_iter_mut(Axis(1)).enumerate() {
@@ -196,7 +202,9 @@ impl NpyRows {
         let path = &self.path;
         self.buf.resize(count * self.layout.size, 0);
         let at = self.layout.data_start + first * self.layout.size as u64;
-        self.file.seek(SeekFrom::Start(at)).map_err(|source| Error::Io { path: path.clone(), source })?;
+        self.file
+            .seek(SeekFrom::Start(at))
+            .map_err(|source| Error::Io { path: path.clone(), source })?;
         self.file.read_exact(&mut self.buf).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => Error::bad_file(
                 path,

@@ -54,11 +54,7 @@ impl FromStr for Preprocess {
             "z-score" | "zscore" => Ok(Preprocess::ZScore),
             "l2" => Ok(Preprocess::L2),
             "l1-z-score" | "l1-zscore" => Ok(Preprocess::L1ZScore),
-            _ => Err(Error::param(
-                "preprocess",
-                s,
-                "expected none, zscore, l2 or l1-zscore",
-            )),
+            _ => Err(Error::param("preprocess", s, "expected none, zscore, l2 or l1-zscore")),
         }
     }
 }

@@ -109,19 +109,27 @@ impl<'a> Rows<'a> {
     pub fn block(&self, range: Range<usize>) -> Result<CowArray<'a, f32, Ix2>> {
         match self {
             Rows::Memory(x) => Ok(x.slice_move(s![range, ..]).into()),
-            Rows::Scaled(..) | Rows::File(..) => Ok(self.gather(&range.collect::<Vec<_>>())?.into()),
+            Rows::Scaled(..) | Rows::File(..) => {
+                Ok(self.gather(&range.collect::<Vec<_>>())?.into())
+            }
         }
     }
 
     /// Calls `f(first_row, block)` on consecutive blocks covering every row in order: one
     /// block (the whole array) in memory, [`BLOCK_ROWS`] rows at a time otherwise.
-    pub fn for_each_block(&self, mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<()>) -> Result<()> {
+    pub fn for_each_block(
+        &self,
+        mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<()>,
+    ) -> Result<()> {
         self.blocks_while(|first, block| f(first, block).map(|()| true)).map(drop)
     }
 
     /// [`Rows::for_each_block`] that stops at the first block for which `f` says `false`
     /// (later blocks are not read); whether every call said `true`.
-    pub fn blocks_while(&self, mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<bool>) -> Result<bool> {
+    pub fn blocks_while(
+        &self,
+        mut f: impl FnMut(usize, ArrayView2<f32>) -> Result<bool>,
+    ) -> Result<bool> {
         match self {
             Rows::Memory(x) => f(0, *x),
             Rows::Scaled(..) | Rows::File(..) => {

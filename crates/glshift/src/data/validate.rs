@@ -26,7 +26,10 @@ pub fn check_feature_rows(what: &str, x: Rows) -> Result<()> {
             if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
                 return Err(Error::bad_data(
                     what,
-                    format!("non-finite feature value {v} at row {}, column {j} (0-based)", first + i),
+                    format!(
+                        "non-finite feature value {v} at row {}, column {j} (0-based)",
+                        first + i
+                    ),
                 ));
             }
         }
@@ -97,7 +100,10 @@ pub(super) fn check_label_range(
 
 /// The joint checks of a source/target pair (see [`super::load_pair`]).
 pub(super) fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
-    check_pair_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+    check_pair_rows(
+        (source, Rows::Memory(source.features.view())),
+        (target, Rows::Memory(target.features.view())),
+    )
 }
 
 /// [`check_pair`] with each domain's rows given apart (in memory or in its file).
@@ -109,7 +115,10 @@ fn check_pair_rows<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>))
 }
 
 /// [`check_pair`] but the values: dimensions, feature names, classes, source labels.
-pub(super) fn check_pair_shapes<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>)) -> Result<()> {
+pub(super) fn check_pair_shapes<'r>(
+    source: (&Domain, Rows<'r>),
+    target: (&Domain, Rows<'r>),
+) -> Result<()> {
     let (source, source_rows) = source;
     let (target, target_rows) = target;
     if source_rows.ncols() != target_rows.ncols() {

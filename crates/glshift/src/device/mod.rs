@@ -118,7 +118,9 @@ pub fn resolve(
         },
         Device::Auto => match probed() {
             Ok(gpu) => Ok((Some(gpu), None)),
-            Err(reason) => Ok((None, Some(format!("no usable CUDA GPU ({reason}); ran on the CPU")))),
+            Err(reason) => {
+                Ok((None, Some(format!("no usable CUDA GPU ({reason}); ran on the CPU"))))
+            }
         },
     }
 }
@@ -142,7 +144,11 @@ pub fn scoped<R>(device: Device, f: impl FnOnce() -> Result<R>) -> Result<(R, De
 }
 
 /// [`scoped`] with `options` for the GPU's work.
-pub fn scoped_with<R>(device: Device, options: DeviceOptions, f: impl FnOnce() -> Result<R>) -> Result<(R, DeviceUsed)> {
+pub fn scoped_with<R>(
+    device: Device,
+    options: DeviceOptions,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<(R, DeviceUsed)> {
     let (gpu, fallback) = resolve(device, probe)?;
     let Some(gpu) = gpu else { return Ok((f()?, DeviceUsed::cpu(fallback))) };
     let name = gpu.name().to_string();
@@ -153,7 +159,15 @@ pub fn scoped_with<R>(device: Device, options: DeviceOptions, f: impl FnOnce() -
     let out = out?;
     match (failure, device) {
         (Some(reason), Device::Cuda) => Err(Error::Device { requested: "cuda".into(), reason }),
-        (failure, _) => Ok((out, DeviceUsed { kind: "cuda".into(), name: Some(name), fallback: failure, tf32_kernel_sums: options.tf32_kernel_sums })),
+        (failure, _) => Ok((
+            out,
+            DeviceUsed {
+                kind: "cuda".into(),
+                name: Some(name),
+                fallback: failure,
+                tf32_kernel_sums: options.tf32_kernel_sums,
+            },
+        )),
     }
 }
 
@@ -225,7 +239,9 @@ pub fn dot<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>) -> Array2<T> {
 
 /// `a` as an f32 view when `T` is f32 and its strides are non-negative.
 fn as_f32<'a, T: Real>(a: &ArrayView2<'a, T>) -> Option<ArrayView2<'a, f32>> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() || a.strides().iter().any(|&s| s < 0) {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>()
+        || a.strides().iter().any(|&s| s < 0)
+    {
         return None;
     }
     let strides = (a.strides()[0] as usize, a.strides()[1] as usize);
@@ -249,7 +265,10 @@ pub(crate) fn run_tiled<T: Real>(
     }
     let gpu = active_gpu()?;
     // SAFETY: T is f32 (checked above): the same type behind the reference.
-    let req32 = unsafe { &*(req as *const crate::kernel::tiled::request::Request<T>).cast::<crate::kernel::tiled::request::Request<f32>>() };
+    let req32 = unsafe {
+        &*(req as *const crate::kernel::tiled::request::Request<T>)
+            .cast::<crate::kernel::tiled::request::Request<f32>>()
+    };
     match gpu.kernel_sums(req32, active_options().tf32_kernel_sums) {
         Ok(out) => {
             let boxed: Box<dyn std::any::Any> = Box::new(out);

@@ -33,7 +33,9 @@ fn scoped_auto_reports_what_ran() {
     let (value, used) = scoped(Device::Auto, || Ok(41 + 1)).expect("auto runs");
     assert_eq!(value, 42);
     match probe() {
-        Ok(gpu) => assert_eq!((used.kind.as_str(), used.name.as_deref()), ("cuda", Some(gpu.name()))),
+        Ok(gpu) => {
+            assert_eq!((used.kind.as_str(), used.name.as_deref()), ("cuda", Some(gpu.name())))
+        }
         Err(reason) => {
             assert_eq!(used.kind, "cpu");
             assert!(used.fallback.expect("reason").contains(&reason));
@@ -58,7 +60,8 @@ fn gpu_products_match_the_cpu_where_a_gpu_is_found() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let a = Array2::from_shape_fn((3000, 700), |(i, j)| (((i * 7 + j * 3) % 11) as f32 - 5.0) * 0.1);
+    let a =
+        Array2::from_shape_fn((3000, 700), |(i, j)| (((i * 7 + j * 3) % 11) as f32 - 5.0) * 0.1);
     let b = Array2::from_shape_fn((700, 300), |(i, j)| ((i + 2 * j) % 5) as f32 * 0.05);
     for (x, y) in [(a.view(), b.view()), (a.t(), a.view())] {
         let want = x.dot(&y);
@@ -94,13 +97,18 @@ enum Labels {
 /// The exact kernel sums of `device` (S blocks, objective values, gradients) match the CPU's
 /// tiled pass on each case. S is compared where a block is asked for in full or an objective
 /// weighs the entry (elsewhere either pass may leave it at 0).
-fn kernel_sums_match_the_cpu(cases: &[SumsCase], device: impl Fn(&crate::kernel::tiled::Request<f32>) -> crate::kernel::tiled::request::Output<f32>) {
+fn kernel_sums_match_the_cpu(
+    cases: &[SumsCase],
+    device: impl Fn(&crate::kernel::tiled::Request<f32>) -> crate::kernel::tiled::request::Output<f32>,
+) {
     use crate::kernel::tiled::{run, Domain, Objective, Request};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let (d, c) = (37, 4);
     for &SumsCase { ns, nt, labels, tu_like } in cases {
-        let z = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0);
+        let z = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| {
+            Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0)
+        };
         let y = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| {
             Array2::from_shape_fn((n, c), |(i, k)| match labels {
                 Labels::Soft => rng.random::<f32>(),
@@ -109,26 +117,51 @@ fn kernel_sums_match_the_cpu(cases: &[SumsCase], device: impl Fn(&crate::kernel:
             })
         };
         let (zs, zt, ys, yt) = (z(ns, &mut rng), z(nt, &mut rng), y(ns, &mut rng), y(nt, &mut rng));
-        let gamma = |rng: &mut rand_chacha::ChaCha8Rng| Array2::from_shape_fn((c, c), |_| rng.random::<f64>() - 0.5);
-        let diagonal = |rng: &mut rand_chacha::ChaCha8Rng| Array2::from_diag(&ndarray::Array1::from_shape_fn(c, |_| rng.random::<f64>()));
-        let domains = [Domain { z: zs.view(), y: ys.view() }, Domain { z: zt.view(), y: yt.view() }];
+        let gamma = |rng: &mut rand_chacha::ChaCha8Rng| {
+            Array2::from_shape_fn((c, c), |_| rng.random::<f64>() - 0.5)
+        };
+        let diagonal = |rng: &mut rand_chacha::ChaCha8Rng| {
+            Array2::from_diag(&ndarray::Array1::from_shape_fn(c, |_| rng.random::<f64>()))
+        };
+        let domains =
+            [Domain { z: zs.view(), y: ys.view() }, Domain { z: zt.view(), y: yt.view() }];
         let (s_blocks, objectives) = if tu_like {
-            let tu = vec![(0, 0, diagonal(&mut rng)), (1, 1, diagonal(&mut rng)), (0, 1, diagonal(&mut rng) * -2.0)];
-            (vec![], vec![Objective { terms: tu }, Objective { terms: vec![(0, 0, gamma(&mut rng))] }])
+            let tu = vec![
+                (0, 0, diagonal(&mut rng)),
+                (1, 1, diagonal(&mut rng)),
+                (0, 1, diagonal(&mut rng) * -2.0),
+            ];
+            (
+                vec![],
+                vec![Objective { terms: tu }, Objective { terms: vec![(0, 0, gamma(&mut rng))] }],
+            )
         } else {
             let first = vec![(0, 0, gamma(&mut rng)), (0, 1, gamma(&mut rng))];
-            (vec![(0, 0), (0, 1), (1, 1)], vec![Objective { terms: first }, Objective { terms: vec![(1, 1, gamma(&mut rng))] }])
+            (
+                vec![(0, 0), (0, 1), (1, 1)],
+                vec![
+                    Objective { terms: first },
+                    Objective { terms: vec![(1, 1, gamma(&mut rng))] },
+                ],
+            )
         };
         let req = Request { domains: &domains, s_blocks, objectives, h: 40.0 };
         let (want, got) = (run(&req), device(&req));
         let case = format!("({ns}, {nt}, tu_like {tu_like})");
         for (k, sw) in &want.s {
             let weighed = |i: usize, j: usize| {
-                req.s_blocks.contains(k) || req.objectives.iter().flat_map(|o| &o.terms).any(|(a, b, g)| (*a, *b) == *k && (g[[i, j]] != 0.0 || (a == b && g[[j, i]] != 0.0)))
+                req.s_blocks.contains(k)
+                    || req.objectives.iter().flat_map(|o| &o.terms).any(|(a, b, g)| {
+                        (*a, *b) == *k && (g[[i, j]] != 0.0 || (a == b && g[[j, i]] != 0.0))
+                    })
             };
             let sg = got.s_block(k.0, k.1);
             let scale = sw.iter().fold(0f64, |m, v| m.max(v.abs()));
-            let worst = sw.indexed_iter().filter(|((i, j), _)| weighed(*i, *j)).fold(0f64, |m, ((i, j), v)| m.max((v - sg[[i, j]]).abs())) / scale;
+            let worst = sw
+                .indexed_iter()
+                .filter(|((i, j), _)| weighed(*i, *j))
+                .fold(0f64, |m, ((i, j), v)| m.max((v - sg[[i, j]]).abs()))
+                / scale;
             assert!(worst < 1e-4, "{case}: S{k:?}: relative error {worst}");
         }
         for (w, g) in want.values.iter().zip(&got.values) {
@@ -170,20 +203,38 @@ fn emulated_kernel_sums_match_the_cpu() {
         (260, 150, OneHot, true),
         (90, 7, OneHotSomeNone, false),
     ]);
-    for (tile, cases) in [(64, small), (4096, sums_cases(&[(90, 70, OneHot, false), (90, 70, OneHotSomeNone, true)]))] {
-        kernel_sums_match_the_cpu(&cases, |req| cuda::sums::kernel_sums(&kernels, req, tile, false).expect("emulated kernel sums"));
+    for (tile, cases) in [
+        (64, small),
+        (4096, sums_cases(&[(90, 70, OneHot, false), (90, 70, OneHotSomeNone, true)])),
+    ] {
+        kernel_sums_match_the_cpu(&cases, |req| {
+            cuda::sums::kernel_sums(&kernels, req, tile, false).expect("emulated kernel sums")
+        });
     }
     // With `tf32`, the pass's products run in the TF32 mode, and f32 products are restored
     // after it (the emulation computes in f32 in either mode).
     assert_eq!(kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed), 0);
-    kernel_sums_match_the_cpu(&sums_cases(&[(90, 70, OneHot, true)]), |req| cuda::sums::kernel_sums(&kernels, req, 64, true).expect("emulated kernel sums"));
-    assert!(kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed) > 0 && !kernels.tf32.load(std::sync::atomic::Ordering::Relaxed));
+    kernel_sums_match_the_cpu(&sums_cases(&[(90, 70, OneHot, true)]), |req| {
+        cuda::sums::kernel_sums(&kernels, req, 64, true).expect("emulated kernel sums")
+    });
+    assert!(
+        kernels.tf32_products.load(std::sync::atomic::Ordering::Relaxed) > 0
+            && !kernels.tf32.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }
 
 /// The report names TF32 kernel sums only where they ran.
 #[test]
 fn the_report_names_tf32_kernel_sums_only_where_they_ran() {
-    let used = |tf32_kernel_sums| serde_json::to_string(&DeviceUsed { kind: "cuda".into(), name: None, fallback: None, tf32_kernel_sums }).unwrap();
+    let used = |tf32_kernel_sums| {
+        serde_json::to_string(&DeviceUsed {
+            kind: "cuda".into(),
+            name: None,
+            fallback: None,
+            tf32_kernel_sums,
+        })
+        .unwrap()
+    };
     assert!(!used(false).contains("tf32"), "{}", used(false));
     assert!(used(true).contains("\"tf32_kernel_sums\":true"), "{}", used(true));
     let old: DeviceUsed = serde_json::from_str(r#"{"kind": "cpu"}"#).unwrap();
@@ -199,9 +250,16 @@ fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
         return;
     }
     use Labels::*;
-    let cases = sums_cases(&[(300, 200, OneHot, false), (5000, 4500, OneHot, false), (700, 650, Soft, false), (9000, 5000, OneHotSomeNone, true), (900, 500, Soft, true)]);
+    let cases = sums_cases(&[
+        (300, 200, OneHot, false),
+        (5000, 4500, OneHot, false),
+        (700, 650, Soft, false),
+        (9000, 5000, OneHotSomeNone, true),
+        (900, 500, Soft, true),
+    ]);
     kernel_sums_match_the_cpu(&cases, |req| {
-        let (got, used) = scoped(Device::Cuda, || Ok(crate::kernel::tiled::run(req))).expect("cuda");
+        let (got, used) =
+            scoped(Device::Cuda, || Ok(crate::kernel::tiled::run(req))).expect("cuda");
         assert_eq!(used.kind, "cuda");
         got
     });
@@ -212,18 +270,34 @@ fn gpu_kernel_sums_match_the_cpu_where_a_gpu_is_found() {
 /// BatchNorm on leading rows, dropout, and several activations; pre-training's steps (leading
 /// rows) and adaptation's (every row, an extra ∂ℓ/∂Z) alternate.
 fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
-    use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig};
-    use training::{GpuNet, HostNet, Snapshots, TrainingNet};
+    use crate::nn::{
+        weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig,
+    };
     use rand::{Rng, SeedableRng};
+    use training::{GpuNet, HostNet, Snapshots, TrainingNet};
     let (n, n_train, d, c) = (3000, 2400, 50, 4);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     let x = Array2::from_shape_fn((n, d), |_| rng.random::<f32>() * 2.0 - 1.0);
     let y: Vec<usize> = (0..n_train).map(|i| (i * 7 + (x[[i, 0]] > 0.0) as usize) % c).collect();
     let configs = [
         NetworkConfig { hidden: vec![64, 32], dropout: 0.2, ..Default::default() },
-        NetworkConfig { hidden: vec![48], activation: Activation::Tanh, batch_norm: false, ..Default::default() },
-        NetworkConfig { hidden: vec![40, 24], activation: Activation::Elu, activation_on_z: false, ..Default::default() },
-        NetworkConfig { hidden: vec![40, 24], activation: Activation::LeakyRelu, ..Default::default() },
+        NetworkConfig {
+            hidden: vec![48],
+            activation: Activation::Tanh,
+            batch_norm: false,
+            ..Default::default()
+        },
+        NetworkConfig {
+            hidden: vec![40, 24],
+            activation: Activation::Elu,
+            activation_on_z: false,
+            ..Default::default()
+        },
+        NetworkConfig {
+            hidden: vec![40, 24],
+            activation: Activation::LeakyRelu,
+            ..Default::default()
+        },
     ];
     let rel = |a: &Array2<f32>, b: &Array2<f32>| {
         let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
@@ -234,7 +308,8 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
         let adam = Adam::new(&AdamConfig::default(), &net);
         let mut host = HostNet::new(net.clone(), adam.clone());
         let mut dev = GpuNet::upload(dev.clone(), net, adam).expect("upload");
-        let (mut rng_h, mut rng_d) = (rand_chacha::ChaCha8Rng::seed_from_u64(1), rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        let (mut rng_h, mut rng_d) =
+            (rand_chacha::ChaCha8Rng::seed_from_u64(1), rand_chacha::ChaCha8Rng::seed_from_u64(1));
         let fw = Forward::training(n_train);
         let (mut snap_h, mut snap_d) = (None, None);
         for it in 0..6 {
@@ -245,7 +320,11 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
             assert!(worst < 1e-3, "{cfg:?} iteration {it}: logits relative difference {worst}");
             let (zh, zd) = (host.z().unwrap().to_owned(), dev.z().expect("Z kept").to_owned());
             assert!(rel(&zd, &zh) < 1e-3, "{cfg:?} iteration {it}: Z");
-            let (_, dl) = weighted_cross_entropy(lh.slice(ndarray::s![..n_train, ..]), &y, &vec![1.0; n_train]);
+            let (_, dl) = weighted_cross_entropy(
+                lh.slice(ndarray::s![..n_train, ..]),
+                &y,
+                &vec![1.0; n_train],
+            );
             if it % 2 == 0 {
                 // Pre-training's step: the leading rows' cross-entropy only.
                 assert!(host.step(x.view(), dl.view(), None).unwrap());
@@ -256,18 +335,24 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
                 dl_all.slice_mut(ndarray::s![..n_train, ..]).assign(&dl);
                 let dz = zh.mapv(|v| 1e-4 * v);
                 assert!(host.step(x.view(), dl_all.view(), Some(dz.view())).unwrap());
-                assert!(dev.step(x.view(), dl_all.view(), Some(dz.view())).expect("step on the device"));
+                assert!(dev
+                    .step(x.view(), dl_all.view(), Some(dz.view()))
+                    .expect("step on the device"));
             }
             if it == 2 {
                 (snap_h, snap_d) = (Some(host.snapshot().unwrap()), Some(dev.snapshot().unwrap()));
             }
             let eval = Forward::evaluation(n_train);
-            let (eh, ed) = (host.logits_of(x.view(), &eval, &mut rng_h).unwrap(), dev.logits_of(x.view(), &eval, &mut rng_d).unwrap());
+            let (eh, ed) = (
+                host.logits_of(x.view(), &eval, &mut rng_h).unwrap(),
+                dev.logits_of(x.view(), &eval, &mut rng_d).unwrap(),
+            );
             assert!(rel(&ed, &eh) < 1e-3, "{cfg:?} iteration {it}: evaluation logits");
         }
         host.restore(snap_h.unwrap());
         dev.restore(snap_d.unwrap());
-        let ((nh, ah), (nd, ad)) = (Box::new(host).into_host().unwrap(), Box::new(dev).into_host().expect("download"));
+        let ((nh, ah), (nd, ad)) =
+            (Box::new(host).into_host().unwrap(), Box::new(dev).into_host().expect("download"));
         assert_eq!(ah.steps(), ad.steps());
         // A Linear bias before BatchNorm has a zero gradient up to rounding, which AdamW turns
         // into ±lr steps of either sign: those tensors are left out (the logits show they
@@ -281,8 +366,11 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
             at += if block.bn.is_some() { 4 } else { 2 };
         }
         let (mh, md) = (ah.moments().0, ad.moments().0);
-        for (i, ((_, ph), (_, pd))) in nh.params().iter().zip(nd.params()).enumerate().filter(|(i, _)| !skip.contains(i)) {
-            for (what, a, b) in [("parameters", *ph, pd), ("first moments", &mh[i][..], &md[i][..])] {
+        for (i, ((_, ph), (_, pd))) in
+            nh.params().iter().zip(nd.params()).enumerate().filter(|(i, _)| !skip.contains(i))
+        {
+            for (what, a, b) in [("parameters", *ph, pd), ("first moments", &mh[i][..], &md[i][..])]
+            {
                 let scale = a.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
                 let worst = a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale;
                 assert!(worst < 1e-3, "{cfg:?}: tensor {i}, {what}: relative difference {worst}");
@@ -290,7 +378,10 @@ fn device_training_matches_the_cpu<D: cuda::Backend>(dev: Arc<D>) {
         }
         let eval = Forward::evaluation(n_train);
         let mut rng0 = rand_chacha::ChaCha8Rng::seed_from_u64(0);
-        let (eh, ed) = (HostNet::new(nh, ah).logits_of(x.view(), &eval, &mut rng0).unwrap(), HostNet::new(nd, ad).logits_of(x.view(), &eval, &mut rng0).unwrap());
+        let (eh, ed) = (
+            HostNet::new(nh, ah).logits_of(x.view(), &eval, &mut rng0).unwrap(),
+            HostNet::new(nd, ad).logits_of(x.view(), &eval, &mut rng0).unwrap(),
+        );
         assert!(rel(&ed, &eh) < 1e-3, "{cfg:?}: restored networks' logits");
     }
 }

@@ -16,9 +16,9 @@ use rand_chacha::ChaCha8Rng;
 
 use super::cuda::net::DzIn;
 use super::cuda::resident::Resident;
-use super::cuda::{DevNet, DevSnapshot, Backend};
-use crate::kernel::tiled::request::Objective;
+use super::cuda::{Backend, DevNet, DevSnapshot};
 use super::{active_gpu, active_options, Gpu, GPU_MIN_MACS};
+use crate::kernel::tiled::request::Objective;
 use crate::nn::{Adam, Forward, Network, Pass};
 
 /// A network and its optimiser in full-batch training. Errors are the device's (a GPU
@@ -27,7 +27,13 @@ pub(crate) trait TrainingNet {
     /// Training-mode forward over `x` (`n × input_dim`; statistics and dropout as `fw` says,
     /// masks from `rng`), kept for [`TrainingNet::step`]; Z is kept on the host only `with_z`
     /// (the CPU's always has it).
-    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String>;
+    fn forward(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+        with_z: bool,
+    ) -> Result<(), String>;
 
     /// The kept pass's logits, `n × c`.
     fn logits(&self) -> ArrayView2<'_, f32>;
@@ -36,12 +42,22 @@ pub(crate) trait TrainingNet {
     fn z(&self) -> Option<ArrayView2<'_, f32>>;
 
     /// The logits (`n × c`) of a pass that is not kept (evaluation mode, for instance).
-    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String>;
+    fn logits_of(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Array2<f32>, String>;
 
     /// Backward of the kept pass (input `x`) with `d_logits` (`r × c`) on its leading r rows,
     /// plus an extra ∂ℓ/∂Z `d_z` (`r × z_dim`; then r = n), then one AdamW step. `Ok(false)`:
     /// a gradient was not finite and nothing changed.
-    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String>;
+    fn step(
+        &mut self,
+        x: ArrayView2<f32>,
+        d_logits: ArrayView2<f32>,
+        d_z: Option<ArrayView2<f32>>,
+    ) -> Result<bool, String>;
 
     /// The kept pass's Z where it stays on a device, for kernel terms computed there
     /// ([`ResidentZ`]); `None` (the CPU's): Z is read on the host, [`TrainingNet::z`].
@@ -52,7 +68,11 @@ pub(crate) trait TrainingNet {
     /// [`TrainingNet::step`] with the ∂ℓ/∂Z that kernel terms added on the device through
     /// [`TrainingNet::resident`] since the last forward (none added: zero); `d_logits` is
     /// `n × c`, every row of the pass.
-    fn step_resident(&mut self, _x: ArrayView2<f32>, _d_logits: ArrayView2<f32>) -> Result<bool, String> {
+    fn step_resident(
+        &mut self,
+        _x: ArrayView2<f32>,
+        _d_logits: ArrayView2<f32>,
+    ) -> Result<bool, String> {
         Err("Z is not kept on a device".into())
     }
 
@@ -90,7 +110,12 @@ pub trait ResidentZ {
     /// The exact kernel sums (`kernel::tiled`) over `domains` (rows by index, their labels
     /// n_a × c) with `objectives` and bandwidth `h`: per objective its value and its gradient's
     /// id, held until the next forward.
-    fn kernel_sums(&self, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[GammaTerms], h: f64) -> Result<Vec<(f64, usize)>, String>;
+    fn kernel_sums(
+        &self,
+        domains: &[(&[usize], ArrayView2<f32>)],
+        objectives: &[GammaTerms],
+        h: f64,
+    ) -> Result<Vec<(f64, usize)>, String>;
 
     /// ‖gradient `id`‖².
     fn grad_sq_norm(&self, id: usize) -> Result<f64, String>;
@@ -115,7 +140,13 @@ impl HostNet {
 const NO_PASS: &str = "no forward pass kept";
 
 impl TrainingNet for HostNet {
-    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, _with_z: bool) -> Result<(), String> {
+    fn forward(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+        _with_z: bool,
+    ) -> Result<(), String> {
         self.pass = Some(self.net.forward(x, fw, rng));
         Ok(())
     }
@@ -128,11 +159,21 @@ impl TrainingNet for HostNet {
         self.pass.as_ref().map(|p| p.z.view())
     }
 
-    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String> {
+    fn logits_of(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Array2<f32>, String> {
         Ok(self.net.forward(x, fw, rng).logits)
     }
 
-    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+    fn step(
+        &mut self,
+        x: ArrayView2<f32>,
+        d_logits: ArrayView2<f32>,
+        d_z: Option<ArrayView2<f32>>,
+    ) -> Result<bool, String> {
         let pass = self.pass.as_ref().ok_or(NO_PASS)?;
         let grads = match d_z {
             Some(d_z) => self.net.backward(x, pass, d_logits, Some(d_z)),
@@ -180,7 +221,13 @@ pub(crate) struct GpuNet<D: Backend = Gpu> {
 impl<D: Backend> GpuNet<D> {
     /// `net` and `adam` uploaded to `dev`.
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<GpuNet<D>, String> {
-        Ok(GpuNet { dev: DevNet::upload(dev, net, adam)?, logits: Array2::zeros((0, 0)), z: None, resident: RefCell::default(), tf32_sums: false })
+        Ok(GpuNet {
+            dev: DevNet::upload(dev, net, adam)?,
+            logits: Array2::zeros((0, 0)),
+            z: None,
+            resident: RefCell::default(),
+            tf32_sums: false,
+        })
     }
 
     /// The same, its resident kernel sums' products in TF32 where `on`.
@@ -199,9 +246,22 @@ impl<D: Backend> ResidentZ for GpuNet<D> {
         Resident::mean_pairwise_sq_dist(&**self.dev.device(), self.kept_z()?, rows)
     }
 
-    fn kernel_sums(&self, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[GammaTerms], h: f64) -> Result<Vec<(f64, usize)>, String> {
-        let objectives: Vec<Objective> = objectives.iter().map(|terms| Objective { terms: terms.clone() }).collect();
-        self.resident.borrow_mut().kernel_sums(&**self.dev.device(), self.kept_z()?, domains, &objectives, h, self.tf32_sums)
+    fn kernel_sums(
+        &self,
+        domains: &[(&[usize], ArrayView2<f32>)],
+        objectives: &[GammaTerms],
+        h: f64,
+    ) -> Result<Vec<(f64, usize)>, String> {
+        let objectives: Vec<Objective> =
+            objectives.iter().map(|terms| Objective { terms: terms.clone() }).collect();
+        self.resident.borrow_mut().kernel_sums(
+            &**self.dev.device(),
+            self.kept_z()?,
+            domains,
+            &objectives,
+            h,
+            self.tf32_sums,
+        )
     }
 
     fn grad_sq_norm(&self, id: usize) -> Result<f64, String> {
@@ -215,7 +275,13 @@ impl<D: Backend> ResidentZ for GpuNet<D> {
 }
 
 impl<D: Backend> TrainingNet for GpuNet<D> {
-    fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, with_z: bool) -> Result<(), String> {
+    fn forward(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+        with_z: bool,
+    ) -> Result<(), String> {
         self.resident.get_mut().clear();
         (self.logits, self.z) = self.dev.forward(x, fw, rng, true, with_z)?;
         Ok(())
@@ -229,11 +295,21 @@ impl<D: Backend> TrainingNet for GpuNet<D> {
         self.z.as_ref().map(|z| z.view())
     }
 
-    fn logits_of(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<Array2<f32>, String> {
+    fn logits_of(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Array2<f32>, String> {
         Ok(self.dev.forward(x, fw, rng, false, false)?.0)
     }
 
-    fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: Option<ArrayView2<f32>>) -> Result<bool, String> {
+    fn step(
+        &mut self,
+        x: ArrayView2<f32>,
+        d_logits: ArrayView2<f32>,
+        d_z: Option<ArrayView2<f32>>,
+    ) -> Result<bool, String> {
         self.dev.step(x, d_logits, d_z.map_or(DzIn::None, DzIn::Host))
     }
 
@@ -241,7 +317,11 @@ impl<D: Backend> TrainingNet for GpuNet<D> {
         self.dev.has_z().then_some(self as &dyn ResidentZ)
     }
 
-    fn step_resident(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>) -> Result<bool, String> {
+    fn step_resident(
+        &mut self,
+        x: ArrayView2<f32>,
+        d_logits: ArrayView2<f32>,
+    ) -> Result<bool, String> {
         let dz = self.resident.get_mut().take_dz();
         self.dev.step(x, d_logits, dz.map_or(DzIn::None, DzIn::Device))
     }
@@ -273,8 +353,13 @@ impl<D: Backend> Snapshots for GpuNet<D> {
 /// full-batch fit's rows, or a mini-batch) should train on the scope's GPU: inside a GPU scope
 /// and with a first-layer product (`width` wide) of at least [`GPU_MIN_MACS`] multiply-adds.
 /// `None` keeps them on the CPU.
-pub(crate) fn gpu_net_maker(rows: usize, d: usize, width: usize) -> Option<impl FnOnce(Network, Adam) -> Result<GpuNet, String>> {
-    let gpu = active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)?;
+pub(crate) fn gpu_net_maker(
+    rows: usize,
+    d: usize,
+    width: usize,
+) -> Option<impl FnOnce(Network, Adam) -> Result<GpuNet, String>> {
+    let gpu =
+        active_gpu().filter(|_| rows.saturating_mul(d).saturating_mul(width) >= GPU_MIN_MACS)?;
     let tf32 = active_options().tf32_kernel_sums;
     Some(move |net, adam| GpuNet::upload(gpu, net, adam).map(|g| g.with_tf32_sums(tf32)))
 }

@@ -144,12 +144,20 @@ fn separability_around(z: ScaledRows, y: &[usize], means: &[Option<Array1<f64>>]
     z.for_each(|_, row| sum.iter_mut().zip(row).for_each(|(s, v)| *s += v));
     let mean = sum / n;
     let present: Vec<&Array1<f64>> = means.iter().flatten().collect();
-    let j_b = present.iter().map(|m| sq_dist(m.as_slice().expect("contiguous"), &mean)).sum::<f64>() / present.len() as f64;
+    let j_b =
+        present.iter().map(|m| sq_dist(m.as_slice().expect("contiguous"), &mean)).sum::<f64>()
+            / present.len() as f64;
     // Non-negative terms from 0: the sum `Iterator::sum` gives, without a vector of n terms.
     let mut within = 0.0;
     z.for_each(|i, row| within += sq_dist(row, means[y[i]].as_ref().expect("class has a row")));
     let j_w = within / n;
-    let ratio = if j_w > 0.0 { j_b / j_w } else if j_b > 0.0 { f64::INFINITY } else { 0.0 };
+    let ratio = if j_w > 0.0 {
+        j_b / j_w
+    } else if j_b > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
     Separability { j_b, j_w, ratio, classes_present: present.len() }
 }
 
@@ -158,15 +166,26 @@ fn sq_dist(a: &[f64], b: &Array1<f64>) -> f64 {
 }
 
 /// D_kl = ‖a_k − b_l‖² between two lists of class prototypes (`None` where either is missing).
-pub fn prototype_distances(a: &[Option<Array1<f64>>], b: &[Option<Array1<f64>>]) -> Vec<Vec<Option<f64>>> {
+pub fn prototype_distances(
+    a: &[Option<Array1<f64>>],
+    b: &[Option<Array1<f64>>],
+) -> Vec<Vec<Option<f64>>> {
     a.iter()
-        .map(|ak| b.iter().map(|bl| Some(sq_dist(ak.as_ref()?.as_slice().expect("contiguous"), bl.as_ref()?))).collect())
+        .map(|ak| {
+            b.iter()
+                .map(|bl| Some(sq_dist(ak.as_ref()?.as_slice().expect("contiguous"), bl.as_ref()?)))
+                .collect()
+        })
         .collect()
 }
 
 fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
     let (s, m) = values.fold((0.0, 0usize), |(s, m), v| (s + v, m + 1));
-    if m == 0 { f64::NAN } else { s / m as f64 }
+    if m == 0 {
+        f64::NAN
+    } else {
+        s / m as f64
+    }
 }
 
 /// All metrics of [`EmbeddingMetrics`] from the source and target representations (`zs`
@@ -197,8 +216,11 @@ pub fn embedding_metrics(
     let d_st = prototype_distances(&ms, &mt);
     let d_tt = prototype_distances(&mt, &mt);
     let d_st_diagonal_mean = mean_of((0..c).filter_map(|k| d_st[k][k]));
-    let d_st_off_diagonal_mean =
-        mean_of((0..c).flat_map(|k| (0..c).filter(move |&l| l != k).map(move |l| (k, l))).filter_map(|(k, l)| d_st[k][l]));
+    let d_st_off_diagonal_mean = mean_of(
+        (0..c)
+            .flat_map(|k| (0..c).filter(move |&l| l != k).map(move |l| (k, l)))
+            .filter_map(|(k, l)| d_st[k][l]),
+    );
 
     // A collapsed Z (all rows equal) has no bandwidth; the other metrics still describe it.
     let h = scaled_bandwidth(&[zs.z, zt.z], scale, 1.0).ok();
@@ -207,7 +229,12 @@ pub fn embedding_metrics(
             let (zs, ys) = sample_rows(zs, ys, 1);
             let (zt, yt) = sample_rows(zt, yt, 2);
             let (ys1, yt1) = (one_hot::<f64>(&ys, c), one_hot::<f64>(&yt, c));
-            let d = mcmd2_matrix(&Labelled::new(zs.view(), ys1.view()), &Labelled::new(zt.view(), yt1.view()), params, h)?;
+            let d = mcmd2_matrix(
+                &Labelled::new(zs.view(), ys1.view()),
+                &Labelled::new(zt.view(), yt1.view()),
+                params,
+                h,
+            )?;
             (0..c).map(|k| (ms[k].is_some() && mt[k].is_some()).then(|| d[[k, k]])).collect()
         }
         None => vec![None; c],
@@ -222,7 +249,8 @@ pub fn embedding_metrics(
         d_st_off_diagonal_mean,
         mcmd2_per_class,
         mcmd_bandwidth: h,
-        mcmd_sample_rows: (zs.nrows().max(zt.nrows()) > MCMD_METRIC_ROWS).then_some(MCMD_METRIC_ROWS),
+        mcmd_sample_rows: (zs.nrows().max(zt.nrows()) > MCMD_METRIC_ROWS)
+            .then_some(MCMD_METRIC_ROWS),
     })
 }
 
@@ -263,7 +291,12 @@ mod tests {
         assert_eq!(s.classes_present, 2, "an empty class is not averaged into J_b");
         // The rows read scaled: J_b and J_w scale by its square, the ratio not.
         let t = separability(ScaledRows::new(z.view(), 0.5), &[0, 0, 1, 1], 3).unwrap();
-        assert!((t.j_b - 6.25).abs() < 1e-12 && (t.j_w - 0.25).abs() < 1e-12 && (t.ratio - 25.0).abs() < 1e-12, "{t:?}");
+        assert!(
+            (t.j_b - 6.25).abs() < 1e-12
+                && (t.j_w - 0.25).abs() < 1e-12
+                && (t.ratio - 25.0).abs() < 1e-12,
+            "{t:?}"
+        );
     }
 
     #[test]
@@ -271,7 +304,9 @@ mod tests {
         let loose = array![[-2.0f32], [2.0], [8.0], [12.0]];
         let tight = array![[-0.5f32], [0.5], [9.5], [10.5]];
         let y = [0, 0, 1, 1];
-        let ratio = |z: &ndarray::Array2<f32>| separability(ScaledRows::new(z.view(), 1.0), &y, 2).unwrap().ratio;
+        let ratio = |z: &ndarray::Array2<f32>| {
+            separability(ScaledRows::new(z.view(), 1.0), &y, 2).unwrap().ratio
+        };
         assert!(ratio(&tight) > ratio(&loose));
     }
 
@@ -285,7 +320,8 @@ mod tests {
 
     #[test]
     fn aligned_domains_have_small_diagonal_and_missing_classes_are_none() {
-        let zs = array![[0.0f32, 0.0], [0.2, 0.0], [5.0, 5.0], [5.2, 5.0], [-5.0, 5.0], [-5.2, 5.0]];
+        let zs =
+            array![[0.0f32, 0.0], [0.2, 0.0], [5.0, 5.0], [5.2, 5.0], [-5.0, 5.0], [-5.2, 5.0]];
         let ys = [0, 0, 1, 1, 2, 2];
         // Target: classes 0 and 1 only, at the source positions (partial DA).
         let zt = array![[0.1f32, 0.0], [5.1, 5.0], [5.0, 5.1]];
@@ -314,7 +350,8 @@ mod tests {
     #[test]
     fn collapsed_representation_gives_metrics_without_mcmd() {
         let z = ndarray::Array2::<f32>::zeros((4, 3));
-        let m = embedding_metrics(z.view(), &[0, 0, 1, 1], z.view(), &[0, 1, 1, 1], 2, &PARAMS).unwrap();
+        let m = embedding_metrics(z.view(), &[0, 0, 1, 1], z.view(), &[0, 1, 1, 1], 2, &PARAMS)
+            .unwrap();
         assert_eq!(m.mcmd_bandwidth, None);
         assert_eq!(m.mcmd2_per_class, vec![None, None]);
         assert_eq!(m.target.j_w, 0.0);

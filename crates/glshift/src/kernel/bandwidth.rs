@@ -22,20 +22,15 @@ fn pooled_mean_pairwise_sq_dist<T: Real>(blocks: &[ArrayView2<T>], scale: f64) -
     let mut mean = Array1::<f64>::zeros(d);
     for b in blocks {
         for row in b.rows() {
-            mean.iter_mut()
-                .zip(row)
-                .for_each(|(m, v)| *m += v.to_f64_() * scale);
+            mean.iter_mut().zip(row).for_each(|(m, v)| *m += v.to_f64_() * scale);
         }
     }
     mean /= n as f64;
     let mut ss = 0.0;
     for b in blocks {
         for row in b.rows() {
-            ss += row
-                .iter()
-                .zip(&mean)
-                .map(|(v, m)| (v.to_f64_() * scale - m).powi(2))
-                .sum::<f64>();
+            ss +=
+                row.iter().zip(&mean).map(|(v, m)| (v.to_f64_() * scale - m).powi(2)).sum::<f64>();
         }
     }
     2.0 * ss / n as f64
@@ -54,7 +49,11 @@ pub fn bandwidth<T: Real>(blocks: &[ArrayView2<T>], multiplier: f64) -> Result<f
 
 /// [`bandwidth`] of the rows of `blocks` multiplied by `scale` (each value `v · scale` in
 /// f64), without a scaled copy of them: the bandwidth of the evaluation metrics' rescaled Z.
-pub fn scaled_bandwidth<T: Real>(blocks: &[ArrayView2<T>], scale: f64, multiplier: f64) -> Result<f64> {
+pub fn scaled_bandwidth<T: Real>(
+    blocks: &[ArrayView2<T>],
+    scale: f64,
+    multiplier: f64,
+) -> Result<f64> {
     check_multiplier(multiplier)?;
     if let Some(first) = blocks.first() {
         if let Some(b) = blocks.iter().find(|b| b.ncols() != first.ncols()) {
@@ -74,11 +73,7 @@ pub fn scaled_bandwidth<T: Real>(blocks: &[ArrayView2<T>], scale: f64, multiplie
 
 fn check_multiplier(multiplier: f64) -> Result<()> {
     if !(multiplier.is_finite() && multiplier > 0.0) {
-        return Err(Error::param(
-            "bandwidth multiplier",
-            multiplier,
-            "must be finite and > 0",
-        ));
+        return Err(Error::param("bandwidth multiplier", multiplier, "must be finite and > 0"));
     }
     Ok(())
 }

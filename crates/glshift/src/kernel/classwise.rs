@@ -31,7 +31,11 @@ fn mean_coefficients<T: Real>(x: &Labelled<T>) -> Array2<f64> {
 
 /// J_DU with class-wise MMD: Σ_{k≠l ∈ A} MMD²(P_{Z|k}, P_{Z|l}) on one (pooled) domain, and its
 /// gradient wrt `a.z`. Active set and conventions as [`super::j_du`].
-pub fn classwise_j_du<T: Real>(a: &Labelled<T>, h: f64, active: Option<&[bool]>) -> Result<TermGrad<T>> {
+pub fn classwise_j_du<T: Real>(
+    a: &Labelled<T>,
+    h: f64,
+    active: Option<&[bool]>,
+) -> Result<TermGrad<T>> {
     check_h(h)?;
     check_labelled(a, "a", None, None)?;
     let c = a.y.ncols();
@@ -47,7 +51,12 @@ pub fn classwise_j_du<T: Real>(a: &Labelled<T>, h: f64, active: Option<&[bool]>)
 
 /// J_TU with class-wise MMD: Σ_k prior_k MMD²(Pˢ_{Z|k}, Pᵗ_{Z|k}), and its gradients wrt `s.z`
 /// and `t.z`. Conventions and checks as [`super::j_tu`].
-pub fn classwise_j_tu<T: Real>(s: &Labelled<T>, t: &Labelled<T>, prior: &[f64], h: f64) -> Result<TuGrad<T>> {
+pub fn classwise_j_tu<T: Real>(
+    s: &Labelled<T>,
+    t: &Labelled<T>,
+    prior: &[f64],
+    h: f64,
+) -> Result<TuGrad<T>> {
     check_h(h)?;
     check_labelled(s, "s", None, None)?;
     check_labelled(t, "t", Some(s.z.ncols()), Some(s.y.ncols()))?;

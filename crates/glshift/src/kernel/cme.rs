@@ -27,10 +27,7 @@ pub fn cme_coefficients(
     n: usize,
 ) -> Result<Array2<f64>> {
     let c = b.nrows();
-    for (what, m) in [
-        ("label basis Gram B", b),
-        ("class count matrix N", n_matrix),
-    ] {
+    for (what, m) in [("label basis Gram B", b), ("class count matrix N", n_matrix)] {
         if m.dim() != (c, c) {
             return Err(Error::Shape {
                 what: what.into(),
@@ -46,11 +43,7 @@ pub fn cme_coefficients(
         return Err(Error::param("eps", eps, "must be finite and > 0"));
     }
     if n == 0 {
-        return Err(Error::param(
-            "n",
-            n,
-            "the domain must have at least one row",
-        ));
+        return Err(Error::param("n", n, "the domain must have at least one row"));
     }
     let mut a = b.dot(&n_matrix);
     a.diag_mut().mapv_inplace(|v| v + eps * n as f64);

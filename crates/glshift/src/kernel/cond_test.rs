@@ -140,19 +140,25 @@ struct Pool {
 impl Pool {
     /// MCMD² when the rows `a_rows` form sample a (the rest sample b).
     fn stat(&self, a_rows: &[usize], b_rows: &[usize]) -> f64 {
-        let (small, small_is_a) = if a_rows.len() <= b_rows.len() { (a_rows, true) } else { (b_rows, false) };
+        let (small, small_is_a) =
+            if a_rows.len() <= b_rows.len() { (a_rows, true) } else { (b_rows, false) };
         let sxx = block_sum(&self.k, small);
         let rx: f64 = small.iter().map(|&i| self.rowsum[i]).sum();
         let sxy = rx - sxx;
         let syy = self.total - 2.0 * rx + sxx;
         let (saa, sbb) = if small_is_a { (sxx, syy) } else { (syy, sxx) };
-        saa / (self.alpha * self.alpha) + sbb / (self.beta * self.beta) - 2.0 * sxy / (self.alpha * self.beta)
+        saa / (self.alpha * self.alpha) + sbb / (self.beta * self.beta)
+            - 2.0 * sxy / (self.alpha * self.beta)
     }
 }
 
 fn check_rows<T>(z: ArrayView2<T>, y: &[usize], c: usize, what: &'static str) -> Result<()> {
     if z.nrows() != y.len() {
-        return Err(Error::Shape { what: format!("{what} assignments"), expected: z.nrows().to_string(), found: y.len().to_string() });
+        return Err(Error::Shape {
+            what: format!("{what} assignments"),
+            expected: z.nrows().to_string(),
+            found: y.len().to_string(),
+        });
     }
     if let Some((i, &k)) = y.iter().enumerate().find(|(_, &k)| k >= c) {
         let name = if what == "source" { "source assignment" } else { "target assignment" };
@@ -179,11 +185,27 @@ fn check_params(p: &CondTestParams) -> Result<()> {
 
 /// Class `k`: its statistic and permutation p-value, or "not testable" when a side has fewer
 /// than [`MIN_ROWS_PER_CLASS`] rows (p_adjusted and reject are set by the caller's Holm step).
-fn test_class<T: Real>(za: ArrayView2<T>, ya: &[usize], zb: ArrayView2<T>, yb: &[usize], k: usize, p: &CondTestParams) -> ClassTest {
+fn test_class<T: Real>(
+    za: ArrayView2<T>,
+    ya: &[usize],
+    zb: ArrayView2<T>,
+    yb: &[usize],
+    k: usize,
+    p: &CondTestParams,
+) -> ClassTest {
     let ia: Vec<usize> = (0..ya.len()).filter(|&i| ya[i] == k).collect();
     let ib: Vec<usize> = (0..yb.len()).filter(|&i| yb[i] == k).collect();
     let testable = ia.len() >= MIN_ROWS_PER_CLASS && ib.len() >= MIN_ROWS_PER_CLASS;
-    let mut out = ClassTest { class: k, n_source: ia.len(), n_target: ib.len(), testable, mcmd2: None, p_value: None, p_adjusted: None, reject: false };
+    let mut out = ClassTest {
+        class: k,
+        n_source: ia.len(),
+        n_target: ib.len(),
+        testable,
+        mcmd2: None,
+        p_value: None,
+        p_adjusted: None,
+        reject: false,
+    };
     if !testable {
         return out;
     }
@@ -200,7 +222,8 @@ fn test_class<T: Real>(za: ArrayView2<T>, ya: &[usize], zb: ArrayView2<T>, yb: &
     };
     let mut idx: Vec<usize> = (0..ia.len() + ib.len()).collect();
     let observed = pool.stat(&idx[..pool.na], &idx[pool.na..]);
-    let mut rng = ChaCha8Rng::seed_from_u64(p.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(p.seed ^ (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut exceed = 0usize;
     for _ in 0..p.permutations {
         idx.shuffle(&mut rng);
@@ -231,12 +254,17 @@ pub fn conditional_shift_test<T: Real>(
     p: &CondTestParams,
 ) -> Result<CondTest> {
     if za.ncols() != zb.ncols() {
-        return Err(Error::Shape { what: "conditional test: feature dimension of sample b".into(), expected: za.ncols().to_string(), found: zb.ncols().to_string() });
+        return Err(Error::Shape {
+            what: "conditional test: feature dimension of sample b".into(),
+            expected: za.ncols().to_string(),
+            found: zb.ncols().to_string(),
+        });
     }
     check_rows(za, ya, c, "source")?;
     check_rows(zb, yb, c, "target")?;
     check_params(p)?;
-    let mut per_class: Vec<ClassTest> = (0..c).into_par_iter().map(|k| test_class(za, ya, zb, yb, k, p)).collect();
+    let mut per_class: Vec<ClassTest> =
+        (0..c).into_par_iter().map(|k| test_class(za, ya, zb, yb, k, p)).collect();
     // Untestable classes have no p-value, so Holm's m counts the testable classes only.
     let adjusted = holm(&per_class.iter().map(|t| t.p_value).collect::<Vec<_>>());
     for (t, a) in per_class.iter_mut().zip(adjusted) {

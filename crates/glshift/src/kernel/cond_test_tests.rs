@@ -6,7 +6,13 @@ use rand_distr::StandardNormal;
 
 /// `n` rows of `c` Gaussian classes in d = 4 (class means fixed by a seed, unit noise), class
 /// `shifted` (if any) moved by `delta` along the first axis. Rows cycle through the classes.
-fn sample(n: usize, c: usize, shifted: Option<usize>, delta: f64, rng: &mut ChaCha8Rng) -> (Array2<f64>, Vec<usize>) {
+fn sample(
+    n: usize,
+    c: usize,
+    shifted: Option<usize>,
+    delta: f64,
+    rng: &mut ChaCha8Rng,
+) -> (Array2<f64>, Vec<usize>) {
     let mut mrng = ChaCha8Rng::seed_from_u64(99);
     let means = Array2::from_shape_fn((c, 4), |_| 3.0 * mrng.sample::<f64, _>(StandardNormal));
     let y: Vec<usize> = (0..n).map(|i| i % c).collect();
@@ -34,10 +40,20 @@ fn statistic_is_the_diagonal_of_mcmd2_matrix_with_the_linear_label_kernel() {
     let t = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 3, &p).unwrap();
     let (oa, ob) = (one_hot(&ya, 3), one_hot(&yb, 3));
     let mp = McmdParams { eps: p.eps, label_kernel: LabelKernel::Linear };
-    let d = mcmd2_matrix(&Labelled::new(za.view(), oa.view()), &Labelled::new(zb.view(), ob.view()), &mp, p.h).unwrap();
+    let d = mcmd2_matrix(
+        &Labelled::new(za.view(), oa.view()),
+        &Labelled::new(zb.view(), ob.view()),
+        &mp,
+        p.h,
+    )
+    .unwrap();
     for k in 0..3 {
         let s = t.per_class[k].mcmd2.unwrap();
-        assert!((s - d[[k, k]]).abs() < 1e-9 * d[[k, k]].abs().max(1e-6), "class {k}: {s} vs {}", d[[k, k]]);
+        assert!(
+            (s - d[[k, k]]).abs() < 1e-9 * d[[k, k]].abs().max(1e-6),
+            "class {k}: {s} vs {}",
+            d[[k, k]]
+        );
     }
 }
 
@@ -74,11 +90,17 @@ fn deterministic_per_seed_whatever_the_thread_count() {
     let (zb, yb) = sample(60, 4, Some(0), 0.5, &mut rng);
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| conditional_shift_test(za.view(), &ya, zb.view(), &yb, 4, &params(199, 11)).unwrap())
+        pool.install(|| {
+            conditional_shift_test(za.view(), &ya, zb.view(), &yb, 4, &params(199, 11)).unwrap()
+        })
     };
     assert_eq!(run(1), run(3));
-    let other = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 4, &params(199, 12)).unwrap();
-    assert_ne!(run(1).per_class.iter().map(|c| c.p_value).collect::<Vec<_>>(), other.per_class.iter().map(|c| c.p_value).collect::<Vec<_>>());
+    let other =
+        conditional_shift_test(za.view(), &ya, zb.view(), &yb, 4, &params(199, 12)).unwrap();
+    assert_ne!(
+        run(1).per_class.iter().map(|c| c.p_value).collect::<Vec<_>>(),
+        other.per_class.iter().map(|c| c.p_value).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -101,19 +123,32 @@ fn empty_classes_are_untested_and_bad_inputs_are_errors() {
     let (zb, _) = sample(20, 2, None, 0.0, &mut rng);
     let yb = vec![0usize; 20];
     let t = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 3, &params(19, 0)).unwrap();
-    assert_eq!((t.per_class[1].n_target, t.per_class[1].testable, t.per_class[1].p_value, t.per_class[1].reject), (0, false, None, false));
+    assert_eq!(
+        (
+            t.per_class[1].n_target,
+            t.per_class[1].testable,
+            t.per_class[1].p_value,
+            t.per_class[1].reject
+        ),
+        (0, false, None, false)
+    );
     assert_eq!((t.per_class[2].testable, t.per_class[2].mcmd2), (false, None));
     assert!(t.per_class[0].testable && t.per_class[0].p_value.is_some());
     assert_eq!((t.testable_classes, t.min_rows_per_class), (1, MIN_ROWS_PER_CLASS));
-    let e = conditional_shift_test(za.view(), &ya[..5], zb.view(), &yb, 2, &params(19, 0)).unwrap_err();
+    let e =
+        conditional_shift_test(za.view(), &ya[..5], zb.view(), &yb, 2, &params(19, 0)).unwrap_err();
     assert!(e.to_string().contains("source assignments"), "{e}");
-    let e = conditional_shift_test(za.view(), &ya, zb.view(), &[5; 20], 2, &params(19, 0)).unwrap_err();
+    let e =
+        conditional_shift_test(za.view(), &ya, zb.view(), &[5; 20], 2, &params(19, 0)).unwrap_err();
     assert!(e.to_string().contains("target assignment") && e.to_string().contains("row 0"), "{e}");
     let e = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 2, &params(0, 0)).unwrap_err();
     assert!(e.to_string().contains("permutation"), "{e}");
     let mut p = params(9, 0);
     p.h = 0.0;
-    assert!(conditional_shift_test(za.view(), &ya, zb.view(), &yb, 2, &p).unwrap_err().to_string().contains("bandwidth"));
+    assert!(conditional_shift_test(za.view(), &ya, zb.view(), &yb, 2, &p)
+        .unwrap_err()
+        .to_string()
+        .contains("bandwidth"));
 }
 
 #[test]
@@ -132,12 +167,19 @@ fn a_class_below_the_minimum_is_not_testable_and_left_out_of_holm() {
             kept[k] <= quota[k]
         })
         .collect();
-    let (zb, yb) = (zb_all.select(Axis(0), &rows), rows.iter().map(|&i| yb_all[i]).collect::<Vec<_>>());
+    let (zb, yb) =
+        (zb_all.select(Axis(0), &rows), rows.iter().map(|&i| yb_all[i]).collect::<Vec<_>>());
     let t = conditional_shift_test(za.view(), &ya, zb.view(), &yb, 3, &params(99, 1)).unwrap();
     let c2 = &t.per_class[2];
-    assert_eq!((c2.n_target, c2.testable, c2.mcmd2, c2.p_value, c2.p_adjusted, c2.reject), (MIN_ROWS_PER_CLASS - 1, false, None, None, None, false));
+    assert_eq!(
+        (c2.n_target, c2.testable, c2.mcmd2, c2.p_value, c2.p_adjusted, c2.reject),
+        (MIN_ROWS_PER_CLASS - 1, false, None, None, None, false)
+    );
     assert_eq!(t.per_class[0].n_target, MIN_ROWS_PER_CLASS);
-    assert!(t.per_class[0].testable && t.per_class[1].testable, "exactly the minimum is testable: {t:?}");
+    assert!(
+        t.per_class[0].testable && t.per_class[1].testable,
+        "exactly the minimum is testable: {t:?}"
+    );
     assert_eq!(t.testable_classes, 2);
     // Holm over the two testable classes only (m = 2, not 3).
     let want = holm(&[t.per_class[0].p_value, t.per_class[1].p_value]);

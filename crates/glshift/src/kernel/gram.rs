@@ -14,30 +14,11 @@ fn check_shapes<T>(
     yb: &ArrayView2<T>,
     h: f64,
 ) {
-    assert_eq!(
-        za.nrows(),
-        ya.nrows(),
-        "kernel_sum: za and ya row counts differ"
-    );
-    assert_eq!(
-        zb.nrows(),
-        yb.nrows(),
-        "kernel_sum: zb and yb row counts differ"
-    );
-    assert_eq!(
-        za.ncols(),
-        zb.ncols(),
-        "kernel_sum: za and zb feature dims differ"
-    );
-    assert_eq!(
-        ya.ncols(),
-        yb.ncols(),
-        "kernel_sum: ya and yb class counts differ"
-    );
-    assert!(
-        h.is_finite() && h > 0.0,
-        "kernel_sum: bandwidth h = {h} must be finite and > 0"
-    );
+    assert_eq!(za.nrows(), ya.nrows(), "kernel_sum: za and ya row counts differ");
+    assert_eq!(zb.nrows(), yb.nrows(), "kernel_sum: zb and yb row counts differ");
+    assert_eq!(za.ncols(), zb.ncols(), "kernel_sum: za and zb feature dims differ");
+    assert_eq!(ya.ncols(), yb.ncols(), "kernel_sum: ya and yb class counts differ");
+    assert!(h.is_finite() && h > 0.0, "kernel_sum: bandwidth h = {h} must be finite and > 0");
 }
 
 /// S = Y_aᵀ K^{ab} Y_b (c×c, f64), K_ij = exp(−‖za_i − zb_j‖²/h); `za` n_a×d, `ya` n_a×c,
@@ -90,17 +71,11 @@ pub fn kernel_sum_backward<T: Real>(
 ) -> (Array2<T>, Array2<T>) {
     check_shapes(&za, &ya, &zb, &yb, h);
     let c = ya.ncols();
-    assert_eq!(
-        gamma.dim(),
-        (c, c),
-        "kernel_sum_backward: gamma must be c×c"
-    );
+    assert_eq!(gamma.dim(), (c, c), "kernel_sum_backward: gamma must be c×c");
     let mut out = tiled::run(&Request {
         domains: &[Domain { z: za, y: ya }, Domain { z: zb, y: yb }],
         s_blocks: Vec::new(),
-        objectives: vec![Objective {
-            terms: vec![(0, 1, gamma.to_owned())],
-        }],
+        objectives: vec![Objective { terms: vec![(0, 1, gamma.to_owned())] }],
         h,
     });
     let gb = out.grads[0].pop().expect("two domains");

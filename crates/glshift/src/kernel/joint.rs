@@ -35,13 +35,25 @@ impl GaussianFamily {
 
     fn validate(&self, view: usize) -> Result<()> {
         if !(self.base.is_finite() && self.base > 0.0) {
-            return Err(Error::param("kernel bandwidth", format!("{} (view {view})", self.base), "must be finite and > 0"));
+            return Err(Error::param(
+                "kernel bandwidth",
+                format!("{} (view {view})", self.base),
+                "must be finite and > 0",
+            ));
         }
         if self.count == 0 || self.count > 32 {
-            return Err(Error::param("kernel count", format!("{} (view {view})", self.count), "must lie in 1..=32"));
+            return Err(Error::param(
+                "kernel count",
+                format!("{} (view {view})", self.count),
+                "must lie in 1..=32",
+            ));
         }
         if !(self.weight.is_finite() && self.weight > 0.0) {
-            return Err(Error::param("kernel weight", format!("{} (view {view})", self.weight), "must be finite and > 0"));
+            return Err(Error::param(
+                "kernel weight",
+                format!("{} (view {view})", self.weight),
+                "must be finite and > 0",
+            ));
         }
         Ok(())
     }
@@ -55,7 +67,11 @@ pub struct JointMmd<T> {
     pub grad_t: Vec<Array2<T>>,
 }
 
-fn check_views<T: Real>(s: &[ArrayView2<T>], t: &[ArrayView2<T>], kernels: &[GaussianFamily]) -> Result<()> {
+fn check_views<T: Real>(
+    s: &[ArrayView2<T>],
+    t: &[ArrayView2<T>],
+    kernels: &[GaussianFamily],
+) -> Result<()> {
     if s.is_empty() || s.len() != t.len() || s.len() != kernels.len() {
         return Err(Error::Shape {
             what: "joint MMD views (source, target, kernels)".into(),
@@ -72,11 +88,19 @@ fn check_views<T: Real>(s: &[ArrayView2<T>], t: &[ArrayView2<T>], kernels: &[Gau
         ];
         for (what, want, got) in checks {
             if want != got {
-                return Err(Error::Shape { what: format!("joint MMD view {v} {what}"), expected: want.to_string(), found: got.to_string() });
+                return Err(Error::Shape {
+                    what: format!("joint MMD view {v} {what}"),
+                    expected: want.to_string(),
+                    found: got.to_string(),
+                });
             }
         }
         if a.nrows() == 0 || b.nrows() == 0 {
-            return Err(Error::Shape { what: format!("joint MMD view {v} rows"), expected: "at least 1 per domain".into(), found: "0".into() });
+            return Err(Error::Shape {
+                what: format!("joint MMD view {v} rows"),
+                expected: "at least 1 per domain".into(),
+                found: "0".into(),
+            });
         }
         if a.iter().chain(b.iter()).any(|x| !x.is_finite()) {
             return Err(Error::bad_data(format!("joint MMD view {v}"), "contains NaN or Inf"));
@@ -94,8 +118,10 @@ fn cross_sum<T: Real>(
 ) -> (f64, Vec<Array2<T>>, Vec<Array2<T>>) {
     let nv = a.len();
     let na = a[0].nrows();
-    let norms = |z: &ArrayView2<T>| -> Array1<T> { z.rows().into_iter().map(|r| r.dot(&r)).collect() };
-    let (norm_a, norm_b): (Vec<_>, Vec<_>) = (a.iter().map(norms).collect(), b.iter().map(norms).collect());
+    let norms =
+        |z: &ArrayView2<T>| -> Array1<T> { z.rows().into_iter().map(|r| r.dot(&r)).collect() };
+    let (norm_a, norm_b): (Vec<_>, Vec<_>) =
+        (a.iter().map(norms).collect(), b.iter().map(norms).collect());
     let bws: Vec<Vec<f64>> = kernels.iter().map(|k| k.bandwidths()).collect();
     let mut ga: Vec<Array2<T>> = a.iter().map(|z| Array2::zeros(z.raw_dim())).collect();
     let mut gb: Vec<Array2<T>> = b.iter().map(|z| Array2::zeros(z.raw_dim())).collect();
@@ -110,8 +136,10 @@ fn cross_sum<T: Real>(
             let at = a[v].slice(s![rows.clone(), ..]);
             let mut d2 = at.dot(&b[v].t());
             let na_t = norm_a[v].slice(s![rows.clone()]);
-            Zip::indexed(&mut d2).for_each(|(i, j), x| *x = (na_t[i] + norm_b[v][j] - two * *x).max(T::zero()));
-            let (mut k, mut d) = (Array2::<T>::zeros(d2.raw_dim()), Array2::<T>::zeros(d2.raw_dim()));
+            Zip::indexed(&mut d2)
+                .for_each(|(i, j), x| *x = (na_t[i] + norm_b[v][j] - two * *x).max(T::zero()));
+            let (mut k, mut d) =
+                (Array2::<T>::zeros(d2.raw_dim()), Array2::<T>::zeros(d2.raw_dim()));
             let beta = T::from_f64_(kernels[v].weight);
             let inv_h: Vec<T> = bws[v].iter().map(|h| T::from_f64_(1.0 / h)).collect();
             Zip::from(&mut k).and(&mut d).and(&d2).for_each(|k, d, &x| {
@@ -143,14 +171,18 @@ fn cross_sum<T: Real>(
             }
             let at = a[v].slice(s![rows.clone(), ..]);
             let mut part_a = g.dot(&b[v]);
-            Zip::from(part_a.rows_mut()).and(at.rows()).and(&g.sum_axis(Axis(1))).for_each(|mut out, z, &rs| {
-                out.zip_mut_with(&z, |o, &zv| *o = -two * (rs * zv - *o));
-            });
+            Zip::from(part_a.rows_mut()).and(at.rows()).and(&g.sum_axis(Axis(1))).for_each(
+                |mut out, z, &rs| {
+                    out.zip_mut_with(&z, |o, &zv| *o = -two * (rs * zv - *o));
+                },
+            );
             ga[v].slice_mut(s![rows.clone(), ..]).assign(&part_a);
             let mut part_b = g.t().dot(&at);
-            Zip::from(part_b.rows_mut()).and(b[v].rows()).and(&g.sum_axis(Axis(0))).for_each(|mut out, z, &cs| {
-                out.zip_mut_with(&z, |o, &zv| *o = -two * (cs * zv - *o));
-            });
+            Zip::from(part_b.rows_mut()).and(b[v].rows()).and(&g.sum_axis(Axis(0))).for_each(
+                |mut out, z, &cs| {
+                    out.zip_mut_with(&z, |o, &zv| *o = -two * (cs * zv - *o));
+                },
+            );
             gb[v].zip_mut_with(&part_b, |o, &x| *o = *o + x);
         }
     }
@@ -161,7 +193,11 @@ fn cross_sum<T: Real>(
 /// [`GaussianFamily`] per view), with gradients wrt every view of both samples.
 ///
 /// Errors: mismatched view counts or shapes, an empty sample, NaN/Inf, a bad family.
-pub fn joint_mmd2<T: Real>(s: &[ArrayView2<T>], t: &[ArrayView2<T>], kernels: &[GaussianFamily]) -> Result<JointMmd<T>> {
+pub fn joint_mmd2<T: Real>(
+    s: &[ArrayView2<T>],
+    t: &[ArrayView2<T>],
+    kernels: &[GaussianFamily],
+) -> Result<JointMmd<T>> {
     check_views(s, t, kernels)?;
     let (ns, nt) = (s[0].nrows() as f64, t[0].nrows() as f64);
     let (ss, ss_a, ss_b) = cross_sum(s, s, kernels, 1.0 / (ns * ns));

@@ -82,11 +82,18 @@ pub fn ckb_sigma<T: Real>(ys: &[ArrayView2<T>]) -> f64 {
 /// F_ik = exp(−‖y_i − e_k‖²/σ) (n×c), with ‖y_i − e_k‖² = ‖y_i‖² − 2y_ik + 1.
 pub fn vertex_features(y: ArrayView2<f64>, sigma: f64) -> Array2<f64> {
     let sq = y.map_axis(Axis(1), |r| r.dot(&r));
-    Array2::from_shape_fn(y.dim(), |(i, k)| (-(sq[i] - 2.0 * y[[i, k]] + 1.0).max(0.0) / sigma).exp())
+    Array2::from_shape_fn(y.dim(), |(i, k)| {
+        (-(sq[i] - 2.0 * y[[i, k]] + 1.0).max(0.0) / sigma).exp()
+    })
 }
 
 /// W = (εnB + M)⁻¹B (c×c) with M = FᵀF (summed over the blocks of a pooled domain).
-pub fn vertex_coefficients(m: ArrayView2<f64>, b: ArrayView2<f64>, eps: f64, n: usize) -> Result<Array2<f64>> {
+pub fn vertex_coefficients(
+    m: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    eps: f64,
+    n: usize,
+) -> Result<Array2<f64>> {
     if !(eps.is_finite() && eps > 0.0) {
         return Err(Error::param("eps", eps, "must be finite and > 0"));
     }

@@ -21,8 +21,8 @@
 
 mod bandwidth;
 mod classwise;
-pub mod cond_test;
 mod cme;
+pub mod cond_test;
 mod gemm;
 mod gram;
 mod joint;
@@ -39,8 +39,8 @@ mod tests_label;
 mod tests_mmd;
 pub(crate) mod tiled;
 
-pub use bandwidth::{bandwidth, mean_pairwise_sq_dist, scaled_bandwidth};
 pub(crate) use bandwidth::bandwidth_of;
+pub use bandwidth::{bandwidth, mean_pairwise_sq_dist, scaled_bandwidth};
 pub use classwise::{classwise_j_du, classwise_j_tu};
 pub use cme::cme_coefficients;
 pub use gemm::tile_gemm_gflops;
@@ -48,8 +48,8 @@ pub use gram::{kernel_sum, kernel_sum_backward};
 pub use joint::{joint_mmd2, GaussianFamily, JointMmd};
 pub use label_map::{ckb_sigma, vertex_coefficients, vertex_features, SIGMA_FALLBACK};
 pub use mcmd::{
-    embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix,
-    DuRows, MulObjectives, TuDuGrad,
+    embedding_gram, j_du, j_du_with, j_tu, j_tu_du, j_tu_du_flops, j_tu_with, mcmd2_matrix, DuRows,
+    MulObjectives, TuDuGrad,
 };
 pub(crate) use mcmd::{j_du_objective, j_tu_objective};
 
@@ -96,9 +96,9 @@ impl LabelKernel {
     /// Rejects σ_Y ≤ 0 or non-finite: B would stop being positive definite (γ ≥ 1).
     pub fn validate(&self) -> Result<()> {
         match *self {
-            LabelKernel::Gaussian { sigma } if !(sigma.is_finite() && sigma > 0.0) => Err(
-                Error::param("label_kernel.sigma", sigma, "must be finite and > 0"),
-            ),
+            LabelKernel::Gaussian { sigma } if !(sigma.is_finite() && sigma > 0.0) => {
+                Err(Error::param("label_kernel.sigma", sigma, "must be finite and > 0"))
+            }
             _ => Ok(()),
         }
     }
@@ -216,11 +216,7 @@ pub struct TuGrad<T> {
 }
 
 fn shape_err(what: impl Into<String>, expected: impl ToString, found: impl ToString) -> Error {
-    Error::Shape {
-        what: what.into(),
-        expected: expected.to_string(),
-        found: found.to_string(),
-    }
+    Error::Shape { what: what.into(), expected: expected.to_string(), found: found.to_string() }
 }
 
 /// Checks one labelled block: at least one row, z and y row counts agree, y has `c`
@@ -236,31 +232,19 @@ fn check_labelled<T: Real>(
         return Err(shape_err(format!("{name}.z rows"), "at least 1", 0));
     }
     if x.y.nrows() != n {
-        return Err(shape_err(
-            format!("{name}.y rows (= {name}.z rows)"),
-            n,
-            x.y.nrows(),
-        ));
+        return Err(shape_err(format!("{name}.y rows (= {name}.z rows)"), n, x.y.nrows()));
     }
     if zd == 0 {
         return Err(shape_err(format!("{name}.z columns (feature dim)"), "at least 1", 0));
     }
     if x.y.ncols() == 0 {
-        return Err(shape_err(
-            format!("{name}.y columns (classes)"),
-            "at least 1",
-            0,
-        ));
+        return Err(shape_err(format!("{name}.y columns (classes)"), "at least 1", 0));
     }
     if let Some(d) = d.filter(|&d| d != zd) {
         return Err(shape_err(format!("{name}.z columns (feature dim)"), d, zd));
     }
     if let Some(c) = c.filter(|&c| c != x.y.ncols()) {
-        return Err(shape_err(
-            format!("{name}.y columns (classes)"),
-            c,
-            x.y.ncols(),
-        ));
+        return Err(shape_err(format!("{name}.y columns (classes)"), c, x.y.ncols()));
     }
     if x.z.iter().any(|v| !v.is_finite()) {
         return Err(Error::bad_data(format!("{name}.z"), "contains NaN or Inf"));

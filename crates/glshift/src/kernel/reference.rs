@@ -16,12 +16,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 /// K^{ab}_ij = exp(−‖za_i − zb_j‖²/h) by direct differences (n_a×n_b).
 pub fn gaussian_gram(za: ArrayView2<f64>, zb: ArrayView2<f64>, h: f64) -> Array2<f64> {
     Array2::from_shape_fn((za.nrows(), zb.nrows()), |(i, j)| {
-        let d2: f64 = za
-            .row(i)
-            .iter()
-            .zip(zb.row(j))
-            .map(|(a, b)| (a - b).powi(2))
-            .sum();
+        let d2: f64 = za.row(i).iter().zip(zb.row(j)).map(|(a, b)| (a - b).powi(2)).sum();
         (-d2 / h).exp()
     })
 }
@@ -77,15 +72,9 @@ pub fn mcmd2_matrix(
     h: f64,
 ) -> Result<Array2<f64>> {
     let bm = p.label_kernel.basis_gram(a.y.ncols())?;
-    let (la, lb) = (
-        embedding_coeffs(a.y, bm.view()),
-        embedding_coeffs(b.y, bm.view()),
-    );
-    let (maa, mbb, mab) = (
-        metric_matrix(a, a, p, h)?,
-        metric_matrix(b, b, p, h)?,
-        metric_matrix(a, b, p, h)?,
-    );
+    let (la, lb) = (embedding_coeffs(a.y, bm.view()), embedding_coeffs(b.y, bm.view()));
+    let (maa, mbb, mab) =
+        (metric_matrix(a, a, p, h)?, metric_matrix(b, b, p, h)?, metric_matrix(a, b, p, h)?);
     let c = bm.nrows();
     Ok(Array2::from_shape_fn((c, c), |(k, l)| {
         let (u, v) = (la.column(k), lb.column(l));
@@ -122,26 +111,18 @@ pub fn j_tu(
     h: f64,
 ) -> Result<f64> {
     let bm = p.label_kernel.basis_gram(s.y.ncols())?;
-    let (ls, lt) = (
-        embedding_coeffs(s.y, bm.view()),
-        embedding_coeffs(t.y, bm.view()),
-    );
+    let (ls, lt) = (embedding_coeffs(s.y, bm.view()), embedding_coeffs(t.y, bm.view()));
     let (ns, nt) = (s.z.nrows(), t.z.nrows());
     let mut maa = Array2::<f64>::zeros((ns + nt, ns + nt));
-    maa.slice_mut(ndarray::s![..ns, ..ns])
-        .assign(&metric_matrix(s, s, p, h)?);
-    maa.slice_mut(ndarray::s![..ns, ns..])
-        .assign(&metric_matrix(s, t, p, h)?);
-    maa.slice_mut(ndarray::s![ns.., ..ns])
-        .assign(&metric_matrix(t, s, p, h)?);
-    maa.slice_mut(ndarray::s![ns.., ns..])
-        .assign(&metric_matrix(t, t, p, h)?);
+    maa.slice_mut(ndarray::s![..ns, ..ns]).assign(&metric_matrix(s, s, p, h)?);
+    maa.slice_mut(ndarray::s![..ns, ns..]).assign(&metric_matrix(s, t, p, h)?);
+    maa.slice_mut(ndarray::s![ns.., ..ns]).assign(&metric_matrix(t, s, p, h)?);
+    maa.slice_mut(ndarray::s![ns.., ns..]).assign(&metric_matrix(t, t, p, h)?);
     let mut total = 0.0;
     for (k, &pk) in prior.iter().enumerate() {
         let mut v = Array1::<f64>::zeros(ns + nt);
         v.slice_mut(ndarray::s![..ns]).assign(&ls.column(k));
-        v.slice_mut(ndarray::s![ns..])
-            .assign(&lt.column(k).mapv(|x| -x));
+        v.slice_mut(ndarray::s![ns..]).assign(&lt.column(k).mapv(|x| -x));
         total += pk * quad(v.view(), &maa, v.view());
     }
     Ok(total)

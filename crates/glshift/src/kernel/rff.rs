@@ -51,10 +51,10 @@ struct Features<T> {
 fn features<T: Real>(rf: RandomFeatures, d: usize, h: f64) -> Features<T> {
     let mut rng = ChaCha8Rng::seed_from_u64(rf.seed);
     let s = (2.0 / h).sqrt();
-    let omega = Array2::from_shape_fn((rf.r, d), |_| T::from_f64_(s * rng.sample::<f64, _>(StandardNormal)));
-    let b = (0..rf.r)
-        .map(|_| T::from_f64_(rng.random_range(0.0..std::f64::consts::TAU)))
-        .collect();
+    let omega = Array2::from_shape_fn((rf.r, d), |_| {
+        T::from_f64_(s * rng.sample::<f64, _>(StandardNormal))
+    });
+    let b = (0..rf.r).map(|_| T::from_f64_(rng.random_range(0.0..std::f64::consts::TAU))).collect();
     Features { omega, b }
 }
 
@@ -86,7 +86,13 @@ struct Scratch<T> {
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { zc: Vec::new(), u: Vec::new(), cos: Vec::new(), sin: Vec::new(), dphi: Vec::new() }
+        Scratch {
+            zc: Vec::new(),
+            u: Vec::new(),
+            cos: Vec::new(),
+            sin: Vec::new(),
+            dphi: Vec::new(),
+        }
     }
 }
 
@@ -101,7 +107,11 @@ struct Pool<T>(Vec<std::sync::Mutex<Scratch<T>>>);
 
 impl<T> Pool<T> {
     fn new() -> Self {
-        Pool((0..rayon::current_num_threads().max(1)).map(|_| std::sync::Mutex::new(Scratch::default())).collect())
+        Pool(
+            (0..rayon::current_num_threads().max(1))
+                .map(|_| std::sync::Mutex::new(Scratch::default()))
+                .collect(),
+        )
     }
     fn get(&self) -> std::sync::MutexGuard<'_, Scratch<T>> {
         let k = rayon::current_thread_index().unwrap_or(0) % self.0.len();
@@ -110,7 +120,14 @@ impl<T> Pool<T> {
 }
 
 /// U = (Z_chunk − mean) Ωᵀ + b for rows `r0..r1` of `z` (rows×r), in `sc.u`.
-fn projections<T: Real>(z: ArrayView2<T>, r0: usize, r1: usize, mean: &[T], f: &Features<T>, sc: &mut Scratch<T>) {
+fn projections<T: Real>(
+    z: ArrayView2<T>,
+    r0: usize,
+    r1: usize,
+    mean: &[T],
+    f: &Features<T>,
+    sc: &mut Scratch<T>,
+) {
     let (d, r) = (z.ncols(), f.b.len());
     let rows = r1 - r0;
     let zc = sized(&mut sc.zc, rows * d);
@@ -137,9 +154,8 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
     let doms = req.domains;
     let d = doms[0].z.ncols();
     let blocks = blocks_of(req);
-    let used: Vec<bool> = (0..doms.len())
-        .map(|a| blocks.iter().any(|&(x, y)| x == a || y == a))
-        .collect();
+    let used: Vec<bool> =
+        (0..doms.len()).map(|a| blocks.iter().any(|&(x, y)| x == a || y == a)).collect();
     let pass = Pass {
         req,
         mean: pooled_mean(req, &used, d),
@@ -149,7 +165,8 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
         r: rf.r,
     };
     // E_a = Φ_aᵀ Y_a, chunk partials summed in chunk order.
-    let e: Vec<Option<Array2<f64>>> = (0..doms.len()).map(|a| used[a].then(|| pass.embedding(a))).collect();
+    let e: Vec<Option<Array2<f64>>> =
+        (0..doms.len()).map(|a| used[a].then(|| pass.embedding(a))).collect();
     let e_of = |a: usize| e[a].as_ref().expect("domain in a block");
     let s: Vec<((usize, usize), Array2<f64>)> =
         blocks.iter().map(|&(a, b)| ((a, b), e_of(a).t().dot(e_of(b)))).collect();
@@ -159,7 +176,9 @@ pub(super) fn run<T: Real>(req: &Request<T>, rf: RandomFeatures) -> Output<T> {
         .map(|o| {
             o.terms
                 .iter()
-                .map(|(a, b, g)| (g * &s.iter().find(|(k, _)| *k == (*a, *b)).expect("block").1).sum())
+                .map(|(a, b, g)| {
+                    (g * &s.iter().find(|(k, _)| *k == (*a, *b)).expect("block").1).sum()
+                })
                 .sum()
         })
         .collect();
@@ -222,7 +241,12 @@ fn embedding_derivative<'e, T: Real>(
 
 /// ℓ(Z) = ℓ̃(Z − 1mᵀ) with m the pooled mean of the used rows: ∂ℓ/∂z_i = g̃_i − mean_j g̃_j
 /// (`rows`: each domain's row count; `d`: dims).
-fn centre_gradients<T: Real>(grads: &mut [Vec<Array2<T>>], rows: impl Iterator<Item = usize>, used: &[bool], d: usize) {
+fn centre_gradients<T: Real>(
+    grads: &mut [Vec<Array2<T>>],
+    rows: impl Iterator<Item = usize>,
+    used: &[bool],
+    d: usize,
+) {
     let n_used: usize = rows.zip(used).filter(|(_, u)| **u).map(|(n, _)| n).sum();
     for g in grads.iter_mut() {
         let mut m = Array1::<f64>::zeros(d);
@@ -296,7 +320,8 @@ impl<T: Real> Pass<'_, '_, '_, T> {
         let dm = &self.req.domains[a];
         let (n, d, r) = (dm.z.nrows(), dm.z.ncols(), self.r);
         // Per chunk, one output slice per active objective.
-        let mut per_chunk: Vec<Vec<&mut [T]>> = (0..n.div_ceil(CHUNK)).map(|_| Vec::new()).collect();
+        let mut per_chunk: Vec<Vec<&mut [T]>> =
+            (0..n.div_ceil(CHUNK)).map(|_| Vec::new()).collect();
         for (o, g) in grads.iter_mut().enumerate() {
             if !objs.contains(&o) {
                 continue;
@@ -320,12 +345,24 @@ impl<T: Real> Pass<'_, '_, '_, T> {
             for (slot, &o) in objs.iter().enumerate() {
                 let deo = de[o][a].as_ref().expect("active");
                 let dphi = sized(&mut sc.dphi, len);
-                gemm(ArrayViewMut2::from_shape((rows, r), &mut dphi[..]).expect("shape"), y, deo.t(), T::one(), false);
+                gemm(
+                    ArrayViewMut2::from_shape((rows, r), &mut dphi[..]).expect("shape"),
+                    y,
+                    deo.t(),
+                    T::one(),
+                    false,
+                );
                 for (g, &s) in dphi.iter_mut().zip(&sc.sin) {
                     *g = *g * s;
                 }
                 let out = ArrayViewMut2::from_shape((rows, d), &mut outs[slot][..]).expect("shape");
-                gemm(out, ArrayView2::from_shape((rows, r), &sc.dphi[..]).expect("shape"), self.f.omega.view(), T::one(), false);
+                gemm(
+                    out,
+                    ArrayView2::from_shape((rows, r), &sc.dphi[..]).expect("shape"),
+                    self.f.omega.view(),
+                    T::one(),
+                    false,
+                );
             }
         });
     }

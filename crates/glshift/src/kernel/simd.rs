@@ -299,7 +299,14 @@ mod tests {
         let run = |fast: bool| {
             let mut g = g0.clone();
             let (mut rs, mut cs) = (vec![0f32; p], vec![0f32; q]);
-            let t = GaussTile { g: &mut g, na: &na, nb: &nb, inv_h: 0.4, row_sums: &mut rs, col_sums: &mut cs };
+            let t = GaussTile {
+                g: &mut g,
+                na: &na,
+                nb: &nb,
+                inv_h: 0.4,
+                row_sums: &mut rs,
+                col_sums: &mut cs,
+            };
             if fast {
                 gauss_tile::<f32>(t.g, t.na, t.nb, 2.5, t.row_sums, t.col_sums);
             } else {

@@ -61,10 +61,7 @@ pub(super) fn rel_err(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
     assert_eq!(a.dim(), b.dim());
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     assert!(scale > 0.0, "reference is identically zero");
-    a.iter()
-        .zip(b)
-        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
-        / scale
+    a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
 pub(super) fn rel(a: f64, b: f64) -> f64 {
@@ -156,10 +153,7 @@ fn j_tu_matches_dense_reference() {
             let (p, h) = (params(kernel, 0.05), h_of(&[&s, &t]));
             let got = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap().value;
             let want = dense::j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
-            assert!(
-                rel(got, want) <= 1e-9,
-                "{kernel:?} soft={soft}: {got} vs {want}"
-            );
+            assert!(rel(got, want) <= 1e-9, "{kernel:?} soft={soft}: {got} vs {want}");
         }
     }
 }
@@ -173,10 +167,7 @@ fn cme_coefficients_reproduce_dense_inverse() {
             let w = cme_coefficients(a.y.t().dot(&a.y).view(), b.view(), eps, 25).unwrap();
             let inv = dense::regularised_inverse(a.y.view(), b.view(), eps).unwrap();
             let want = inv.dot(&a.y).dot(&b); // (εnI + YBYᵀ)⁻¹ Y B
-            assert!(
-                rel_err(&a.y.dot(&w), &want) <= 1e-9,
-                "{kernel:?} soft={soft}"
-            );
+            assert!(rel_err(&a.y.dot(&w), &want) <= 1e-9, "{kernel:?} soft={soft}");
         }
     }
 }
@@ -188,10 +179,7 @@ fn kernel_sum_matches_dense_gram_across_row_tiles() {
     let b = sample(9, 21, 3, 3, 0.4, false);
     let h = h_of(&[&a, &b]);
     let got = kernel_sum(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h);
-    let want =
-        a.y.t()
-            .dot(&dense::gaussian_gram(a.z.view(), b.z.view(), h))
-            .dot(&b.y);
+    let want = a.y.t().dot(&dense::gaussian_gram(a.z.view(), b.z.view(), h)).dot(&b.y);
     assert!(rel_err(&got, &want) <= 1e-12, "{}", rel_err(&got, &want));
 }
 
@@ -205,14 +193,8 @@ fn kernel_sum_backward_matches_finite_differences() {
     let loss = |za: &Array2<f64>, zb: &Array2<f64>| {
         (kernel_sum(za.view(), a.y.view(), zb.view(), b.y.view(), h) * &gamma).sum()
     };
-    let (ga, gb) = kernel_sum_backward(
-        a.z.view(),
-        a.y.view(),
-        b.z.view(),
-        b.y.view(),
-        h,
-        gamma.view(),
-    );
+    let (ga, gb) =
+        kernel_sum_backward(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h, gamma.view());
     let fa = fd_grad(&a.z, |z| loss(z, &b.z));
     let fb = fd_grad(&b.z, |z| loss(&a.z, z));
     assert!(rel_err(&ga, &fa) <= 1e-6, "dZa: {}", rel_err(&ga, &fa));
@@ -230,37 +212,24 @@ fn kernel_sum_backward_is_consistent_across_row_tiles() {
     let want_a = (&a.z * &hm.sum_axis(Axis(1)).insert_axis(Axis(1)) - hm.dot(&b.z)) * (-2.0 / h);
     let want_b =
         (&b.z * &hm.sum_axis(Axis(0)).insert_axis(Axis(1)) - hm.t().dot(&a.z)) * (-2.0 / h);
-    let (ga, gb) = kernel_sum_backward(
-        a.z.view(),
-        a.y.view(),
-        b.z.view(),
-        b.y.view(),
-        h,
-        gamma.view(),
-    );
+    let (ga, gb) =
+        kernel_sum_backward(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h, gamma.view());
     assert!(rel_err(&ga, &want_a) <= 1e-12 && rel_err(&gb, &want_b) <= 1e-12);
 }
 
 #[test]
 fn j_du_gradient_matches_finite_differences() {
     let mask = [true, true, false, true];
-    for (kernel, soft, active) in [
-        (GAUSS, true, None),
-        (LabelKernel::Linear, false, Some(&mask[..])),
-    ] {
+    for (kernel, soft, active) in
+        [(GAUSS, true, None), (LabelKernel::Linear, false, Some(&mask[..]))]
+    {
         let a = sample(15, 24, 3, 4, 0.0, soft);
         let (p, h) = (params(kernel, 0.05), h_of(&[&a]));
         let got = j_du(&a.lab(), &p, h, active).unwrap().grad;
         let want = fd_grad(&a.z, |z| {
-            j_du(&Labelled::new(z.view(), a.y.view()), &p, h, active)
-                .unwrap()
-                .value
+            j_du(&Labelled::new(z.view(), a.y.view()), &p, h, active).unwrap().value
         });
-        assert!(
-            rel_err(&got, &want) <= 1e-6,
-            "{kernel:?}: {}",
-            rel_err(&got, &want)
-        );
+        assert!(rel_err(&got, &want) <= 1e-6, "{kernel:?}: {}", rel_err(&got, &want));
     }
 }
 
@@ -284,16 +253,8 @@ fn j_tu_gradient_matches_finite_differences() {
     };
     let fs = fd_grad(&s.z, |z| at(z, &t.z));
     let ft = fd_grad(&t.z, |z| at(&s.z, z));
-    assert!(
-        rel_err(&got.grad_s, &fs) <= 1e-6,
-        "grad_s: {}",
-        rel_err(&got.grad_s, &fs)
-    );
-    assert!(
-        rel_err(&got.grad_t, &ft) <= 1e-6,
-        "grad_t: {}",
-        rel_err(&got.grad_t, &ft)
-    );
+    assert!(rel_err(&got.grad_s, &fs) <= 1e-6, "grad_s: {}", rel_err(&got.grad_s, &fs));
+    assert!(rel_err(&got.grad_t, &ft) <= 1e-6, "grad_t: {}", rel_err(&got.grad_t, &ft));
 }
 
 #[test]
@@ -330,27 +291,17 @@ fn within_domain_embedding_gram_is_positive_semidefinite() {
     for kernel in KERNELS {
         let a = sample(21, 30, 3, 4, 0.0, true);
         let g = embedding_gram(&a.lab(), &a.lab(), &params(kernel, 0.05), h_of(&[&a])).unwrap();
-        assert!(
-            rel_err(&g.t().to_owned(), &g) <= 1e-12,
-            "G^aa not symmetric"
-        );
-        let eig = super::cme::to_faer(g.view())
-            .self_adjoint_eigenvalues(faer::Side::Lower)
-            .unwrap();
+        assert!(rel_err(&g.t().to_owned(), &g) <= 1e-12, "G^aa not symmetric");
+        let eig =
+            super::cme::to_faer(g.view()).self_adjoint_eigenvalues(faer::Side::Lower).unwrap();
         let top = eig.iter().fold(0.0f64, |m, v| m.max(*v));
-        assert!(
-            top > 0.0 && eig.iter().all(|&v| v >= -1e-12 * top),
-            "{kernel:?}: {eig:?}"
-        );
+        assert!(top > 0.0 && eig.iter().all(|&v| v >= -1e-12 * top), "{kernel:?}: {eig:?}");
     }
 }
 
 #[test]
 fn bandwidth_equals_brute_force_mean_pairwise_distance() {
-    let (a, b) = (
-        sample(22, 17, 5, 3, 0.0, false),
-        sample(23, 11, 5, 3, 3.0, false),
-    );
+    let (a, b) = (sample(22, 17, 5, 3, 0.0, false), sample(23, 11, 5, 3, 3.0, false));
     let pooled = concatenate![Axis(0), a.z, b.z];
     let n = pooled.nrows();
     let mut brute = 0.0;
@@ -361,12 +312,7 @@ fn bandwidth_equals_brute_force_mean_pairwise_distance() {
     }
     brute /= (n * n) as f64;
     assert!(rel(mean_pairwise_sq_dist(pooled.view()), brute) <= 1e-12);
-    assert!(
-        rel(
-            bandwidth(&[a.z.view(), b.z.view()], 2.5).unwrap(),
-            2.5 * brute
-        ) <= 1e-12
-    );
+    assert!(rel(bandwidth(&[a.z.view(), b.z.view()], 2.5).unwrap(), 2.5 * brute) <= 1e-12);
     let pooled32 = pooled.mapv(|v| v as f32);
     assert!(rel(mean_pairwise_sq_dist(pooled32.view()), brute) <= 1e-6);
     // Rows read scaled by s: the bandwidth of the scaled copy, bit for bit, and s² times h.
@@ -377,7 +323,12 @@ fn bandwidth_equals_brute_force_mean_pairwise_distance() {
         bandwidth(&[scaled(&a32).view(), scaled(&b32).view()], 2.5).unwrap()
     );
     let once = bandwidth(&[a32.view(), b32.view()], 2.5).unwrap();
-    assert!(rel(crate::kernel::scaled_bandwidth(&[a32.view(), b32.view()], 0.37, 2.5).unwrap(), 0.37 * 0.37 * once) <= 1e-12);
+    assert!(
+        rel(
+            crate::kernel::scaled_bandwidth(&[a32.view(), b32.view()], 0.37, 2.5).unwrap(),
+            0.37 * 0.37 * once
+        ) <= 1e-12
+    );
 }
 
 #[test]
@@ -386,32 +337,17 @@ fn f32_results_match_f64() {
     let t = sample(25, 26, 4, 3, 0.5, true);
     let (p, h, prior) = (params(GAUSS, 0.05), h_of(&[&s, &t]), [0.3, 0.3, 0.4]);
     let ((zs, ys), (zt, yt)) = (s.to_f32(), t.to_f32());
-    let (s32, t32) = (
-        Labelled::new(zs.view(), ys.view()),
-        Labelled::new(zt.view(), yt.view()),
-    );
+    let (s32, t32) = (Labelled::new(zs.view(), ys.view()), Labelled::new(zt.view(), yt.view()));
     let up = |g: &Array2<f32>| g.mapv(f64::from);
 
     let d64 = mcmd2_matrix(&s.lab(), &t.lab(), &p, h).unwrap();
     let d32 = mcmd2_matrix(&s32, &t32, &p, h).unwrap();
-    assert!(
-        rel_err(&d32, &d64) <= 1e-4,
-        "mcmd2: {}",
-        rel_err(&d32, &d64)
-    );
-    let (du64, du32) = (
-        j_du(&s.lab(), &p, h, None).unwrap(),
-        j_du(&s32, &p, h, None).unwrap(),
-    );
+    assert!(rel_err(&d32, &d64) <= 1e-4, "mcmd2: {}", rel_err(&d32, &d64));
+    let (du64, du32) = (j_du(&s.lab(), &p, h, None).unwrap(), j_du(&s32, &p, h, None).unwrap());
     assert!(rel(du32.value, du64.value) <= 1e-4 && rel_err(&up(&du32.grad), &du64.grad) <= 1e-4);
     let tu64 = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
     let tu32 = j_tu(&s32, &t32, &prior, &p, h).unwrap();
-    assert!(
-        rel(tu32.value, tu64.value) <= 1e-4,
-        "j_tu: {} vs {}",
-        tu32.value,
-        tu64.value
-    );
+    assert!(rel(tu32.value, tu64.value) <= 1e-4, "j_tu: {} vs {}", tu32.value, tu64.value);
     assert!(
         rel_err(&up(&tu32.grad_s), &tu64.grad_s) <= 1e-4
             && rel_err(&up(&tu32.grad_t), &tu64.grad_t) <= 1e-4
@@ -423,10 +359,7 @@ fn j_du_ignores_classes_without_rows() {
     // Class 3 has no rows: its column of Y is zero.
     let mut a = sample(26, 27, 3, 4, 0.0, false);
     let keep: Vec<usize> = (0..27).filter(|&i| a.y[[i, 3]] == 0.0).collect();
-    a = Data {
-        z: a.z.select(Axis(0), &keep),
-        y: a.y.select(Axis(0), &keep),
-    };
+    a = Data { z: a.z.select(Axis(0), &keep), y: a.y.select(Axis(0), &keep) };
     let (p, h, mask) = (params(GAUSS, 0.05), h_of(&[&a]), [true, true, true, false]);
     let auto = j_du(&a.lab(), &p, h, None).unwrap();
     let masked = j_du(&a.lab(), &p, h, Some(&mask)).unwrap();
@@ -457,18 +390,12 @@ fn non_positive_eps_or_sigma_is_rejected() {
             mcmd2_matrix(&a.lab(), &a.lab(), &params(GAUSS, eps), h),
             Err(Error::Param { .. })
         ));
-        assert!(matches!(
-            j_du(&a.lab(), &params(GAUSS, eps), h, None),
-            Err(Error::Param { .. })
-        ));
+        assert!(matches!(j_du(&a.lab(), &params(GAUSS, eps), h, None), Err(Error::Param { .. })));
         let n = a.y.t().dot(&a.y);
         assert!(cme_coefficients(n.view(), Array2::eye(3).view(), eps, 12).is_err());
     }
     let bad_sigma = params(LabelKernel::Gaussian { sigma: -1.0 }, 0.1);
-    assert!(matches!(
-        j_du(&a.lab(), &bad_sigma, h, None),
-        Err(Error::Param { .. })
-    ));
+    assert!(matches!(j_du(&a.lab(), &bad_sigma, h, None), Err(Error::Param { .. })));
 }
 
 #[test]
@@ -481,10 +408,7 @@ fn identical_rows_give_bandwidth_error() {
     );
     assert!(bandwidth::<f64>(&[], 1.0).is_err());
     let ok = sample(28, 10, 3, 3, 0.0, false);
-    assert!(matches!(
-        bandwidth(&[ok.z.view()], 0.0),
-        Err(Error::Param { .. })
-    ));
+    assert!(matches!(bandwidth(&[ok.z.view()], 0.0), Err(Error::Param { .. })));
     assert!(matches!(
         bandwidth(&[ok.z.view(), z.slice(ndarray::s![.., ..2])], 1.0),
         Err(Error::Shape { .. })
@@ -503,28 +427,13 @@ fn shape_mismatches_and_bad_prior_or_h_are_rejected() {
     assert!(is_shape(mcmd2_matrix(&bad_rows, &bad_rows, &p, h)));
     assert!(is_shape(mcmd2_matrix(&s.lab(), &t4.lab(), &p, h)));
     assert!(is_shape(mcmd2_matrix(&s.lab(), &td.lab(), &p, h)));
-    assert!(matches!(
-        j_tu(&s.lab(), &s.lab(), &[0.5, 0.5], &p, h),
-        Err(Error::Shape { .. })
-    ));
-    assert!(matches!(
-        j_tu(&s.lab(), &s.lab(), &[0.5, -0.1, 0.6], &p, h),
-        Err(Error::Param { .. })
-    ));
-    assert!(matches!(
-        j_du(&s.lab(), &p, h, Some(&[true, true])),
-        Err(Error::Shape { .. })
-    ));
-    assert!(matches!(
-        j_du(&bad_rows, &p, h, None),
-        Err(Error::Shape { .. })
-    ));
+    assert!(matches!(j_tu(&s.lab(), &s.lab(), &[0.5, 0.5], &p, h), Err(Error::Shape { .. })));
+    assert!(matches!(j_tu(&s.lab(), &s.lab(), &[0.5, -0.1, 0.6], &p, h), Err(Error::Param { .. })));
+    assert!(matches!(j_du(&s.lab(), &p, h, Some(&[true, true])), Err(Error::Shape { .. })));
+    assert!(matches!(j_du(&bad_rows, &p, h, None), Err(Error::Shape { .. })));
     assert!(cme_coefficients(Array2::eye(2).view(), Array2::eye(3).view(), 0.1, 5).is_err());
     for h in [0.0, f64::NAN, f64::INFINITY] {
-        assert!(matches!(
-            j_du(&s.lab(), &p, h, None),
-            Err(Error::Param { .. })
-        ));
+        assert!(matches!(j_du(&s.lab(), &p, h, None), Err(Error::Param { .. })));
     }
 }
 
@@ -542,7 +451,13 @@ fn tiled_sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool)
 }
 
 /// Dense S^{ab} = Y_aᵀ K Y_b in f64 from (possibly f32-rounded) inputs.
-fn dense_s(za: &Array2<f64>, ya: &Array2<f64>, zb: &Array2<f64>, yb: &Array2<f64>, h: f64) -> Array2<f64> {
+fn dense_s(
+    za: &Array2<f64>,
+    ya: &Array2<f64>,
+    zb: &Array2<f64>,
+    yb: &Array2<f64>,
+    h: f64,
+) -> Array2<f64> {
     ya.t().dot(&dense::gaussian_gram(za.view(), zb.view(), h)).dot(yb)
 }
 
@@ -555,10 +470,7 @@ fn dense_grads(a: &Data, b: &Data, gamma: &Array2<f64>, h: f64) -> (Array2<f64>,
 }
 
 fn round32(x: &Data) -> Data {
-    Data {
-        z: x.z.mapv(|v| v as f32 as f64),
-        y: x.y.mapv(|v| v as f32 as f64),
-    }
+    Data { z: x.z.mapv(|v| v as f32 as f64), y: x.y.mapv(|v| v as f32 as f64) }
 }
 
 #[test]
@@ -576,7 +488,11 @@ fn tiled_kernel_sum_matches_dense_oracle_in_f64_and_f32_over_many_tiles() {
             let want32 = dense_s(&x32.z, &x32.y, &y32.z, &y32.y, h);
             let ((zx, yx), (zy, yy)) = (x.to_f32(), y.to_f32());
             let got32 = kernel_sum(zx.view(), yx.view(), zy.view(), yy.view(), h);
-            assert!(rel_err(&got32, &want32) <= 1e-5, "f32 soft={soft}: {}", rel_err(&got32, &want32));
+            assert!(
+                rel_err(&got32, &want32) <= 1e-5,
+                "f32 soft={soft}: {}",
+                rel_err(&got32, &want32)
+            );
         }
     }
 }
@@ -590,12 +506,14 @@ fn tiled_backward_matches_dense_gradients_in_f64_and_f32_over_many_tiles() {
         let h = h_of(&[&a, &b]);
         let gamma = Array2::from_shape_fn((3, 3), |_| rng.sample::<f64, _>(StandardNormal));
         let (wa, wb) = dense_grads(&a, &b, &gamma, h);
-        let (ga, gb) = kernel_sum_backward(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h, gamma.view());
+        let (ga, gb) =
+            kernel_sum_backward(a.z.view(), a.y.view(), b.z.view(), b.y.view(), h, gamma.view());
         assert!(rel_err(&ga, &wa) <= 1e-10 && rel_err(&gb, &wb) <= 1e-10, "f64 soft={soft}");
         let (a32, b32) = (round32(&a), round32(&b));
         let (wa, wb) = dense_grads(&a32, &b32, &gamma, h);
         let ((za, ya), (zb, yb)) = (a.to_f32(), b.to_f32());
-        let (ga, gb) = kernel_sum_backward(za.view(), ya.view(), zb.view(), yb.view(), h, gamma.view());
+        let (ga, gb) =
+            kernel_sum_backward(za.view(), ya.view(), zb.view(), yb.view(), h, gamma.view());
         let up = |g: &Array2<f32>| g.mapv(f64::from);
         assert!(
             rel_err(&up(&ga), &wa) <= 1e-5 && rel_err(&up(&gb), &wb) <= 1e-5,
@@ -631,24 +549,47 @@ fn fused_j_tu_du_equals_j_tu_and_pooled_j_du_computed_apart() {
         let t = tiled_sample(48, 330, 4, 3, 0.5, soft);
         let (p, h) = (params(kernel, 0.05), h_of(&[&s, &t]));
         for active in [None, Some(&mask[..])] {
-            let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: active, estimator: McmdEstimator::Exact };
+            let spec = MulObjectives {
+                prior: Some(&prior),
+                du: Some(DuRows::Pooled),
+                du_active: active,
+                estimator: McmdEstimator::Exact,
+            };
             let both = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
             let tu = j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
-            let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
+            let pooled =
+                Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
             let du = j_du(&pooled.lab(), &p, h, active).unwrap();
             let (ftu, fdu) = (both.tu.unwrap(), both.du.unwrap());
-            assert!(rel(ftu.value, tu.value) <= 1e-12 && rel(fdu.value, du.value) <= 1e-10, "soft={soft}");
-            assert!(rel_err(&ftu.grad_s, &tu.grad_s) <= 1e-12 && rel_err(&ftu.grad_t, &tu.grad_t) <= 1e-12);
+            assert!(
+                rel(ftu.value, tu.value) <= 1e-12 && rel(fdu.value, du.value) <= 1e-10,
+                "soft={soft}"
+            );
+            assert!(
+                rel_err(&ftu.grad_s, &tu.grad_s) <= 1e-12
+                    && rel_err(&ftu.grad_t, &tu.grad_t) <= 1e-12
+            );
             let du_grad = concatenate![Axis(0), fdu.grad_s, fdu.grad_t];
-            assert!(rel_err(&du_grad, &du.grad) <= 1e-10, "soft={soft}: {}", rel_err(&du_grad, &du.grad));
+            assert!(
+                rel_err(&du_grad, &du.grad) <= 1e-10,
+                "soft={soft}: {}",
+                rel_err(&du_grad, &du.grad)
+            );
         }
         // J_DU on the source rows alone, with no target row at all.
         let empty = Data { z: Array2::zeros((0, 4)), y: Array2::zeros((0, 3)) };
-        let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
+        let spec = MulObjectives {
+            prior: None,
+            du: Some(DuRows::Source),
+            du_active: None,
+            estimator: McmdEstimator::Exact,
+        };
         let only = j_tu_du(&s.lab(), &empty.lab(), &spec, &p, h).unwrap();
         let want = j_du(&s.lab(), &p, h, None).unwrap();
         let got = only.du.unwrap();
-        assert!(only.tu.is_none() && rel(got.value, want.value) <= 1e-12 && got.grad_t.dim() == (0, 4));
+        assert!(
+            only.tu.is_none() && rel(got.value, want.value) <= 1e-12 && got.grad_t.dim() == (0, 4)
+        );
         assert!(rel_err(&got.grad_s, &want.grad) <= 1e-12);
     }
 }
@@ -661,14 +602,20 @@ fn tiled_results_are_bitwise_identical_for_one_two_and_three_threads() {
     let (sl, tl) = (Labelled::new(zs.view(), ys.view()), Labelled::new(zt.view(), yt.view()));
     let prior = [0.25; 4];
     let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let spec = MulObjectives {
+        prior: Some(&prior),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: McmdEstimator::Exact,
+    };
     let rff_spec = MulObjectives { estimator: McmdEstimator::RandomFeatures(300), ..spec };
     let run = |threads: usize, spec: &MulObjectives| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             let r = j_tu_du(&sl, &tl, spec, &p, h).unwrap();
             let (tu, du) = (r.tu.unwrap(), r.du.unwrap());
-            let s_soft = kernel_sum(zs.view(), ys.mapv(|v| v * 0.5).view(), zt.view(), yt.view(), h);
+            let s_soft =
+                kernel_sum(zs.view(), ys.mapv(|v| v * 0.5).view(), zt.view(), yt.view(), h);
             (tu.value, du.value, tu.grad_s, tu.grad_t, du.grad_s, du.grad_t, s_soft)
         })
     };
@@ -686,7 +633,12 @@ fn grouped_schedule_with_many_tiles_matches_dense_oracle_for_any_thread_count() 
     let t = sample(62, 1000, 3, 40, 0.4, false);
     let prior = vec![1.0 / 40.0; 40];
     let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let spec = MulObjectives {
+        prior: Some(&prior),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: McmdEstimator::Exact,
+    };
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -701,7 +653,12 @@ fn grouped_schedule_with_many_tiles_matches_dense_oracle_for_any_thread_count() 
     let want_tu = dense::j_tu(&s.lab(), &t.lab(), &prior, &p, h).unwrap();
     let pooled = Data { z: concatenate![Axis(0), s.z, t.z], y: concatenate![Axis(0), s.y, t.y] };
     let want_du = dense::j_du(&pooled.lab(), &p, h, None).unwrap();
-    assert!(rel(one.0, want_tu) <= 1e-9 && rel(one.1, want_du) <= 1e-10, "{} {want_tu} {} {want_du}", one.0, one.1);
+    assert!(
+        rel(one.0, want_tu) <= 1e-9 && rel(one.1, want_du) <= 1e-10,
+        "{} {want_tu} {} {want_du}",
+        one.0,
+        one.1
+    );
 }
 
 #[test]
@@ -711,7 +668,12 @@ fn one_hot_j_tu_with_linear_label_kernel_visits_only_same_class_tile_pairs() {
     let prior = [0.2; 5];
     let h = h_of(&[&s, &t]);
     let flops = |kernel, du| {
-        let spec = MulObjectives { prior: Some(&prior), du, du_active: None, estimator: McmdEstimator::Exact };
+        let spec = MulObjectives {
+            prior: Some(&prior),
+            du,
+            du_active: None,
+            estimator: McmdEstimator::Exact,
+        };
         j_tu_du_flops(&s.lab(), &t.lab(), &spec, &params(kernel, 0.05), h).unwrap()
     };
     let linear_tu = flops(LabelKernel::Linear, None);
@@ -734,7 +696,12 @@ fn exact_flop_count_follows_the_documented_formula_for_small_tiles() {
         a.y[[i, 1]] = f64::from(u8::from(i >= 5));
     }
     let h = h_of(&[&a]);
-    let spec = MulObjectives { prior: None, du: Some(DuRows::Source), du_active: None, estimator: McmdEstimator::Exact };
+    let spec = MulObjectives {
+        prior: None,
+        du: Some(DuRows::Source),
+        du_active: None,
+        estimator: McmdEstimator::Exact,
+    };
     let got = j_tu_du_flops(&a.lab(), &a.lab(), &spec, &params(GAUSS, 0.05), h).unwrap();
     assert_eq!(got, 2.0 * 515.0 + 705.0 + 180.0);
 }
@@ -748,12 +715,28 @@ fn random_feature_gradients_match_finite_differences_of_their_own_loss() {
     let t = sample(55, 30, 3, 3, 0.5, true);
     let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
     let est = McmdEstimator::RandomFeatures(64);
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+    let spec = MulObjectives {
+        prior: Some(&prior),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: est,
+    };
     let got = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
     for (which, g) in [(0, got.tu.unwrap()), (1, got.du.unwrap())] {
         let at = |zs: &Array2<f64>, zt: &Array2<f64>| {
-            let r = j_tu_du(&Labelled::new(zs.view(), s.y.view()), &Labelled::new(zt.view(), t.y.view()), &spec, &p, h).unwrap();
-            if which == 0 { r.tu.unwrap().value } else { r.du.unwrap().value }
+            let r = j_tu_du(
+                &Labelled::new(zs.view(), s.y.view()),
+                &Labelled::new(zt.view(), t.y.view()),
+                &spec,
+                &p,
+                h,
+            )
+            .unwrap();
+            if which == 0 {
+                r.tu.unwrap().value
+            } else {
+                r.du.unwrap().value
+            }
         };
         let fs = fd_grad(&s.z, |z| at(z, &t.z));
         let ft = fd_grad(&t.z, |z| at(&s.z, z));
@@ -769,7 +752,12 @@ fn random_feature_error_shrinks_with_r_and_is_small_for_many_features() {
     let t = sample(57, 250, 8, 4, 0.8, false);
     let (p, h) = (params(LabelKernel::Linear, 0.01), h_of(&[&s, &t]));
     let eval = |est| {
-        let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: est };
+        let spec = MulObjectives {
+            prior: Some(&prior),
+            du: Some(DuRows::Pooled),
+            du_active: None,
+            estimator: est,
+        };
         let r = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
         (r.tu.unwrap().value, r.du.unwrap().value)
     };
@@ -790,7 +778,12 @@ fn random_features_are_translation_invariant_like_the_kernel() {
     let t = sample(59, 40, 3, 2, 0.4, false);
     let moved = |x: &Data| Data { z: x.z.mapv(|v| v + 3.0), y: x.y.clone() };
     let (p, h) = (params(GAUSS, 0.05), h_of(&[&s, &t]));
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::RandomFeatures(128) };
+    let spec = MulObjectives {
+        prior: Some(&prior),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: McmdEstimator::RandomFeatures(128),
+    };
     let a = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap().tu.unwrap();
     let (s2, t2) = (moved(&s), moved(&t));
     let b = j_tu_du(&s2.lab(), &t2.lab(), &spec, &p, h).unwrap().tu.unwrap();
@@ -800,7 +793,10 @@ fn random_features_are_translation_invariant_like_the_kernel() {
 #[test]
 fn mcmd_estimator_parses_validates_and_reads_from_toml() {
     assert_eq!("exact".parse::<McmdEstimator>().unwrap(), McmdEstimator::Exact);
-    assert_eq!("random-features:2048".parse::<McmdEstimator>().unwrap(), McmdEstimator::RandomFeatures(2048));
+    assert_eq!(
+        "random-features:2048".parse::<McmdEstimator>().unwrap(),
+        McmdEstimator::RandomFeatures(2048)
+    );
     for bad in ["random-features:0", "random-features:", "rff:10", "random-features:-3", ""] {
         assert!(matches!(bad.parse::<McmdEstimator>(), Err(Error::Param { .. })), "{bad}");
     }

@@ -19,7 +19,11 @@ fn dense_alpha(y: &Array2<f64>, sigma: f64, exact: bool) -> Array2<f64> {
     let mut l = if exact {
         dense::gaussian_gram(y.view(), y.view(), sigma)
     } else {
-        let b_inv = super::cme::from_faer(&super::cme::to_faer(gaussian_basis(sigma, y.ncols()).view()).partial_piv_lu().inverse());
+        let b_inv = super::cme::from_faer(
+            &super::cme::to_faer(gaussian_basis(sigma, y.ncols()).view())
+                .partial_piv_lu()
+                .inverse(),
+        );
         f.dot(&b_inv).dot(&f.t())
     };
     l.diag_mut().mapv_inplace(|v| v + EPS * n as f64);
@@ -30,8 +34,11 @@ fn dense_alpha(y: &Array2<f64>, sigma: f64, exact: bool) -> Array2<f64> {
 /// Dense D_kl = G^{aa}_kk + G^{bb}_ll − 2G^{ab}_kl with G^{ab} = α_aᵀ K^{ab} α_b.
 fn dense_mcmd2(a: &Data, b: &Data, sigma: f64, h: f64, exact: bool) -> Array2<f64> {
     let (aa, ab) = (dense_alpha(&a.y, sigma, exact), dense_alpha(&b.y, sigma, exact));
-    let g = |x: &Array2<f64>, za: &Array2<f64>, y: &Array2<f64>, zb: &Array2<f64>| x.t().dot(&dense::gaussian_gram(za.view(), zb.view(), h)).dot(y);
-    let (gaa, gbb, gab) = (g(&aa, &a.z, &aa, &a.z), g(&ab, &b.z, &ab, &b.z), g(&aa, &a.z, &ab, &b.z));
+    let g = |x: &Array2<f64>, za: &Array2<f64>, y: &Array2<f64>, zb: &Array2<f64>| {
+        x.t().dot(&dense::gaussian_gram(za.view(), zb.view(), h)).dot(y)
+    };
+    let (gaa, gbb, gab) =
+        (g(&aa, &a.z, &aa, &a.z), g(&ab, &b.z, &ab, &b.z), g(&aa, &a.z, &ab, &b.z));
     let c = a.y.ncols();
     Array2::from_shape_fn((c, c), |(k, l)| gaa[[k, k]] + gbb[[l, l]] - 2.0 * gab[[k, l]])
 }
@@ -46,7 +53,12 @@ fn ckb_sigma_is_the_mean_squared_label_distance_over_all_pairs() {
     let (s, t) = (sample(1, 17, 3, 4, 0.0, false), sample(2, 13, 3, 4, 0.0, true));
     let y = concatenate![Axis(0), s.y, t.y];
     let m = y.nrows() as f64;
-    let brute: f64 = y.rows().into_iter().flat_map(|a| y.rows().into_iter().map(move |b| (&a - &b).mapv(|v| v * v).sum())).sum::<f64>() / (m * m);
+    let brute: f64 = y
+        .rows()
+        .into_iter()
+        .flat_map(|a| y.rows().into_iter().map(move |b| (&a - &b).mapv(|v| v * v).sum()))
+        .sum::<f64>()
+        / (m * m);
     assert!(rel(sigma_of(&[&s, &t]), brute) < 1e-12);
     let same = Array2::from_shape_fn((5, 3), |(_, k)| f64::from(u8::from(k == 1)));
     assert_eq!(ckb_sigma(&[same.view()]), SIGMA_FALLBACK);
@@ -117,7 +129,10 @@ fn mcmd_of_identical_inputs_is_zero_and_the_matrix_is_symmetric_and_non_negative
     let within = mcmd2_matrix(&a.lab(), &a.lab(), &p, h).unwrap();
     assert!(rel_err(&within, &within.t().to_owned()) < 1e-12);
     let b = sample(10, 19, 3, 4, 0.7, true);
-    let (ab, ba) = (mcmd2_matrix(&a.lab(), &b.lab(), &p, h).unwrap(), mcmd2_matrix(&b.lab(), &a.lab(), &p, h).unwrap());
+    let (ab, ba) = (
+        mcmd2_matrix(&a.lab(), &b.lab(), &p, h).unwrap(),
+        mcmd2_matrix(&b.lab(), &a.lab(), &p, h).unwrap(),
+    );
     assert!(rel_err(&ab, &ba.t().to_owned()) < 1e-10);
     assert!(ab.iter().all(|&v| v >= -1e-12 * scale) && ab.diag().iter().all(|&v| v > 0.0));
 }
@@ -126,11 +141,27 @@ fn mcmd_of_identical_inputs_is_zero_and_the_matrix_is_symmetric_and_non_negative
 fn gradients_match_finite_differences_with_soft_target_labels() {
     let (s, t) = (sample(11, 14, 3, 3, 0.0, false), sample(12, 11, 3, 3, 0.5, true));
     let (h, p, prior) = (h_of(&[&s, &t]), params(AUTO, EPS), [0.3, 0.3, 0.4]);
-    let spec = MulObjectives { prior: Some(&prior), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let spec = MulObjectives {
+        prior: Some(&prior),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: McmdEstimator::Exact,
+    };
     let out = j_tu_du(&s.lab(), &t.lab(), &spec, &p, h).unwrap();
     let value = |zs: &Array2<f64>, zt: &Array2<f64>, du: bool| {
-        let o = j_tu_du(&Labelled::new(zs.view(), s.y.view()), &Labelled::new(zt.view(), t.y.view()), &spec, &p, h).unwrap();
-        if du { o.du.unwrap().value } else { o.tu.unwrap().value }
+        let o = j_tu_du(
+            &Labelled::new(zs.view(), s.y.view()),
+            &Labelled::new(zt.view(), t.y.view()),
+            &spec,
+            &p,
+            h,
+        )
+        .unwrap();
+        if du {
+            o.du.unwrap().value
+        } else {
+            o.tu.unwrap().value
+        }
     };
     for (du, g) in [(false, out.tu.unwrap()), (true, out.du.unwrap())] {
         let fs = fd_grad(&s.z, |z| value(z, &t.z, du));
@@ -144,7 +175,10 @@ fn label_kernel_reads_short_names_and_tagged_tables() {
     let read = |s: &str| serde_json::from_str::<LabelKernel>(s);
     assert_eq!(read(r#""gaussian""#).unwrap(), AUTO);
     assert_eq!(read(r#""linear""#).unwrap(), LabelKernel::Linear);
-    assert_eq!(read(r#"{"kind":"gaussian","sigma":1.5}"#).unwrap(), LabelKernel::Gaussian { sigma: 1.5 });
+    assert_eq!(
+        read(r#"{"kind":"gaussian","sigma":1.5}"#).unwrap(),
+        LabelKernel::Gaussian { sigma: 1.5 }
+    );
     let written = serde_json::to_string(&AUTO).unwrap();
     assert_eq!(read(&written).unwrap(), AUTO);
     let err = read(r#""cubic""#).unwrap_err().to_string();
@@ -163,16 +197,38 @@ fn linear_kernel_results_are_bit_for_bit_unchanged() {
     let (zs, ys) = (s.z.mapv(|v| v as f32), s.y.mapv(|v| v as f32));
     let (zt, yt) = (t.z.mapv(|v| v as f32), t.y.mapv(|v| v as f32));
     let (ls, lt) = (Labelled::new(zs.view(), ys.view()), Labelled::new(zt.view(), yt.view()));
-    let spec = MulObjectives { prior: Some(&[0.1, 0.2, 0.3, 0.4]), du: Some(DuRows::Pooled), du_active: None, estimator: McmdEstimator::Exact };
+    let spec = MulObjectives {
+        prior: Some(&[0.1, 0.2, 0.3, 0.4]),
+        du: Some(DuRows::Pooled),
+        du_active: None,
+        estimator: McmdEstimator::Exact,
+    };
     let out = j_tu_du(&ls, &lt, &spec, &p, h).unwrap();
     let (tu, du) = (out.tu.unwrap(), out.du.unwrap());
-    let hash = |a: &Array2<f32>| a.iter().fold(0u64, |acc, v| acc.wrapping_mul(1_000_003).wrapping_add(v.to_bits() as u64));
-    let got = [tu.value.to_bits(), du.value.to_bits(), hash(&tu.grad_s), hash(&tu.grad_t), hash(&du.grad_s), hash(&du.grad_t)];
+    let hash = |a: &Array2<f32>| {
+        a.iter().fold(0u64, |acc, v| acc.wrapping_mul(1_000_003).wrapping_add(v.to_bits() as u64))
+    };
+    let got = [
+        tu.value.to_bits(),
+        du.value.to_bits(),
+        hash(&tu.grad_s),
+        hash(&tu.grad_t),
+        hash(&du.grad_s),
+        hash(&du.grad_t),
+    ];
     let m = mcmd2_matrix(&s.lab(), &t.lab(), &p, h).unwrap();
-    let m_hash = m.iter().fold(0u64, |acc, v| acc.wrapping_mul(1_000_003).wrapping_add(v.to_bits()));
+    let m_hash =
+        m.iter().fold(0u64, |acc, v| acc.wrapping_mul(1_000_003).wrapping_add(v.to_bits()));
     assert_eq!((got, m_hash), (GOLD, GOLD_M));
 }
 
 /// Printed by the same computation at commit 94989ad: J_TU, J_DU bits and the four gradient hashes.
-const GOLD: [u64; 6] = [0x3fc4d467053f5ca8, 0x402135e09e370976, 0x86d21f1087333927, 0xc4a4a32b2f0d1b7e, 0x717355e8bbdd2f2d, 0x36168603ae1fd930];
+const GOLD: [u64; 6] = [
+    0x3fc4d467053f5ca8,
+    0x402135e09e370976,
+    0x86d21f1087333927,
+    0xc4a4a32b2f0d1b7e,
+    0x717355e8bbdd2f2d,
+    0x36168603ae1fd930,
+];
 const GOLD_M: u64 = 0xd59c00e90970021b;

@@ -13,7 +13,8 @@ fn mean_kernel(a: &[&Array2<f64>], b: &[&Array2<f64>], fams: &[GaussianFamily]) 
         for j in 0..nb {
             let mut k = 1.0;
             for (v, f) in fams.iter().enumerate() {
-                let d2: f64 = a[v].row(i).iter().zip(b[v].row(j)).map(|(x, y)| (x - y).powi(2)).sum();
+                let d2: f64 =
+                    a[v].row(i).iter().zip(b[v].row(j)).map(|(x, y)| (x - y).powi(2)).sum();
                 k *= f.bandwidths().iter().map(|h| f.weight * (-d2 / h).exp()).sum::<f64>();
             }
             total += k;
@@ -41,9 +42,14 @@ fn joint_mmd_matches_brute_force_for_one_and_two_views() {
     let (s, t) = (sample(1, 23, 3, 4, 0.0, true), sample(2, 17, 3, 4, 0.8, true));
     let h = h_of(&[&s, &t]);
     for fams in [vec![fam(h, 5, 0.2)], vec![fam(h, 5, 1.0), fam(1.68, 1, 1.0)]] {
-        let (sv, tv): (Vec<&Array2<f64>>, Vec<&Array2<f64>>) = if fams.len() == 1 { (vec![&s.z], vec![&t.z]) } else { (vec![&s.z, &s.y], vec![&t.z, &t.y]) };
+        let (sv, tv): (Vec<&Array2<f64>>, Vec<&Array2<f64>>) = if fams.len() == 1 {
+            (vec![&s.z], vec![&t.z])
+        } else {
+            (vec![&s.z, &s.y], vec![&t.z, &t.y])
+        };
         let got = joint_mmd2(&views(&sv), &views(&tv), &fams).unwrap();
-        let want = mean_kernel(&sv, &sv, &fams) + mean_kernel(&tv, &tv, &fams) - 2.0 * mean_kernel(&sv, &tv, &fams);
+        let want = mean_kernel(&sv, &sv, &fams) + mean_kernel(&tv, &tv, &fams)
+            - 2.0 * mean_kernel(&sv, &tv, &fams);
         assert!(rel(got.value, want) < 1e-12, "{} vs {want}", got.value);
         assert!(got.value > 0.0);
     }
@@ -54,8 +60,11 @@ fn single_kernel_mmd_is_the_kernel_sum_with_one_label_column() {
     let (s, t) = (sample(3, 20, 4, 3, 0.0, false), sample(4, 15, 4, 3, 0.5, false));
     let h = h_of(&[&s, &t]);
     let (ones_s, ones_t) = (Array2::<f64>::ones((20, 1)), Array2::<f64>::ones((15, 1)));
-    let k = |a: &Data, ya: &Array2<f64>, b: &Data, yb: &Array2<f64>| kernel_sum(a.z.view(), ya.view(), b.z.view(), yb.view(), h)[[0, 0]];
-    let want = k(&s, &ones_s, &s, &ones_s) / 400.0 + k(&t, &ones_t, &t, &ones_t) / 225.0 - 2.0 * k(&s, &ones_s, &t, &ones_t) / 300.0;
+    let k = |a: &Data, ya: &Array2<f64>, b: &Data, yb: &Array2<f64>| {
+        kernel_sum(a.z.view(), ya.view(), b.z.view(), yb.view(), h)[[0, 0]]
+    };
+    let want = k(&s, &ones_s, &s, &ones_s) / 400.0 + k(&t, &ones_t, &t, &ones_t) / 225.0
+        - 2.0 * k(&s, &ones_s, &t, &ones_t) / 300.0;
     let got = joint_mmd2(&[s.z.view()], &[t.z.view()], &[fam(h, 1, 1.0)]).unwrap();
     assert!(rel(got.value, want) < 1e-12);
 }
@@ -99,7 +108,8 @@ fn joint_mmd_is_the_same_across_row_tiles() {
     let (s, t) = (sample(8, 530, 2, 2, 0.0, false), sample(9, 40, 2, 2, 0.3, false));
     let f = [fam(h_of(&[&s, &t]), 2, 0.5)];
     let got = joint_mmd2(&[s.z.view()], &[t.z.view()], &f).unwrap();
-    let want = mean_kernel(&[&s.z], &[&s.z], &f) + mean_kernel(&[&t.z], &[&t.z], &f) - 2.0 * mean_kernel(&[&s.z], &[&t.z], &f);
+    let want = mean_kernel(&[&s.z], &[&s.z], &f) + mean_kernel(&[&t.z], &[&t.z], &f)
+        - 2.0 * mean_kernel(&[&s.z], &[&t.z], &f);
     assert!(rel(got.value, want) < 1e-10);
     let head = s.z.slice(s![..5, ..]).to_owned();
     assert!(joint_mmd2(&[head.view()], &[t.z.view()], &f).is_ok());
@@ -108,13 +118,25 @@ fn joint_mmd_is_the_same_across_row_tiles() {
 #[test]
 fn joint_mmd_rejects_bad_views_and_families() {
     let (s, t) = (sample(10, 10, 3, 2, 0.0, false), sample(11, 8, 4, 2, 0.0, false));
-    assert!(matches!(joint_mmd2(&[s.z.view()], &[t.z.view()], &[fam(1.0, 1, 1.0)]), Err(Error::Shape { .. })));
-    assert!(matches!(joint_mmd2(&[s.z.view()], &[s.z.view()], &[fam(0.0, 1, 1.0)]), Err(Error::Param { .. })));
-    assert!(matches!(joint_mmd2(&[s.z.view()], &[s.z.view()], &[fam(1.0, 0, 1.0)]), Err(Error::Param { .. })));
+    assert!(matches!(
+        joint_mmd2(&[s.z.view()], &[t.z.view()], &[fam(1.0, 1, 1.0)]),
+        Err(Error::Shape { .. })
+    ));
+    assert!(matches!(
+        joint_mmd2(&[s.z.view()], &[s.z.view()], &[fam(0.0, 1, 1.0)]),
+        Err(Error::Param { .. })
+    ));
+    assert!(matches!(
+        joint_mmd2(&[s.z.view()], &[s.z.view()], &[fam(1.0, 0, 1.0)]),
+        Err(Error::Param { .. })
+    ));
     assert!(joint_mmd2::<f64>(&[], &[], &[]).is_err());
     let mut bad = s.z.clone();
     bad[[0, 0]] = f64::NAN;
-    assert!(matches!(joint_mmd2(&[bad.view()], &[s.z.view()], &[fam(1.0, 1, 1.0)]), Err(Error::BadData { .. })));
+    assert!(matches!(
+        joint_mmd2(&[bad.view()], &[s.z.view()], &[fam(1.0, 1, 1.0)]),
+        Err(Error::BadData { .. })
+    ));
 }
 
 /// Brute-force class-wise MMD² between class k of a and class l of b (one-hot labels).
@@ -125,7 +147,8 @@ fn class_mmd2(a: &Data, k: usize, b: &Data, l: usize, h: f64) -> f64 {
     };
     let (x, y) = (rows(a, k), rows(b, l));
     let f = [fam(h, 1, 1.0)];
-    mean_kernel(&[&x], &[&x], &f) + mean_kernel(&[&y], &[&y], &f) - 2.0 * mean_kernel(&[&x], &[&y], &f)
+    mean_kernel(&[&x], &[&x], &f) + mean_kernel(&[&y], &[&y], &f)
+        - 2.0 * mean_kernel(&[&x], &[&y], &f)
 }
 
 #[test]
@@ -137,7 +160,11 @@ fn classwise_terms_match_brute_force_class_splits() {
     let want: f64 = (0..3).map(|k| prior[k] * class_mmd2(&s, k, &t, k, h)).sum();
     assert!(rel(tu.value, want) < 1e-12, "{} vs {want}", tu.value);
     let du = classwise_j_du(&s.lab(), h, None).unwrap();
-    let want: f64 = (0..3).flat_map(|k| (0..3).map(move |l| (k, l))).filter(|(k, l)| k != l).map(|(k, l)| class_mmd2(&s, k, &s, l, h)).sum();
+    let want: f64 = (0..3)
+        .flat_map(|k| (0..3).map(move |l| (k, l)))
+        .filter(|(k, l)| k != l)
+        .map(|(k, l)| class_mmd2(&s, k, &s, l, h))
+        .sum();
     assert!(rel(du.value, want) < 1e-12, "{} vs {want}", du.value);
 }
 
@@ -148,13 +175,22 @@ fn classwise_gradients_match_finite_differences() {
     let prior = [0.2, 0.0, 0.8];
     let tu = classwise_j_tu(&s.lab(), &t.lab(), &prior, h).unwrap();
     let at = |zs: &Array2<f64>, zt: &Array2<f64>| {
-        classwise_j_tu(&Labelled::new(zs.view(), s.y.view()), &Labelled::new(zt.view(), t.y.view()), &prior, h).unwrap().value
+        classwise_j_tu(
+            &Labelled::new(zs.view(), s.y.view()),
+            &Labelled::new(zt.view(), t.y.view()),
+            &prior,
+            h,
+        )
+        .unwrap()
+        .value
     };
     let (fs, ft) = (fd_grad(&s.z, |z| at(z, &t.z)), fd_grad(&t.z, |z| at(&s.z, z)));
     assert!(rel_err(&tu.grad_s, &fs) <= 1e-6 && rel_err(&tu.grad_t, &ft) <= 1e-6);
     let mask = [true, false, true];
     let du = classwise_j_du(&s.lab(), h, Some(&mask)).unwrap();
-    let fd = fd_grad(&s.z, |z| classwise_j_du(&Labelled::new(z.view(), s.y.view()), h, Some(&mask)).unwrap().value);
+    let fd = fd_grad(&s.z, |z| {
+        classwise_j_du(&Labelled::new(z.view(), s.y.view()), h, Some(&mask)).unwrap().value
+    });
     assert!(rel_err(&du.grad, &fd) <= 1e-6, "{}", rel_err(&du.grad, &fd));
 }
 
@@ -172,6 +208,7 @@ fn mcmd_with_linear_label_kernel_tends_to_classwise_mmd_as_eps_vanishes() {
     let h = h_of(&[&s, &t]);
     let prior = [0.4, 0.4, 0.2];
     let mmd = classwise_j_tu(&s.lab(), &t.lab(), &prior, h).unwrap().value;
-    let mcmd = j_tu(&s.lab(), &t.lab(), &prior, &params(LabelKernel::Linear, 1e-9), h).unwrap().value;
+    let mcmd =
+        j_tu(&s.lab(), &t.lab(), &prior, &params(LabelKernel::Linear, 1e-9), h).unwrap().value;
     assert!(rel(mcmd, mmd) < 1e-6, "{mcmd} vs {mmd}");
 }

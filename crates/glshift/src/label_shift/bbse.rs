@@ -35,9 +35,8 @@ pub(crate) fn moments(inp: &ShiftInputs, soft: bool) -> Result<Moments> {
     }
     let q = predicted_distribution(inp.target_probs, soft)?;
     let c = prep.c;
-    let never: Vec<usize> = (0..c)
-        .filter(|&j| conf.matrix.row(j).iter().all(|&v| v == 0.0))
-        .collect();
+    let never: Vec<usize> =
+        (0..c).filter(|&j| conf.matrix.row(j).iter().all(|&v| v == 0.0)).collect();
     if !never.is_empty() {
         warnings.push(format!("classes {never:?} are never predicted on the source hold-out"));
     }
@@ -50,13 +49,7 @@ pub(crate) fn moments(inp: &ShiftInputs, soft: bool) -> Result<Moments> {
     } else if let Some(w) = sampling_warning(&diag, c, inp.source_labels.len()) {
         warnings.push(w);
     }
-    Ok(Moments {
-        c_mat: conf.matrix,
-        q,
-        source_prior: prep.source_prior,
-        diag,
-        warnings,
-    })
+    Ok(Moments { c_mat: conf.matrix, q, source_prior: prep.source_prior, diag, warnings })
 }
 
 /// BBSE by linear solve (Lipton et al. 2018): `ŵ = C⁻¹ q` (faer LU with partial pivoting),
@@ -107,7 +100,8 @@ impl ShiftEstimator for Bbse {
             }
             None => {
                 m.warnings.push(
-                    "linear solve impossible (singular confusion matrix): fell back to the BBSE QP".into(),
+                    "linear solve impossible (singular confusion matrix): fell back to the BBSE QP"
+                        .into(),
                 );
                 let est = bbse_qp(m.c_mat.view(), &m.q, &m.source_prior)?;
                 finish_from_weights(self.name(), &est.weights, &m.source_prior, m.warnings, None)

@@ -55,21 +55,10 @@ pub fn bbse_qp(
         return Err(Error::numerical(WHAT, format!("solution has wᵀpˢ = {s}")));
     }
     weights.iter_mut().for_each(|w| *w /= s);
-    let target_prior: Vec<f64> = weights
-        .iter()
-        .zip(source_prior)
-        .map(|(w, p)| w * p)
-        .collect();
+    let target_prior: Vec<f64> = weights.iter().zip(source_prior).map(|(w, p)| w * p).collect();
     let objective = (0..c)
         .map(|j| {
-            (q[j]
-                - confusion
-                    .row(j)
-                    .iter()
-                    .zip(&weights)
-                    .map(|(a, w)| a * w)
-                    .sum::<f64>())
-            .powi(2)
+            (q[j] - confusion.row(j).iter().zip(&weights).map(|(a, w)| a * w).sum::<f64>()).powi(2)
         })
         .sum();
     Ok(ShiftEstimate {
@@ -97,10 +86,7 @@ fn check_inputs(confusion: ArrayView2<f64>, q: &[f64], source_prior: &[f64]) -> 
     check_len(q.len(), c, "predicted target distribution q")?;
     check_prior(source_prior, c, "source prior")?;
     if confusion.iter().any(|v| !v.is_finite()) {
-        return Err(Error::bad_data(
-            "BBSE confusion matrix",
-            "contains NaN or Inf",
-        ));
+        return Err(Error::bad_data("BBSE confusion matrix", "contains NaN or Inf"));
     }
     if let Some(v) = q.iter().find(|v| !v.is_finite()) {
         return Err(Error::bad_data(
@@ -136,14 +122,7 @@ impl Qp {
         let p = CscMatrix::new_from_triplets(m, m, pi, pj, pv);
         let lin: Vec<f64> = cls
             .iter()
-            .map(|&k| {
-                -2.0 * confusion
-                    .column(k)
-                    .iter()
-                    .zip(q)
-                    .map(|(a, b)| a * b)
-                    .sum::<f64>()
-            })
+            .map(|&k| -2.0 * confusion.column(k).iter().zip(q).map(|(a, b)| a * b).sum::<f64>())
             .collect();
         let (mut ai, mut aj, mut av) = (Vec::new(), Vec::new(), Vec::new());
         for (a, &k) in cls.iter().enumerate() {
@@ -169,10 +148,7 @@ fn solve_qp(qp: &Qp) -> Result<Vec<f64>> {
         tol_feas: 1e-12,
         ..DefaultSettings::default()
     };
-    let loose = DefaultSettings {
-        verbose: false,
-        ..DefaultSettings::default()
-    };
+    let loose = DefaultSettings { verbose: false, ..DefaultSettings::default() };
     let solve = |settings| -> Result<(SolverStatus, Vec<f64>)> {
         let mut solver = DefaultSolver::new(&qp.p, &qp.lin, &qp.a, &qp.b, &cones, settings)
             .map_err(|e| Error::numerical(WHAT, format!("setup failed: {e}")))?;

@@ -66,9 +66,7 @@ impl Bcts {
     pub fn apply(&self, probs: ArrayView2<f32>) -> Array2<f64> {
         let mut z = log_probs(probs);
         for mut row in z.rows_mut() {
-            row.iter_mut()
-                .zip(&self.bias)
-                .for_each(|(v, b)| *v = self.inv_temperature * *v + b);
+            row.iter_mut().zip(&self.bias).for_each(|(v, b)| *v = self.inv_temperature * *v + b);
             let max = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             row.mapv_inplace(|v| (v - max).exp());
             let s = row.sum();
@@ -79,7 +77,12 @@ impl Bcts {
 }
 
 /// Objective (NLL + ridge), gradient and Hessian at `θ = (a, b)`.
-fn derivatives(logp: ArrayView2<f64>, labels: &[usize], counts: RowCounts, th: &[f64]) -> (f64, Vec<f64>, Array2<f64>) {
+fn derivatives(
+    logp: ArrayView2<f64>,
+    labels: &[usize],
+    counts: RowCounts,
+    th: &[f64],
+) -> (f64, Vec<f64>, Array2<f64>) {
     let c = th.len() - 1;
     let n = counts.total(labels.len());
     let (a, b) = (th[0], &th[1..]);
@@ -133,7 +136,11 @@ pub fn fit_bcts(probs: ArrayView2<f32>, labels: &[usize]) -> Result<Bcts> {
 
 /// [`fit_bcts`] with each row counted as `counts` says (one multiplicity per row): the fit to
 /// the rows repeated that often, up to summation order.
-pub(crate) fn fit_bcts_counted(probs: ArrayView2<f32>, labels: &[usize], counts: RowCounts) -> Result<Bcts> {
+pub(crate) fn fit_bcts_counted(
+    probs: ArrayView2<f32>,
+    labels: &[usize],
+    counts: RowCounts,
+) -> Result<Bcts> {
     const WHAT: &str = "BCTS calibration";
     check_probs(probs, "BCTS hold-out probabilities")?;
     let c = probs.ncols();
@@ -142,7 +149,9 @@ pub(crate) fn fit_bcts_counted(probs: ArrayView2<f32>, labels: &[usize], counts:
     counts.check(probs.nrows(), "BCTS hold-out row counts")?;
     let logp = log_probs(probs);
     let nll = |a: f64, b: &[f64]| nll_of(logp.view(), labels, counts, a, b);
-    let obj = |th: &[f64]| nll(th[0], &th[1..]) + 0.5 * RIDGE * th[1..].iter().map(|v| v * v).sum::<f64>();
+    let obj = |th: &[f64]| {
+        nll(th[0], &th[1..]) + 0.5 * RIDGE * th[1..].iter().map(|v| v * v).sum::<f64>()
+    };
     let mut th = vec![0.0; c + 1];
     th[0] = 1.0;
     let nll_uncalibrated = nll(1.0, &th[1..]);
@@ -182,11 +191,5 @@ pub(crate) fn fit_bcts_counted(probs: ArrayView2<f32>, labels: &[usize], counts:
         return Err(Error::numerical(WHAT, format!("non-finite parameters {th:?}")));
     }
     let nll = nll(th[0], &th[1..]);
-    Ok(Bcts {
-        inv_temperature: th[0],
-        bias: th[1..].to_vec(),
-        iterations,
-        nll,
-        nll_uncalibrated,
-    })
+    Ok(Bcts { inv_temperature: th[0], bias: th[1..].to_vec(), iterations, nll, nll_uncalibrated })
 }

@@ -45,10 +45,9 @@ impl IntervalMethod {
 
     /// Parses a name of [`IntervalMethod::name`]; anything else is an [`Error::Param`].
     pub fn parse(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| Error::param("interval", s, "unknown interval method (known: basic, percentile)"))
+        Self::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            Error::param("interval", s, "unknown interval method (known: basic, percentile)")
+        })
     }
 
     /// Per-class bounds from the point estimate and the replicate quantiles.
@@ -58,7 +57,9 @@ impl IntervalMethod {
             IntervalMethod::Basic => point
                 .iter()
                 .zip(q_low.iter().zip(q_high))
-                .map(|(&t, (&lo, &hi))| ((2.0 * t - hi).clamp(0.0, 1.0), (2.0 * t - lo).clamp(0.0, 1.0)))
+                .map(|(&t, (&lo, &hi))| {
+                    ((2.0 * t - hi).clamp(0.0, 1.0), (2.0 * t - lo).clamp(0.0, 1.0))
+                })
                 .unzip(),
         }
     }
@@ -127,7 +128,8 @@ pub fn bootstrap(
     let (low, high) = method.bounds(&reps.point.target_prior, &q_low, &q_high);
     let mut warnings = reps.point.warnings;
     if reps.failed > 0 {
-        warnings.push(format!("{} of {b} bootstrap resamples failed and were dropped", reps.failed));
+        warnings
+            .push(format!("{} of {b} bootstrap resamples failed and were dropped", reps.failed));
     }
     Ok(Interval {
         estimator: est.name().to_string(),
@@ -176,7 +178,12 @@ impl Replicates {
 ///
 /// Errors: `b < 2`, the point estimate failing, fewer than 2 or under half the replicates
 /// succeeding.
-pub fn bootstrap_replicates(est: &dyn ShiftEstimator, inp: &ShiftInputs, b: usize, seed: u64) -> Result<Replicates> {
+pub fn bootstrap_replicates(
+    est: &dyn ShiftEstimator,
+    inp: &ShiftInputs,
+    b: usize,
+    seed: u64,
+) -> Result<Replicates> {
     if b < 2 {
         return Err(Error::param("b", b, "need at least 2 bootstrap resamples"));
     }
@@ -196,7 +203,10 @@ pub fn bootstrap_replicates(est: &dyn ShiftEstimator, inp: &ShiftInputs, b: usiz
     let replicates: Vec<Vec<f64>> = reps.into_iter().flatten().collect();
     let failed = b - replicates.len();
     if replicates.len() < 2 || failed * 2 > b {
-        return Err(Error::numerical(format!("bootstrap of {}", est.name()), format!("{failed} of {b} resamples failed")));
+        return Err(Error::numerical(
+            format!("bootstrap of {}", est.name()),
+            format!("{failed} of {b} resamples failed"),
+        ));
     }
     Ok(Replicates { point, replicates, failed })
 }
@@ -213,7 +223,8 @@ mod tests {
         assert!((hi[0] - 0.005).abs() < 1e-15);
         assert!(lo[0] <= 0.0 && 0.0 <= hi[0], "covers a true prior of 0");
         // The percentile interval of the same replicates does not.
-        let (plo, _) = IntervalMethod::Percentile.bounds(&[0.004, 0.5], &[0.003, 0.45], &[0.012, 0.56]);
+        let (plo, _) =
+            IntervalMethod::Percentile.bounds(&[0.004, 0.5], &[0.003, 0.45], &[0.012, 0.56]);
         assert!(plo[0] > 0.0);
         // Interior class: reflected around the point estimate.
         assert!((lo[1] - 0.44).abs() < 1e-12 && (hi[1] - 0.55).abs() < 1e-12, "{lo:?} {hi:?}");

@@ -89,7 +89,16 @@ mod tests {
     #[test]
     fn overconfident_logits_get_a_temperature_above_one() {
         // Logits scaled ×10 from a calibrated model with 2 errors in 8 rows: T must come back > 1.
-        let logits = array![[3.0f32, 0.0], [3.0, 0.0], [3.0, 0.0], [0.0, 3.0], [0.0, 3.0], [0.0, 3.0], [3.0, 0.0], [0.0, 3.0]] * 10.0;
+        let logits = array![
+            [3.0f32, 0.0],
+            [3.0, 0.0],
+            [3.0, 0.0],
+            [0.0, 3.0],
+            [0.0, 3.0],
+            [0.0, 3.0],
+            [3.0, 0.0],
+            [0.0, 3.0]
+        ] * 10.0;
         let labels = [0, 0, 0, 1, 1, 1, 1, 0];
         let t = fit_temperature(logits.view(), &labels).unwrap();
         assert!(t > 5.0, "T = {t}");
@@ -100,12 +109,24 @@ mod tests {
 
     #[test]
     fn temperature_matches_a_brute_force_grid_minimum() {
-        let logits = array![[2.0f32, 1.0, 0.0], [0.5, 1.5, 0.2], [0.1, 0.3, 2.5], [1.0, 1.1, 0.9], [2.0, 0.0, 1.9]];
+        let logits = array![
+            [2.0f32, 1.0, 0.0],
+            [0.5, 1.5, 0.2],
+            [0.1, 0.3, 2.5],
+            [1.0, 1.1, 0.9],
+            [2.0, 0.0, 1.9]
+        ];
         let labels = [0, 1, 2, 1, 2];
         let t = fit_temperature(logits.view(), &labels).unwrap();
         let best = (1..=5000)
             .map(|i| 0.01 * i as f64)
-            .min_by(|&a, &b| nll_at(logits.view(), &labels, 1.0 / a).total_cmp(&nll_at(logits.view(), &labels, 1.0 / b)))
+            .min_by(|&a, &b| {
+                nll_at(logits.view(), &labels, 1.0 / a).total_cmp(&nll_at(
+                    logits.view(),
+                    &labels,
+                    1.0 / b,
+                ))
+            })
             .unwrap();
         assert!((t - best).abs() < 0.02, "golden {t} vs grid {best}");
     }

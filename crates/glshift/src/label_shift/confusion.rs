@@ -72,10 +72,7 @@ pub(crate) fn counted_confusion_matrix(
             matrix.column_mut(k).mapv_inplace(|v| v * scale);
         }
     }
-    Ok(Confusion {
-        matrix,
-        filled_classes,
-    })
+    Ok(Confusion { matrix, filled_classes })
 }
 
 #[cfg(test)]
@@ -84,12 +81,7 @@ mod tests {
     use ndarray::array;
 
     fn probs() -> Array2<f32> {
-        array![
-            [0.7f32, 0.2, 0.1],
-            [0.1, 0.5, 0.4],
-            [0.3, 0.6, 0.1],
-            [0.6, 0.3, 0.1]
-        ]
+        array![[0.7f32, 0.2, 0.1], [0.1, 0.5, 0.4], [0.3, 0.6, 0.1], [0.6, 0.3, 0.1]]
     }
 
     #[test]
@@ -106,10 +98,7 @@ mod tests {
         }
         // hard: class 1 rows predicted 1 and 1 -> column (0, 0.3, 0); class 2 row predicted 0.
         let hard = confusion_matrix(probs().view(), &[0, 1, 1, 2], &ps, false).unwrap();
-        assert_eq!(
-            hard.matrix,
-            array![[0.5, 0.0, 0.2], [0.0, 0.3, 0.0], [0.0, 0.0, 0.0]]
-        );
+        assert_eq!(hard.matrix, array![[0.5, 0.0, 0.2], [0.0, 0.3, 0.0], [0.0, 0.0, 0.0]]);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-use super::calibration::{fit_temperature, nll_at};
 use super::bcts::{bcts_nll, log_probs};
+use super::calibration::{fit_temperature, nll_at};
 use super::*;
 
 const C: usize = 5;
@@ -27,7 +27,13 @@ const ALPHA: f64 = 1.5;
 const BETA: [f64; C] = [0.5, -0.3, 0.0, 0.2, -0.4];
 
 /// n rows with labels drawn from `prior`; returns (probabilities, labels).
-fn simulate(rng: &mut ChaCha8Rng, prior: &[f64], n: usize, alpha: f64, beta: &[f64]) -> (Array2<f32>, Vec<usize>) {
+fn simulate(
+    rng: &mut ChaCha8Rng,
+    prior: &[f64],
+    n: usize,
+    alpha: f64,
+    beta: &[f64],
+) -> (Array2<f32>, Vec<usize>) {
     let wi = WeightedIndex::new(prior).unwrap();
     let mut probs = Array2::<f32>::zeros((n, C));
     let mut labels = Vec::with_capacity(n);
@@ -90,7 +96,10 @@ fn all_estimators() -> Vec<Box<dyn ShiftEstimator>> {
 }
 
 fn assert_valid(out: &ShiftEstimate, what: &str) {
-    assert!(out.weights.iter().chain(&out.target_prior).all(|v| v.is_finite() && *v >= 0.0), "{what}: {out:?}");
+    assert!(
+        out.weights.iter().chain(&out.target_prior).all(|v| v.is_finite() && *v >= 0.0),
+        "{what}: {out:?}"
+    );
     assert!((out.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{what}: {out:?}");
 }
 
@@ -106,7 +115,12 @@ fn every_estimator_recovers_a_shifted_prior_with_a_vanished_class() {
             let out = est.estimate(&case.inputs()).unwrap();
             assert_valid(&out, est.name());
             let e = l1(&out.target_prior, &TARGET);
-            assert!(e < L1_BOUND, "seed {seed} {}: ℓ1 = {e:.4} p̂ = {:?}", est.name(), out.target_prior);
+            assert!(
+                e < L1_BOUND,
+                "seed {seed} {}: ℓ1 = {e:.4} p̂ = {:?}",
+                est.name(),
+                out.target_prior
+            );
         }
     }
 }
@@ -174,7 +188,11 @@ fn bcts_lowers_holdout_nll_below_uncalibrated_and_temperature_scaling() {
     }
     // The true correction is a = 1/α, b = −β/α (up to a constant on b).
     assert!((cal.inv_temperature - 1.0 / ALPHA).abs() < 0.05, "{cal:?}");
-    assert!((cal.nll - bcts_nll(log_probs(hp.view()).view(), &hl, cal.inv_temperature, &cal.bias)).abs() < 1e-12);
+    assert!(
+        (cal.nll - bcts_nll(log_probs(hp.view()).view(), &hl, cal.inv_temperature, &cal.bias))
+            .abs()
+            < 1e-12
+    );
     assert!(cal.nll < cal.nll_uncalibrated);
 }
 
@@ -189,11 +207,15 @@ fn bootstrap_interval_contains_point_estimate_and_shrinks_with_n() {
         let (blo, bhi) = IntervalMethod::Basic.bounds(&iv.point, &iv.q_low, &iv.q_high);
         for k in 0..C {
             assert!(iv.low[k] <= iv.point[k] && iv.point[k] <= iv.high[k], "n={n} k={k}: {iv:?}");
-            assert!(blo[k] <= iv.point[k] && iv.point[k] <= bhi[k], "basic, n={n} k={k}: {blo:?} {bhi:?}");
+            assert!(
+                blo[k] <= iv.point[k] && iv.point[k] <= bhi[k],
+                "basic, n={n} k={k}: {blo:?} {bhi:?}"
+            );
         }
         widths.push((0..C).map(|k| iv.high[k] - iv.low[k]).sum::<f64>() / C as f64);
         // Same seed, same result.
-        let again = bootstrap(&est, &case.inputs(), 100, 42, 0.9, IntervalMethod::Percentile).unwrap();
+        let again =
+            bootstrap(&est, &case.inputs(), 100, 42, 0.9, IntervalMethod::Percentile).unwrap();
         assert_eq!(iv.low, again.low);
     }
     // Width ∝ 1/sqrt(n): expect ratio ≈ 0.32 for 10× more rows.
@@ -250,7 +272,12 @@ fn degenerate_inputs_give_an_error_or_a_warning_never_nan() {
         q
     };
     let (sp, tp) = (squash(&case.sp), squash(&case.tp));
-    let never = ShiftInputs { source_probs: sp.view(), source_labels: &case.sl, target_probs: tp.view(), source_prior: None };
+    let never = ShiftInputs {
+        source_probs: sp.view(),
+        source_labels: &case.sl,
+        target_probs: tp.view(),
+        source_prior: None,
+    };
     // (b) target of a single class: every row one-hot on class 2.
     let mut one = Array2::<f32>::zeros((500, C));
     one.column_mut(2).fill(1.0);
@@ -266,10 +293,18 @@ fn degenerate_inputs_give_an_error_or_a_warning_never_nan() {
             Ok(out) => {
                 assert_valid(&out, name);
                 if !name.starts_with("mlls") && !name.ends_with("soft") {
-                    assert!(out.warnings.iter().any(|w| w.contains("never predicted")), "{name}: {:?}", out.warnings);
+                    assert!(
+                        out.warnings.iter().any(|w| w.contains("never predicted")),
+                        "{name}: {:?}",
+                        out.warnings
+                    );
                 }
                 if name == "bbse-hard" {
-                    assert!(out.warnings.iter().any(|w| w.contains("fell back")), "{:?}", out.warnings);
+                    assert!(
+                        out.warnings.iter().any(|w| w.contains("fell back")),
+                        "{:?}",
+                        out.warnings
+                    );
                 }
             }
             Err(e) => assert!(!e.to_string().is_empty()),
@@ -283,7 +318,11 @@ fn degenerate_inputs_give_an_error_or_a_warning_never_nan() {
         let out = est.estimate(&missing).unwrap();
         assert_valid(&out, name);
         assert_eq!(out.weights[3], 0.0);
-        assert!(out.warnings.iter().any(|w| w.contains("source prior 0")), "{name}: {:?}", out.warnings);
+        assert!(
+            out.warnings.iter().any(|w| w.contains("source prior 0")),
+            "{name}: {:?}",
+            out.warnings
+        );
 
         // Errors: rows not summing to 1, one class, mismatched shapes, bad labels, bad prior.
         let mut bad = case.tp.clone();
@@ -293,13 +332,22 @@ fn degenerate_inputs_give_an_error_or_a_warning_never_nan() {
         nan[[3, 1]] = f32::NAN;
         assert!(est.estimate(&ShiftInputs { source_probs: nan.view(), ..case.inputs() }).is_err());
         let ones = Array2::<f32>::ones((4, 1));
-        let r = est.estimate(&ShiftInputs { source_probs: ones.view(), source_labels: &[0; 4], target_probs: ones.view(), source_prior: None });
+        let r = est.estimate(&ShiftInputs {
+            source_probs: ones.view(),
+            source_labels: &[0; 4],
+            target_probs: ones.view(),
+            source_prior: None,
+        });
         assert!(r.unwrap_err().to_string().contains("at least 2 classes"));
         let t4 = case.tp.slice(ndarray::s![.., ..4]).to_owned();
         assert!(est.estimate(&ShiftInputs { target_probs: t4.view(), ..case.inputs() }).is_err());
-        assert!(est.estimate(&ShiftInputs { source_labels: &case.sl[1..], ..case.inputs() }).is_err());
+        assert!(est
+            .estimate(&ShiftInputs { source_labels: &case.sl[1..], ..case.inputs() })
+            .is_err());
         let bad_prior = [0.5, 0.5, 0.5, 0.0, 0.0];
-        assert!(est.estimate(&ShiftInputs { source_prior: Some(&bad_prior), ..case.inputs() }).is_err());
+        assert!(est
+            .estimate(&ShiftInputs { source_prior: Some(&bad_prior), ..case.inputs() })
+            .is_err());
     }
 }
 

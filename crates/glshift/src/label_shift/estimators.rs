@@ -12,7 +12,9 @@
 
 use ndarray::{ArrayView2, Axis};
 
-use super::prior::{check_labels, check_len, check_prior, check_probs, counted_class_prior, RowCounts};
+use super::prior::{
+    check_labels, check_len, check_prior, check_probs, counted_class_prior, RowCounts,
+};
 use super::ShiftEstimate;
 use crate::{Error, Result};
 
@@ -44,8 +46,16 @@ pub trait ShiftEstimator: Send + Sync {
     /// BBSE-QP as `fit` runs it, the fit's final estimators) run on the distinct rows, each
     /// counted as often as it was drawn: the same estimate up to summation order, at the cost
     /// of the distinct rows (`label_shift/resample.rs`).
-    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        let (hold, target) = (inp.source_probs.select(Axis(0), hold_rows), inp.target_probs.select(Axis(0), target_rows));
+    fn estimate_resample(
+        &self,
+        inp: &ShiftInputs,
+        hold_rows: &[usize],
+        target_rows: &[usize],
+    ) -> Result<ShiftEstimate> {
+        let (hold, target) = (
+            inp.source_probs.select(Axis(0), hold_rows),
+            inp.target_probs.select(Axis(0), target_rows),
+        );
         let labels: Vec<usize> = hold_rows.iter().map(|&i| inp.source_labels[i]).collect();
         self.estimate(&ShiftInputs {
             source_probs: hold.view(),
@@ -105,11 +115,7 @@ pub(crate) fn prepare_counted(inp: &ShiftInputs, hold: RowCounts) -> Result<Prep
             "classes {zero:?} have source prior 0: their weight is set to 0 and their target prior is not identifiable"
         ));
     }
-    Ok(Prepared {
-        c,
-        source_prior,
-        warnings,
-    })
+    Ok(Prepared { c, source_prior, warnings })
 }
 
 /// From raw weights (possibly negative) to a checked output: clip at 0, `p̂ = w ⊙ pˢ`
@@ -124,11 +130,7 @@ pub(crate) fn finish_from_weights(
     if raw.iter().any(|v| !v.is_finite()) {
         return Err(Error::numerical(what, format!("non-finite weights {raw:?}")));
     }
-    let prior: Vec<f64> = raw
-        .iter()
-        .zip(source_prior)
-        .map(|(w, p)| w.max(0.0) * p)
-        .collect();
+    let prior: Vec<f64> = raw.iter().zip(source_prior).map(|(w, p)| w.max(0.0) * p).collect();
     finish_from_prior(what, &prior, source_prior, warnings, iterations)
 }
 
@@ -173,11 +175,5 @@ pub(crate) fn finish_from_prior(
     if weights.iter().chain(&target_prior).any(|v| !v.is_finite()) {
         return Err(Error::numerical(what, "non-finite output"));
     }
-    Ok(ShiftEstimate {
-        weights,
-        target_prior,
-        objective: None,
-        warnings,
-        iterations,
-    })
+    Ok(ShiftEstimate { weights, target_prior, objective: None, warnings, iterations })
 }

@@ -33,7 +33,8 @@ pub(super) struct Drawable {
 impl Drawable {
     /// `prior` (length c) restricted to the classes of `by_class` that have rows.
     pub fn new(by_class: &[Vec<usize>], prior: &[f64]) -> Drawable {
-        let classes: Vec<(usize, f64)> = (0..prior.len()).filter(|&k| !by_class[k].is_empty()).map(|k| (k, prior[k])).collect();
+        let classes: Vec<(usize, f64)> =
+            (0..prior.len()).filter(|&k| !by_class[k].is_empty()).map(|k| (k, prior[k])).collect();
         let mass = classes.iter().map(|d| d.1).sum();
         Drawable { classes, mass }
     }
@@ -63,7 +64,11 @@ impl Drawable {
 
 /// Share of rows (of n × c probabilities) whose top probability exceeds τ; 0 for no rows.
 pub(super) fn confident_share(probs: ArrayView2<f32>, tau: f64) -> f64 {
-    let confident = probs.rows().into_iter().filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > tau as f32).count();
+    let confident = probs
+        .rows()
+        .into_iter()
+        .filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > tau as f32)
+        .count();
     confident as f64 / probs.nrows().max(1) as f64
 }
 

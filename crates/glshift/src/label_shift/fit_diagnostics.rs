@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
-use super::{bbse_qp, confusion_diagnostics, confusion_matrix, fit_temperature, predicted_distribution, Mlls};
+use super::{
+    bbse_qp, confusion_diagnostics, confusion_matrix, fit_temperature, predicted_distribution, Mlls,
+};
 use crate::{Error, Result};
 
 /// Settings of [`fit_diagnostics`].
@@ -83,7 +85,9 @@ impl FitDiagnostics {
         } else {
             "no evidence against pure label shift"
         };
-        let kappa = self.confusion_condition_number.map_or("∞ (singular)".to_string(), |k| format!("{k:.1}"));
+        let kappa = self
+            .confusion_condition_number
+            .map_or("∞ (singular)".to_string(), |k| format!("{k:.1}"));
         let mut lines = vec![
             format!(
                 "BBSE-QP vs MLLS target prior: ℓ1 = {:.3}; κ(C) = {kappa}; confident target rows: {:.1}%",
@@ -128,13 +132,26 @@ pub fn fit_diagnostics(
     })?;
     let cond = confusion_diagnostics(conf.matrix.view());
     let mut warnings: Vec<String> = cond.warning.iter().cloned().collect();
-    let null = null_residuals(hold.view(), holdout_labels, &qp.target_prior, source_prior, target.nrows(), p);
+    let null = null_residuals(
+        hold.view(),
+        holdout_labels,
+        &qp.target_prior,
+        source_prior,
+        target.nrows(),
+        p,
+    );
     let failed = p.resamples - null.len();
     if failed * 2 > p.resamples {
-        return Err(Error::numerical("label-shift residual bootstrap", format!("{failed} of {} resamples failed", p.resamples)));
+        return Err(Error::numerical(
+            "label-shift residual bootstrap",
+            format!("{failed} of {} resamples failed", p.resamples),
+        ));
     }
     if failed > 0 {
-        warnings.push(format!("{failed} of {} residual bootstrap resamples failed and were dropped", p.resamples));
+        warnings.push(format!(
+            "{failed} of {} residual bootstrap resamples failed and were dropped",
+            p.resamples
+        ));
     }
     let exceed = null.iter().filter(|&&r| r >= residual).count();
     let mut sorted = null.clone();
@@ -143,7 +160,10 @@ pub fn fit_diagnostics(
         qp_mlls_l1: super::l1_distance(&qp.target_prior, &mlls.target_prior),
         bbse_qp_prior: qp.target_prior,
         mlls_prior: mlls.target_prior,
-        confusion_condition_number: cond.condition_number.is_finite().then_some(cond.condition_number),
+        confusion_condition_number: cond
+            .condition_number
+            .is_finite()
+            .then_some(cond.condition_number),
         confusion_smallest_singular_value: cond.smallest_singular_value,
         confident_target_share: confident_share(target.view(), p.tau),
         temperature,
@@ -176,7 +196,8 @@ fn null_residuals(
             let mut rng = ChaCha8Rng::seed_from_u64(s);
             let rows = resample_within_class(&by_class, &mut rng);
             let y: Vec<usize> = rows.iter().map(|&i| labels[i]).collect();
-            let conf = confusion_matrix(hold.select(Axis(0), &rows).view(), &y, source_prior, soft).ok()?;
+            let conf = confusion_matrix(hold.select(Axis(0), &rows).view(), &y, source_prior, soft)
+                .ok()?;
             let synth = drawable.target(&by_class, n_target, &mut rng);
             let q = predicted_distribution(hold.select(Axis(0), &synth).view(), soft).ok()?;
             let est = bbse_qp(conf.matrix.view(), &q, source_prior).ok()?;
@@ -224,10 +245,15 @@ mod tests {
             let yt = draw([400, 100, 300]);
             let hold = rows(&yh, [2.5; 3], &mut rng);
             let target = rows(&yt, [2.5; 3], &mut rng);
-            let d = fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap();
+            let d = fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params())
+                .unwrap();
             assert!(d.label_shift_residual < 0.05, "seed {seed}: {d:?}");
             assert!(d.label_shift_p_value > 0.01, "seed {seed}: {d:?}");
-            assert!(d.qp_mlls_l1 < 0.15, "both estimators agree on {:?}: {d:?}", [0.5, 0.125, 0.375]);
+            assert!(
+                d.qp_mlls_l1 < 0.15,
+                "both estimators agree on {:?}: {d:?}",
+                [0.5, 0.125, 0.375]
+            );
             assert!((d.bbse_qp_prior[0] - 0.5).abs() < 0.08, "{d:?}");
         }
     }
@@ -241,7 +267,8 @@ mod tests {
         // mixture of the source conditionals gives their predictions (q outside C's cone).
         let yt = draw([300, 0, 100]);
         let target = rows(&yt, [8.0; 3], &mut rng);
-        let d = fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap();
+        let d =
+            fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap();
         assert!(d.label_shift_residual > 5.0 * d.residual_null_median, "{d:?}");
         assert_eq!(d.label_shift_p_value, 1.0 / 200.0, "{d:?}");
     }
@@ -254,13 +281,19 @@ mod tests {
         let target = rows(&draw([10, 10, 80]), [1.0, 1.0, 6.0], &mut rng);
         let run = |threads| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params()).unwrap())
+            pool.install(|| {
+                fit_diagnostics(hold.view(), &yh, target.view(), &[1.0 / 3.0; 3], &params())
+                    .unwrap()
+            })
         };
         let (one, four) = (run(1), run(4));
         assert_eq!(one, four);
         // Class-2 rows (80 of 100) are the confident ones; classes 0 and 1 rarely reach τ.
         assert!(one.confident_target_share > 0.5 && one.confident_target_share < 0.9, "{one:?}");
-        assert!(one.confusion_condition_number.is_some_and(|k| k > 1.0 && k.is_finite()), "{one:?}");
+        assert!(
+            one.confusion_condition_number.is_some_and(|k| k > 1.0 && k.is_finite()),
+            "{one:?}"
+        );
         assert_eq!(one.resamples, 199);
     }
 
@@ -269,8 +302,11 @@ mod tests {
         let hold = Array2::<f32>::from_elem((4, 3), 1.0 / 3.0);
         let p = params();
         assert!(fit_diagnostics(hold.view(), &[0, 1, 2], hold.view(), &[1.0 / 3.0; 3], &p).is_err());
-        assert!(fit_diagnostics(hold.view(), &[0, 1, 2, 7], hold.view(), &[1.0 / 3.0; 3], &p).is_err());
+        assert!(
+            fit_diagnostics(hold.view(), &[0, 1, 2, 7], hold.view(), &[1.0 / 3.0; 3], &p).is_err()
+        );
         let few = DiagnosticsParams { resamples: 1, ..p };
-        assert!(fit_diagnostics(hold.view(), &[0, 1, 2, 0], hold.view(), &[1.0 / 3.0; 3], &few).is_err());
+        assert!(fit_diagnostics(hold.view(), &[0, 1, 2, 0], hold.view(), &[1.0 / 3.0; 3], &few)
+            .is_err());
     }
 }

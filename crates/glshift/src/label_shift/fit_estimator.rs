@@ -101,23 +101,43 @@ impl ShiftEstimator for FinalPrior {
         self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
     }
 
-    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
+    fn estimate_resample(
+        &self,
+        inp: &ShiftInputs,
+        hold_rows: &[usize],
+        target_rows: &[usize],
+    ) -> Result<ShiftEstimate> {
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| {
+            self.estimate_counted(inp, counts)
+        })
     }
 }
 
 impl FinalPrior {
     /// [`ShiftEstimator::estimate`] with the hold-out rows and the target rows counted as
     /// `counts` says (`label_shift/resample.rs`); once each: `estimate`'s bits.
-    fn estimate_counted(&self, inp: &ShiftInputs, counts: (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
-        let qp = || FitPrior { soft: self.soft, floor: 0.0, support: None }.estimate_counted(inp, counts);
+    fn estimate_counted(
+        &self,
+        inp: &ShiftInputs,
+        counts: (RowCounts, RowCounts),
+    ) -> Result<ShiftEstimate> {
+        let qp = || {
+            FitPrior { soft: self.soft, floor: 0.0, support: None }.estimate_counted(inp, counts)
+        };
         match self.kind {
             PriorEstimator::Tracker | PriorEstimator::FinalQp => qp(),
-            PriorEstimator::FinalMllsTs => Mlls { bcts: false, ..Mlls::default() }.estimate_counted(inp, counts),
+            PriorEstimator::FinalMllsTs => {
+                Mlls { bcts: false, ..Mlls::default() }.estimate_counted(inp, counts)
+            }
             PriorEstimator::FinalMllsBcts => Mlls::default().estimate_counted(inp, counts),
             PriorEstimator::FinalAverage => {
                 let (a, b) = (qp()?, Mlls::default().estimate_counted(inp, counts)?);
-                let mean: Vec<f64> = a.target_prior.iter().zip(&b.target_prior).map(|(x, y)| 0.5 * (x + y)).collect();
+                let mean: Vec<f64> = a
+                    .target_prior
+                    .iter()
+                    .zip(&b.target_prior)
+                    .map(|(x, y)| 0.5 * (x + y))
+                    .collect();
                 let ps = match inp.source_prior {
                     Some(p) => p.to_vec(),
                     None => counted_class_prior(inp.source_labels, counts.0, mean.len())?,
@@ -142,13 +162,29 @@ mod tests {
         // As the fit runs them: on outputs temperature-scaled on the hold-out.
         let ps = [1.0 / C as f64; C];
         let kinds = &PriorEstimator::ALL[1..];
-        let tracker = ShiftEstimate { weights: vec![1.0; C], target_prior: ps.to_vec(), ..ShiftEstimate::default() };
+        let tracker = ShiftEstimate {
+            weights: vec![1.0; C],
+            target_prior: ps.to_vec(),
+            ..ShiftEstimate::default()
+        };
         let mut err = vec![0.0; kinds.len()];
         for seed in 0..5 {
             let (hp, hy, tp) = case(seed);
             let est: Vec<ShiftEstimate> = kinds
                 .iter()
-                .map(|&k| crate::label_shift::fit_prior_estimate(k, true, hp.view(), &hy, tp.view(), &ps, &tracker, true).unwrap())
+                .map(|&k| {
+                    crate::label_shift::fit_prior_estimate(
+                        k,
+                        true,
+                        hp.view(),
+                        &hy,
+                        tp.view(),
+                        &ps,
+                        &tracker,
+                        true,
+                    )
+                    .unwrap()
+                })
                 .collect();
             for (e, out) in err.iter_mut().zip(&est) {
                 assert!((out.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
@@ -168,7 +204,16 @@ mod tests {
         }
         // `tracker` reports the training loop's estimate as is.
         let (hp, hy, tp) = case(0);
-        let t = crate::label_shift::fit_prior_estimate(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &tracker, true);
+        let t = crate::label_shift::fit_prior_estimate(
+            PriorEstimator::Tracker,
+            true,
+            hp.view(),
+            &hy,
+            tp.view(),
+            &ps,
+            &tracker,
+            true,
+        );
         assert_eq!(t.unwrap(), tracker);
     }
 
@@ -176,23 +221,54 @@ mod tests {
     fn interval_follows_the_estimator_and_is_deterministic_whatever_the_thread_count() {
         let ps = [1.0 / C as f64; C];
         let (hp, hy, tp) = case(11);
-        let tracker = ShiftEstimate { weights: vec![1.0; C], target_prior: ps.to_vec(), ..ShiftEstimate::default() };
-        for kind in [PriorEstimator::FinalMllsTs, PriorEstimator::FinalMllsBcts, PriorEstimator::FinalAverage] {
+        let tracker = ShiftEstimate {
+            weights: vec![1.0; C],
+            target_prior: ps.to_vec(),
+            ..ShiftEstimate::default()
+        };
+        for kind in [
+            PriorEstimator::FinalMllsTs,
+            PriorEstimator::FinalMllsBcts,
+            PriorEstimator::FinalAverage,
+        ] {
             let run = |threads: usize, seed: u64| {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 pool.install(|| {
-                    crate::label_shift::fit_prior_interval(kind, true, hp.view(), &hy, tp.view(), &ps, &tracker, true, 60, 0.9, seed)
-                        .unwrap()
+                    crate::label_shift::fit_prior_interval(
+                        kind,
+                        true,
+                        hp.view(),
+                        &hy,
+                        tp.view(),
+                        &ps,
+                        &tracker,
+                        true,
+                        60,
+                        0.9,
+                        seed,
+                    )
+                    .unwrap()
                 })
             };
             let (a, b) = (run(1, 3), run(4, 3));
-            assert_eq!((&a.low, &a.high, &a.estimate.target_prior), (&b.low, &b.high, &b.estimate.target_prior), "{kind}");
+            assert_eq!(
+                (&a.low, &a.high, &a.estimate.target_prior),
+                (&b.low, &b.high, &b.estimate.target_prior),
+                "{kind}"
+            );
             assert_ne!(a.high, run(1, 4).high, "{kind}: another seed draws other resamples");
             // Reported = the estimator on the full data (not the tracker), inside its interval.
             assert_eq!(a.estimate.target_prior, a.final_point, "{kind}");
-            assert!(l1_distance(&a.estimate.target_prior, &TRUTH) < 0.15, "{kind}: {:?}", a.estimate.target_prior);
+            assert!(
+                l1_distance(&a.estimate.target_prior, &TRUTH) < 0.15,
+                "{kind}: {:?}",
+                a.estimate.target_prior
+            );
             for k in 0..C {
-                assert!(a.low[k] <= a.estimate.target_prior[k] && a.estimate.target_prior[k] <= a.high[k]);
+                assert!(
+                    a.low[k] <= a.estimate.target_prior[k]
+                        && a.estimate.target_prior[k] <= a.high[k]
+                );
             }
         }
     }

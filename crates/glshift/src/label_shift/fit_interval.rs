@@ -39,8 +39,9 @@ use super::confusion::counted_confusion_matrix;
 use super::prior::{counted_class_prior, counted_predicted_distribution, RowCounts};
 use super::resample::on_distinct_rows;
 use super::{
-    apply_prior_floor, bbse_qp, bootstrap, fit_temperature, restrict_to_support, softmax_with_temperature, IntervalMethod,
-    PriorEstimator, ShiftEstimate, ShiftEstimator, ShiftInputs,
+    apply_prior_floor, bbse_qp, bootstrap, fit_temperature, restrict_to_support,
+    softmax_with_temperature, IntervalMethod, PriorEstimator, ShiftEstimate, ShiftEstimator,
+    ShiftInputs,
 };
 use crate::Result;
 
@@ -63,15 +64,26 @@ impl ShiftEstimator for FitPrior {
         self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
     }
 
-    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
+    fn estimate_resample(
+        &self,
+        inp: &ShiftInputs,
+        hold_rows: &[usize],
+        target_rows: &[usize],
+    ) -> Result<ShiftEstimate> {
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| {
+            self.estimate_counted(inp, counts)
+        })
     }
 }
 
 impl FitPrior {
     /// [`ShiftEstimator::estimate`] with the hold-out rows and the target rows counted as
     /// `counts` says (`label_shift/resample.rs`); once each: `estimate`'s bits.
-    pub(crate) fn estimate_counted(&self, inp: &ShiftInputs, (hold, target): (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
+    pub(crate) fn estimate_counted(
+        &self,
+        inp: &ShiftInputs,
+        (hold, target): (RowCounts, RowCounts),
+    ) -> Result<ShiftEstimate> {
         let c = inp.source_probs.ncols();
         let owned;
         let ps = match inp.source_prior {
@@ -81,7 +93,8 @@ impl FitPrior {
                 &owned
             }
         };
-        let conf = counted_confusion_matrix(inp.source_probs, inp.source_labels, hold, ps, self.soft)?;
+        let conf =
+            counted_confusion_matrix(inp.source_probs, inp.source_labels, hold, ps, self.soft)?;
         let q = counted_predicted_distribution(inp.target_probs, target, self.soft)?;
         let raw = bbse_qp(conf.matrix.view(), &q, ps)?;
         Ok(match &self.support {
@@ -131,7 +144,11 @@ impl FinalOutputs {
     ) -> Result<FinalOutputs> {
         let logits = |p: ArrayView2<f32>| p.mapv(|v| v.max(1e-30).ln());
         let (hl, tl) = (logits(holdout_probs), logits(target_probs));
-        let temperature = if calibrate && !holdout_labels.is_empty() { fit_temperature(hl.view(), holdout_labels)? } else { 1.0 };
+        let temperature = if calibrate && !holdout_labels.is_empty() {
+            fit_temperature(hl.view(), holdout_labels)?
+        } else {
+            1.0
+        };
         Ok(FinalOutputs {
             hold: softmax_with_temperature(hl.view(), temperature),
             target: softmax_with_temperature(tl.view(), temperature),
@@ -159,7 +176,12 @@ impl FinalOutputs {
 
     /// The reported estimate: `tracker` (the adaptation loop's last estimate) as given for
     /// [`PriorEstimator::Tracker`], else `estimator` (soft or hard BBSE-QP inputs) on these outputs.
-    pub fn estimate(&self, estimator: PriorEstimator, soft: bool, tracker: &ShiftEstimate) -> Result<ShiftEstimate> {
+    pub fn estimate(
+        &self,
+        estimator: PriorEstimator,
+        soft: bool,
+        tracker: &ShiftEstimate,
+    ) -> Result<ShiftEstimate> {
         match estimator {
             PriorEstimator::Tracker => Ok(tracker.clone()),
             _ => estimator.estimator(soft).estimate(&self.inputs()),
@@ -215,7 +237,8 @@ pub fn fit_prior_interval(
     level: f64,
     seed: u64,
 ) -> Result<FitPriorInterval> {
-    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?.interval(estimator, soft, tracker, b, level, seed)
+    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?
+        .interval(estimator, soft, tracker, b, level, seed)
 }
 
 /// The reported estimate alone ([`FitPriorInterval::estimate`] without the bootstrap): what a
@@ -235,7 +258,8 @@ pub fn fit_prior_estimate(
     if estimator == PriorEstimator::Tracker {
         return Ok(tracker.clone());
     }
-    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?.estimate(estimator, soft, tracker)
+    FinalOutputs::new(holdout_probs, holdout_labels, target_probs, source_prior, calibrate)?
+        .estimate(estimator, soft, tracker)
 }
 
 /// Per class `[min(lo, r), max(hi, r)]`: the replicates' interval widened to hold the report.
@@ -253,16 +277,20 @@ pub(super) mod tests {
 
     pub(in crate::label_shift) const C: usize = 10;
     /// Two small classes (below the default floor 0.25/c = 0.025) and eight others.
-    pub(in crate::label_shift) const TRUTH: [f64; C] = [0.01, 0.02, 0.05, 0.07, 0.08, 0.1, 0.12, 0.15, 0.17, 0.23];
+    pub(in crate::label_shift) const TRUTH: [f64; C] =
+        [0.01, 0.02, 0.05, 0.07, 0.08, 0.1, 0.12, 0.15, 0.17, 0.23];
 
     /// Exact label shift: a classifier with logits `3 · onehot(y) + N(0, 1)` on a uniform
     /// hold-out of 200 rows and a target of 600 rows at [`TRUTH`] (exact counts).
     pub(in crate::label_shift) fn case(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let hy: Vec<usize> = (0..200).map(|i| i % C).collect();
-        let ty: Vec<usize> = (0..C).flat_map(|k| std::iter::repeat_n(k, (TRUTH[k] * 600.0).round() as usize)).collect();
+        let ty: Vec<usize> = (0..C)
+            .flat_map(|k| std::iter::repeat_n(k, (TRUTH[k] * 600.0).round() as usize))
+            .collect();
         let mut probs = |y: &[usize]| {
-            let mut z = Array2::from_shape_fn((y.len(), C), |_| rng.sample::<f32, _>(StandardNormal));
+            let mut z =
+                Array2::from_shape_fn((y.len(), C), |_| rng.sample::<f32, _>(StandardNormal));
             y.iter().enumerate().for_each(|(i, &k)| z[[i, k]] += 3.0);
             softmax_with_temperature(z.view(), 1.0)
         };
@@ -271,11 +299,25 @@ pub(super) mod tests {
     }
 
     /// What `fit` reports: the estimate restricted to the classes at or above the floor.
-    fn reported(hp: &Array2<f32>, hy: &[usize], tp: &Array2<f32>, ps: &[f64]) -> (ShiftEstimate, FitPrior) {
-        let inp = ShiftInputs { source_probs: hp.view(), source_labels: hy, target_probs: tp.view(), source_prior: Some(ps) };
+    fn reported(
+        hp: &Array2<f32>,
+        hy: &[usize],
+        tp: &Array2<f32>,
+        ps: &[f64],
+    ) -> (ShiftEstimate, FitPrior) {
+        let inp = ShiftInputs {
+            source_probs: hp.view(),
+            source_labels: hy,
+            target_probs: tp.view(),
+            source_prior: Some(ps),
+        };
         let floor = 0.25 / C as f64;
         let raw = FitPrior { soft: true, floor: 0.0, support: None }.estimate(&inp).unwrap();
-        let floored = FitPrior { soft: true, floor, support: Some(raw.target_prior.iter().map(|&p| p >= floor).collect()) };
+        let floored = FitPrior {
+            soft: true,
+            floor,
+            support: Some(raw.target_prior.iter().map(|&p| p >= floor).collect()),
+        };
         (floored.estimate(&inp).unwrap(), floored)
     }
 
@@ -286,11 +328,32 @@ pub(super) mod tests {
         for seed in 0..6 {
             let (hp, hy, tp) = case(seed);
             let (rep, floored) = reported(&hp, &hy, &tp, &ps);
-            let iv = fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, false, 100, 0.9, seed).unwrap();
-            let inp = ShiftInputs { source_probs: hp.view(), source_labels: &hy, target_probs: tp.view(), source_prior: Some(&ps) };
+            let iv = fit_prior_interval(
+                PriorEstimator::Tracker,
+                true,
+                hp.view(),
+                &hy,
+                tp.view(),
+                &ps,
+                &rep,
+                false,
+                100,
+                0.9,
+                seed,
+            )
+            .unwrap();
+            let inp = ShiftInputs {
+                source_probs: hp.view(),
+                source_labels: &hy,
+                target_probs: tp.view(),
+                source_prior: Some(&ps),
+            };
             let old = bootstrap(&floored, &inp, 100, seed, 0.9, IntervalMethod::Basic).unwrap();
             for (k, &truth) in TRUTH.iter().enumerate() {
-                assert!(iv.low[k] <= rep.target_prior[k] && rep.target_prior[k] <= iv.high[k], "holds the report: {iv:?}");
+                assert!(
+                    iv.low[k] <= rep.target_prior[k] && rep.target_prior[k] <= iv.high[k],
+                    "holds the report: {iv:?}"
+                );
                 covered += usize::from(iv.low[k] <= truth && truth <= iv.high[k]);
                 if rep.target_prior[k] == 0.0 {
                     // Flooring every replicate gave [0, 0] (the old interval); the unfloored
@@ -301,7 +364,10 @@ pub(super) mod tests {
                 }
             }
         }
-        assert!(floored_classes >= 3, "the cases must exercise the floor ({floored_classes} floored classes)");
+        assert!(
+            floored_classes >= 3,
+            "the cases must exercise the floor ({floored_classes} floored classes)"
+        );
         let coverage = covered as f64 / (6 * C) as f64;
         assert!(coverage >= 0.85, "coverage {coverage} of nominal 0.9");
     }
@@ -313,11 +379,42 @@ pub(super) mod tests {
         let (rep, _) = reported(&hp, &hy, &tp, &ps);
         let run = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 3).unwrap())
+            pool.install(|| {
+                fit_prior_interval(
+                    PriorEstimator::Tracker,
+                    true,
+                    hp.view(),
+                    &hy,
+                    tp.view(),
+                    &ps,
+                    &rep,
+                    true,
+                    50,
+                    0.9,
+                    3,
+                )
+                .unwrap()
+            })
         };
         let (a, b) = (run(1), run(3));
-        assert_eq!((a.low.clone(), a.high.clone(), a.final_point.clone()), (b.low, b.high, b.final_point));
-        let other = fit_prior_interval(PriorEstimator::Tracker, true, hp.view(), &hy, tp.view(), &ps, &rep, true, 50, 0.9, 4).unwrap();
+        assert_eq!(
+            (a.low.clone(), a.high.clone(), a.final_point.clone()),
+            (b.low, b.high, b.final_point)
+        );
+        let other = fit_prior_interval(
+            PriorEstimator::Tracker,
+            true,
+            hp.view(),
+            &hy,
+            tp.view(),
+            &ps,
+            &rep,
+            true,
+            50,
+            0.9,
+            4,
+        )
+        .unwrap();
         assert_ne!(a.high, other.high, "another seed draws other resamples");
     }
 

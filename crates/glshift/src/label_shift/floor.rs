@@ -20,22 +20,12 @@ use super::ShiftEstimate;
 pub fn apply_prior_floor(est: &ShiftEstimate, source_prior: &[f64], floor: f64) -> ShiftEstimate {
     let below = |p: f64| p.partial_cmp(&floor) == Some(std::cmp::Ordering::Less);
     let keep: Vec<bool> = est.target_prior.iter().map(|&p| !below(p)).collect();
-    let s: f64 = est
-        .target_prior
-        .iter()
-        .zip(&keep)
-        .filter(|(_, &k)| k)
-        .map(|(p, _)| p)
-        .sum();
+    let s: f64 = est.target_prior.iter().zip(&keep).filter(|(_, &k)| k).map(|(p, _)| p).sum();
     if !(keep.iter().any(|&k| k) && s.is_finite() && s > 0.0) {
         return est.clone();
     }
-    let target_prior: Vec<f64> = est
-        .target_prior
-        .iter()
-        .zip(&keep)
-        .map(|(&p, &k)| if k { p / s } else { 0.0 })
-        .collect();
+    let target_prior: Vec<f64> =
+        est.target_prior.iter().zip(&keep).map(|(&p, &k)| if k { p / s } else { 0.0 }).collect();
     let same_len =
         source_prior.len() == target_prior.len() && est.weights.len() == target_prior.len();
     let weights = (0..target_prior.len())
@@ -111,7 +101,12 @@ mod tests {
 /// floored to 0, its importance weight drops it from the cross-entropy and the drift feeds
 /// itself. Deciding *which* classes are absent once, from the pre-trained network, and only
 /// re-estimating the proportions of the others, cuts that loop in both directions.
-pub fn restrict_to_support(est: &ShiftEstimate, source_prior: &[f64], support: &[bool], floor: f64) -> ShiftEstimate {
+pub fn restrict_to_support(
+    est: &ShiftEstimate,
+    source_prior: &[f64],
+    support: &[bool],
+    floor: f64,
+) -> ShiftEstimate {
     let raw: Vec<f64> = est
         .target_prior
         .iter()
@@ -137,7 +132,11 @@ mod support_tests {
 
     #[test]
     fn support_keeps_present_classes_at_least_at_the_floor_and_zeroes_the_rest() {
-        let est = ShiftEstimate { weights: vec![0.0; 4], target_prior: vec![0.6, 0.0, 0.3, 0.1], ..ShiftEstimate::default() };
+        let est = ShiftEstimate {
+            weights: vec![0.0; 4],
+            target_prior: vec![0.6, 0.0, 0.3, 0.1],
+            ..ShiftEstimate::default()
+        };
         let ps = [0.25; 4];
         let out = restrict_to_support(&est, &ps, &[true, true, true, false], 0.05);
         assert_eq!(out.target_prior[3], 0.0);

@@ -58,7 +58,9 @@ use serde::{Deserialize, Serialize};
 
 use super::estimators::{ShiftEstimator, ShiftInputs};
 use super::exact_shift::{confident_share, resample_within_class, rows_by_class, Drawable};
-use super::{bbse_qp, confusion_matrix, predicted_distribution, Confusion, DiagnosticsParams, Mlls};
+use super::{
+    bbse_qp, confusion_matrix, predicted_distribution, Confusion, DiagnosticsParams, Mlls,
+};
 use crate::{Error, Result};
 
 /// Settings of [`prior_guard`].
@@ -164,7 +166,11 @@ impl PriorGuard {
 
     /// The response to this verdict (module docs): trusted → use; under the floor →
     /// `fallback`; a disagreement alone → `on_disagreement`.
-    pub fn response(&self, fallback: GuardFallback, on_disagreement: DisagreementResponse) -> GuardResponse {
+    pub fn response(
+        &self,
+        fallback: GuardFallback,
+        on_disagreement: DisagreementResponse,
+    ) -> GuardResponse {
         let fallen = match fallback {
             GuardFallback::NoCorrection => GuardResponse::NoCorrection,
             GuardFallback::Source => GuardResponse::Source,
@@ -209,7 +215,11 @@ pub fn prior_guard(
 ) -> Result<PriorGuard> {
     let b = &p.bootstrap;
     if b.resamples < 2 {
-        return Err(Error::param("prior_guard.resamples", b.resamples, "need at least 2 bootstrap resamples"));
+        return Err(Error::param(
+            "prior_guard.resamples",
+            b.resamples,
+            "need at least 2 bootstrap resamples",
+        ));
     }
     let (qp, mlls) = both_estimates(hold, labels, target, source_prior, b.soft)?;
     let d = super::l1_distance(&qp, &mlls);
@@ -220,10 +230,15 @@ pub fn prior_guard(
     let seeds: Vec<u64> = (0..b.resamples).map(|_| master.random()).collect();
     let reps: Vec<(f64, Vec<f64>)> = seeds
         .par_iter()
-        .filter_map(|&s| replicate(s, hold, labels, target, (&by_class, &drawable), source_prior, b.soft))
+        .filter_map(|&s| {
+            replicate(s, hold, labels, target, (&by_class, &drawable), source_prior, b.soft)
+        })
         .collect();
     if reps.len() * 2 < b.resamples {
-        return Err(Error::numerical("prior guard bootstrap", format!("{} of {} resamples failed", b.resamples - reps.len(), b.resamples)));
+        return Err(Error::numerical(
+            "prior guard bootstrap",
+            format!("{} of {} resamples failed", b.resamples - reps.len(), b.resamples),
+        ));
     }
     let mut null: Vec<f64> = reps.iter().map(|r| r.0).collect();
     null.sort_by(f64::total_cmp);
@@ -241,7 +256,8 @@ pub fn prior_guard(
     let max_class_gap = qp.iter().zip(&mlls).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     let disagrees = p_value < p.alpha && d > box_half_width && max_class_gap > p.resolution;
     let correction = super::l1_distance(&qp, source_prior);
-    let kept_correction = if correction > 0.0 { (1.0 - d / correction).clamp(0.0, 1.0) } else { 0.0 };
+    let kept_correction =
+        if correction > 0.0 { (1.0 - d / correction).clamp(0.0, 1.0) } else { 0.0 };
     Ok(PriorGuard {
         kept_correction,
         box_half_width,
@@ -266,9 +282,20 @@ pub fn prior_guard(
 }
 
 /// (BBSE-QP, MLLS-BCTS) target priors, unfloored.
-fn both_estimates(hold: ArrayView2<f32>, labels: &[usize], target: ArrayView2<f32>, ps: &[f64], soft: bool) -> Result<(Vec<f64>, Vec<f64>)> {
+fn both_estimates(
+    hold: ArrayView2<f32>,
+    labels: &[usize],
+    target: ArrayView2<f32>,
+    ps: &[f64],
+    soft: bool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let qp = qp_from(&confusion_matrix(hold, labels, ps, soft)?, target, ps, soft)?;
-    let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: target, source_prior: Some(ps) };
+    let inputs = ShiftInputs {
+        source_probs: hold,
+        source_labels: labels,
+        target_probs: target,
+        source_prior: Some(ps),
+    };
     let mlls = Mlls::default().estimate(&inputs)?.target_prior;
     Ok((qp, mlls))
 }
@@ -286,8 +313,19 @@ fn qp_from(conf: &Confusion, target: ArrayView2<f32>, ps: &[f64], soft: bool) ->
 /// VisDA-2017 shape about half of them are distinct; there the replicates, mostly EM and BCTS,
 /// took 30% of a weak network's fit (docs/performance.md, "The guard's replicates on their
 /// distinct rows").
-fn counted_mlls(hold: ArrayView2<f32>, labels: &[usize], rows: &[usize], synth: &[usize], ps: &[f64]) -> Result<Vec<f64>> {
-    let inputs = ShiftInputs { source_probs: hold, source_labels: labels, target_probs: hold, source_prior: Some(ps) };
+fn counted_mlls(
+    hold: ArrayView2<f32>,
+    labels: &[usize],
+    rows: &[usize],
+    synth: &[usize],
+    ps: &[f64],
+) -> Result<Vec<f64>> {
+    let inputs = ShiftInputs {
+        source_probs: hold,
+        source_labels: labels,
+        target_probs: hold,
+        source_prior: Some(ps),
+    };
     Ok(Mlls::default().estimate_resample(&inputs, rows, synth)?.target_prior)
 }
 
@@ -340,7 +378,8 @@ pub fn project_to_box(x: &[f64], low: &[f64], high: &[f64]) -> Vec<f64> {
     if x.len() != low.len() || x.len() != high.len() || sl > 1.0 + 1e-12 || sh < 1.0 - 1e-12 {
         return x.to_vec();
     }
-    let at = |t: f64| -> Vec<f64> { (0..x.len()).map(|k| (x[k] - t).clamp(low[k], high[k])).collect() };
+    let at =
+        |t: f64| -> Vec<f64> { (0..x.len()).map(|k| (x[k] - t).clamp(low[k], high[k])).collect() };
     let sum = |t: f64| at(t).iter().sum::<f64>();
     // Σ clamp(x − τ) falls from Σhigh to Σlow as τ grows.
     let spread = x.iter().chain(low).chain(high).fold(0.0f64, |m, v| m.max(v.abs())) + 1.0;

@@ -8,7 +8,13 @@ fn rows(labels: &[usize], strength: f32, rng: &mut ChaCha8Rng) -> Array2<f32> {
 }
 
 fn params() -> GuardParams {
-    GuardParams { bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 }, alpha: 0.05, level: 0.9, min_confident_share: 0.0, resolution: 0.0 }
+    GuardParams {
+        bootstrap: DiagnosticsParams { tau: 0.9, soft: true, resamples: 199, seed: 5 },
+        alpha: 0.05,
+        level: 0.9,
+        min_confident_share: 0.0,
+        resolution: 0.0,
+    }
 }
 
 fn with_resamples(resamples: usize) -> GuardParams {
@@ -63,11 +69,29 @@ fn a_disagreement_under_the_fits_resolution_on_every_class_does_not_count() {
     let gap = (0..3).map(|k| (g.qp_prior[k] - g.mlls_prior[k]).abs()).fold(0.0, f64::max);
     assert_eq!(g.max_class_gap, gap);
     assert!(!g.trusted && gap > 0.0, "{g:?}");
-    let under = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: 0.999 * gap, ..params() }).unwrap();
+    let under = prior_guard(
+        hold.view(),
+        &yh,
+        target.view(),
+        &PS,
+        &GuardParams { resolution: 0.999 * gap, ..params() },
+    )
+    .unwrap();
     assert!(!under.trusted && under.disagrees, "a gap over the resolution counts: {under:?}");
-    let over = prior_guard(hold.view(), &yh, target.view(), &PS, &GuardParams { resolution: gap, ..params() }).unwrap();
+    let over = prior_guard(
+        hold.view(),
+        &yh,
+        target.view(),
+        &PS,
+        &GuardParams { resolution: gap, ..params() },
+    )
+    .unwrap();
     assert!(over.trusted && !over.disagrees, "a gap not over the resolution does not: {over:?}");
-    assert_eq!((over.p_value, over.qp_mlls_l1, over.box_half_width), (g.p_value, g.qp_mlls_l1, g.box_half_width), "only the verdict moves");
+    assert_eq!(
+        (over.p_value, over.qp_mlls_l1, over.box_half_width),
+        (g.p_value, g.qp_mlls_l1, g.box_half_width),
+        "only the verdict moves"
+    );
 }
 
 #[test]
@@ -83,7 +107,11 @@ fn a_target_the_network_is_unsure_about_is_not_trusted() {
     assert!(!strict.trusted, "confident share {} under the floor 0.5", strict.confident_share);
     assert_eq!(strict.disagrees, loose.disagrees, "the floor is not a disagreement");
     assert!(strict.low_confidence() && !loose.low_confidence());
-    assert_eq!((strict.p_value, strict.qp_mlls_l1), (loose.p_value, loose.qp_mlls_l1), "the floor changes only the verdict");
+    assert_eq!(
+        (strict.p_value, strict.qp_mlls_l1),
+        (loose.p_value, loose.qp_mlls_l1),
+        "the floor changes only the verdict"
+    );
 }
 
 #[test]
@@ -94,7 +122,9 @@ fn guard_is_deterministic_whatever_the_thread_count() {
     let target = rows(&draw([100, 50, 50]), 2.0, &mut rng);
     let run = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| prior_guard(hold.view(), &yh, target.view(), &PS, &with_resamples(60)).unwrap())
+        pool.install(|| {
+            prior_guard(hold.view(), &yh, target.view(), &PS, &with_resamples(60)).unwrap()
+        })
     };
     assert_eq!(run(1), run(3));
 }
@@ -143,8 +173,15 @@ fn a_disagreement_alone_drops_the_correction_and_low_confidence_falls_back() {
     let g = prior_guard(hold.view(), &yh, target.view(), &PS, &floor).unwrap();
     assert!(!g.trusted && !g.low_confidence(), "only the agreement test fires: {g:?}");
     assert_eq!(g.response(GuardFallback::Source, On::NoCorrection), GuardResponse::NoCorrection);
-    assert_eq!(g.response(GuardFallback::Source, On::Fallback), GuardResponse::Source, "the rule before");
-    assert_eq!(g.response(GuardFallback::Source, On::Shrink), GuardResponse::Shrink(g.kept_correction));
+    assert_eq!(
+        g.response(GuardFallback::Source, On::Fallback),
+        GuardResponse::Source,
+        "the rule before"
+    );
+    assert_eq!(
+        g.response(GuardFallback::Source, On::Shrink),
+        GuardResponse::Shrink(g.kept_correction)
+    );
     // The same rows under a floor above their confident share: rule 2 fires and the response
     // flips to the fallback, whatever `on_disagreement` says.
     let strict = GuardParams { min_confident_share: g.confident_share + 0.01, ..params() };
@@ -198,5 +235,8 @@ fn reports_of_earlier_builds_load() {
         value.as_object_mut().unwrap().remove(key);
     }
     let old: PriorGuard = serde_json::from_value(value).unwrap();
-    assert_eq!((old.max_class_gap, old.resolution, old.disagrees, old.trusted), (0.0, 0.0, false, g.trusted));
+    assert_eq!(
+        (old.max_class_gap, old.resolution, old.disagrees, old.trusted),
+        (0.0, 0.0, false, g.trusted)
+    );
 }

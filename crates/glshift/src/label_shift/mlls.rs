@@ -75,10 +75,7 @@ struct EmProblem<'a> {
 impl EmProblem<'_> {
     /// `p_k / π_k` (0 where π_k = 0).
     fn ratio(&self, p: &[f64]) -> Vec<f64> {
-        p.iter()
-            .zip(self.train_prior)
-            .map(|(a, b)| if *b > 0.0 { a / b } else { 0.0 })
-            .collect()
+        p.iter().zip(self.train_prior).map(|(a, b)| if *b > 0.0 { a / b } else { 0.0 }).collect()
     }
 
     /// One EM step `F(p)` (module docs).
@@ -241,10 +238,14 @@ fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64]) -> Vec<f
         if alpha >= -1.0 || !alpha.is_finite() {
             break;
         }
-        let x: Vec<f64> = (0..p0.len()).map(|k| p0[k] - 2.0 * alpha * r[k] + alpha * alpha * v[k]).collect();
+        let x: Vec<f64> =
+            (0..p0.len()).map(|k| p0[k] - 2.0 * alpha * r[k] + alpha * alpha * v[k]).collect();
         // Inside the open simplex: EM never moves a share off 0, so none may land there.
-        let inside = x.iter().zip(p2).all(|(&xk, &p2k)| if p2k > 0.0 { xk > 0.0 } else { xk == 0.0 });
-        if inside && problem.log_likelihood(&x) >= *l2.get_or_insert_with(|| problem.log_likelihood(p2)) {
+        let inside =
+            x.iter().zip(p2).all(|(&xk, &p2k)| if p2k > 0.0 { xk > 0.0 } else { xk == 0.0 });
+        if inside
+            && problem.log_likelihood(&x) >= *l2.get_or_insert_with(|| problem.log_likelihood(p2))
+        {
             return x;
         }
         alpha = (alpha - 1.0) / 2.0;
@@ -258,7 +259,14 @@ fn extrapolate(problem: &EmProblem, p0: &[f64], p1: &[f64], p2: &[f64]) -> Vec<f
 /// [`em_prior`] with rows counted as `counts` says; without `trace` the log-likelihood is not
 /// recorded (`log_likelihood` is then empty): the same prior and iterations, bit for bit (the
 /// bootstraps run MLLS on every resample).
-fn em(posteriors: ArrayView2<f64>, counts: RowCounts, train_prior: &[f64], tol: f64, max_iter: usize, trace: bool) -> Result<EmFit> {
+fn em(
+    posteriors: ArrayView2<f64>,
+    counts: RowCounts,
+    train_prior: &[f64],
+    tol: f64,
+    max_iter: usize,
+    trace: bool,
+) -> Result<EmFit> {
     let (n, c) = posteriors.dim();
     counts.check(n, "EM row counts")?;
     if n == 0 || c == 0 || train_prior.len() != c {
@@ -309,12 +317,7 @@ fn em(posteriors: ArrayView2<f64>, counts: RowCounts, train_prior: &[f64], tol: 
         }
     }
     let iterations = run.iterations;
-    Ok(EmFit {
-        prior: p,
-        iterations,
-        converged,
-        log_likelihood,
-    })
+    Ok(EmFit { prior: p, iterations, converged, log_likelihood })
 }
 
 /// MLLS with BCTS: fit BCTS on the source hold-out, calibrate the target probabilities with
@@ -334,11 +337,7 @@ pub struct Mlls {
 
 impl Default for Mlls {
     fn default() -> Self {
-        Mlls {
-            bcts: true,
-            tol: EM_TOL,
-            max_iter: EM_MAX_ITER,
-        }
+        Mlls { bcts: true, tol: EM_TOL, max_iter: EM_MAX_ITER }
     }
 }
 
@@ -355,8 +354,15 @@ impl ShiftEstimator for Mlls {
         self.estimate_counted(inp, (RowCounts::ONCE, RowCounts::ONCE))
     }
 
-    fn estimate_resample(&self, inp: &ShiftInputs, hold_rows: &[usize], target_rows: &[usize]) -> Result<ShiftEstimate> {
-        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| self.estimate_counted(inp, counts))
+    fn estimate_resample(
+        &self,
+        inp: &ShiftInputs,
+        hold_rows: &[usize],
+        target_rows: &[usize],
+    ) -> Result<ShiftEstimate> {
+        on_distinct_rows(inp, hold_rows, target_rows, |inp, counts| {
+            self.estimate_counted(inp, counts)
+        })
     }
 }
 
@@ -365,7 +371,11 @@ impl Mlls {
     /// `counts` says (a bootstrap resample as its distinct rows, each with the number of times
     /// it was drawn): the estimate on the rows repeated that often, up to summation order, at
     /// the cost of the distinct rows. Once each: `estimate`'s bits.
-    pub(crate) fn estimate_counted(&self, inp: &ShiftInputs, (hold, target): (RowCounts, RowCounts)) -> Result<ShiftEstimate> {
+    pub(crate) fn estimate_counted(
+        &self,
+        inp: &ShiftInputs,
+        (hold, target): (RowCounts, RowCounts),
+    ) -> Result<ShiftEstimate> {
         let prep = prepare_counted(inp, hold)?;
         let mut warnings = prep.warnings;
         let pi = counted_class_prior(inp.source_labels, hold, prep.c)?;
@@ -388,7 +398,13 @@ impl Mlls {
                 self.max_iter, self.tol
             ));
         }
-        finish_from_prior(self.name(), &fit.prior, &prep.source_prior, warnings, Some(fit.iterations))
+        finish_from_prior(
+            self.name(),
+            &fit.prior,
+            &prep.source_prior,
+            warnings,
+            Some(fit.iterations),
+        )
     }
 }
 

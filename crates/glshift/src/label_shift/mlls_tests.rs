@@ -14,7 +14,11 @@ fn em_without_the_trace_gives_the_same_prior_bit_for_bit() {
     let traced = super::em_prior(post.view(), &pi, 1e-10, 500).unwrap();
     let bare = super::em(post.view(), super::RowCounts::ONCE, &pi, 1e-10, 500, false).unwrap();
     assert!(traced.iterations > 3 && traced.log_likelihood.len() >= 2);
-    assert!(traced.log_likelihood.windows(2).all(|w| w[1] >= w[0] - 1e-12), "{:?}", traced.log_likelihood);
+    assert!(
+        traced.log_likelihood.windows(2).all(|w| w[1] >= w[0] - 1e-12),
+        "{:?}",
+        traced.log_likelihood
+    );
     assert!(bare.log_likelihood.is_empty());
     assert_eq!((bare.iterations, bare.converged), (traced.iterations, traced.converged));
     let bits = |p: &[f64]| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
@@ -109,19 +113,33 @@ fn likelihood_gradient(post: &Array2<f64>, pi: &[f64], p: &[f64]) -> Vec<f64> {
 #[test]
 fn squarem_converges_where_plain_em_stops_at_its_cap() {
     let (post, pi) = weak_posteriors(2000);
-    let problem = super::EmProblem { rows: post.as_slice().unwrap().into(), counts: super::RowCounts::ONCE, c: pi.len(), train_prior: &pi };
+    let problem = super::EmProblem {
+        rows: post.as_slice().unwrap().into(),
+        counts: super::RowCounts::ONCE,
+        c: pi.len(),
+        train_prior: &pi,
+    };
     let mut plain = pi.clone();
     for _ in 0..1000 {
         plain = problem.step(&plain);
     }
-    let plain_change: f64 = problem.step(&plain).iter().zip(&plain).map(|(a, b)| (a - b).abs()).sum();
-    assert!(plain_change > 1e-8, "plain EM converged within 1000 steps ({plain_change:e}): not a slow case");
+    let plain_change: f64 =
+        problem.step(&plain).iter().zip(&plain).map(|(a, b)| (a - b).abs()).sum();
+    assert!(
+        plain_change > 1e-8,
+        "plain EM converged within 1000 steps ({plain_change:e}): not a slow case"
+    );
     let fit = super::em_prior(post.view(), &pi, 1e-8, 1000).unwrap();
-    eprintln!("plain EM's last change {plain_change:e}; SQUAREM: {} evaluations, prior {:?}", fit.iterations, fit.prior);
+    eprintln!(
+        "plain EM's last change {plain_change:e}; SQUAREM: {} evaluations, prior {:?}",
+        fit.iterations, fit.prior
+    );
     assert!(fit.converged && fit.iterations < 500, "{} evaluations", fit.iterations);
     let l = |p: &[f64]| problem.log_likelihood(p);
     assert!(l(&fit.prior) > l(&plain), "{} vs plain {}", l(&fit.prior), l(&plain));
-    assert!((fit.prior.iter().sum::<f64>() - 1.0).abs() < 1e-12 && fit.prior.iter().all(|&v| v >= 0.0));
+    assert!(
+        (fit.prior.iter().sum::<f64>() - 1.0).abs() < 1e-12 && fit.prior.iter().all(|&v| v >= 0.0)
+    );
     let g = likelihood_gradient(&post, &pi, &fit.prior);
     for (k, (&gk, &pk)) in g.iter().zip(&fit.prior).enumerate() {
         assert!(gk <= 1.0 + 1e-4, "class {k}: gradient {gk} > 1 (p = {:?})", fit.prior);
@@ -139,7 +157,12 @@ fn squarem_agrees_with_plain_em() {
     let post = Array2::from_shape_fn((800, 3), |_| rng.random::<f64>() + 0.01);
     let post = &post / &post.sum_axis(ndarray::Axis(1)).insert_axis(ndarray::Axis(1));
     let pi = [0.5, 0.3, 0.2];
-    let problem = super::EmProblem { rows: post.as_slice().unwrap().into(), counts: super::RowCounts::ONCE, c: 3, train_prior: &pi };
+    let problem = super::EmProblem {
+        rows: post.as_slice().unwrap().into(),
+        counts: super::RowCounts::ONCE,
+        c: 3,
+        train_prior: &pi,
+    };
     let two = problem.step(&problem.step(&pi));
     let fit = super::em_prior(post.view(), &pi, 1.0, 10).unwrap();
     assert_eq!((fit.iterations, fit.converged), (1, true));
@@ -169,7 +192,9 @@ fn counted_rows_give_the_estimate_of_the_repeated_rows() {
     let c = 4;
     // A weak, miscalibrated classifier: probabilities leaning to the label, then normalised.
     let mut probs = |n: usize, lean: &[usize]| {
-        let p = Array2::from_shape_fn((n, c), |(i, k)| (f64::from(u8::from(k == lean[i % lean.len()])) * 0.6 + rng.random::<f64>()).exp());
+        let p = Array2::from_shape_fn((n, c), |(i, k)| {
+            (f64::from(u8::from(k == lean[i % lean.len()])) * 0.6 + rng.random::<f64>()).exp()
+        });
         (&p / &p.sum_axis(ndarray::Axis(1)).insert_axis(ndarray::Axis(1))).mapv(|v| v as f32)
     };
     let labels: Vec<usize> = (0..300).map(|i| i % c).collect();
@@ -178,26 +203,58 @@ fn counted_rows_give_the_estimate_of_the_repeated_rows() {
     let hold_times: Vec<u32> = (0..300).map(|i| [1, 2, 3, 1, 1][i % 5]).collect();
     let target_times: Vec<u32> = (0..200).map(|i| [2, 1, 4][i % 3]).collect();
     let repeat = |x: &Array2<f32>, times: &[u32]| {
-        let rows: Vec<usize> = times.iter().enumerate().flat_map(|(i, &k)| std::iter::repeat_n(i, k as usize)).collect();
+        let rows: Vec<usize> = times
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &k)| std::iter::repeat_n(i, k as usize))
+            .collect();
         (x.select(ndarray::Axis(0), &rows), rows)
     };
     let (hold_rep, hold_rows) = repeat(&hold, &hold_times);
     let labels_rep: Vec<usize> = hold_rows.iter().map(|&i| labels[i]).collect();
     let (target_rep, _) = repeat(&target, &target_times);
     let ps = [0.25; 4];
-    let inputs = ShiftInputs { source_probs: hold.view(), source_labels: &labels, target_probs: target.view(), source_prior: Some(&ps) };
-    let repeated = ShiftInputs { source_probs: hold_rep.view(), source_labels: &labels_rep, target_probs: target_rep.view(), source_prior: Some(&ps) };
+    let inputs = ShiftInputs {
+        source_probs: hold.view(),
+        source_labels: &labels,
+        target_probs: target.view(),
+        source_prior: Some(&ps),
+    };
+    let repeated = ShiftInputs {
+        source_probs: hold_rep.view(),
+        source_labels: &labels_rep,
+        target_probs: target_rep.view(),
+        source_prior: Some(&ps),
+    };
     let mlls = super::Mlls::default();
     let want = mlls.estimate(&repeated).unwrap();
-    let got = mlls.estimate_counted(&inputs, (RowCounts(Some(&hold_times)), RowCounts(Some(&target_times)))).unwrap();
-    let gap: f64 = want.target_prior.iter().zip(&got.target_prior).map(|(a, b)| (a - b).abs()).sum();
+    let got = mlls
+        .estimate_counted(&inputs, (RowCounts(Some(&hold_times)), RowCounts(Some(&target_times))))
+        .unwrap();
+    let gap: f64 =
+        want.target_prior.iter().zip(&got.target_prior).map(|(a, b)| (a - b).abs()).sum();
     assert!(gap < 1e-9, "ℓ1 {gap:e}: {:?} vs {:?}", got.target_prior, want.target_prior);
-    assert!(super::super::l1_distance(&got.target_prior, &ps) > 0.05, "a trivial case: {:?}", got.target_prior);
-    let (a, b) = (fit_bcts(hold_rep.view(), &labels_rep).unwrap(), fit_bcts_counted(hold.view(), &labels, RowCounts(Some(&hold_times))).unwrap());
-    assert!((a.inv_temperature - b.inv_temperature).abs() < 1e-9 && (a.nll - b.nll).abs() < 1e-12, "{a:?} vs {b:?}");
-    assert!((a.inv_temperature - 1.0).abs() > 0.05, "BCTS left the probabilities as they were: {a:?}");
+    assert!(
+        super::super::l1_distance(&got.target_prior, &ps) > 0.05,
+        "a trivial case: {:?}",
+        got.target_prior
+    );
+    let (a, b) = (
+        fit_bcts(hold_rep.view(), &labels_rep).unwrap(),
+        fit_bcts_counted(hold.view(), &labels, RowCounts(Some(&hold_times))).unwrap(),
+    );
+    assert!(
+        (a.inv_temperature - b.inv_temperature).abs() < 1e-9 && (a.nll - b.nll).abs() < 1e-12,
+        "{a:?} vs {b:?}"
+    );
+    assert!(
+        (a.inv_temperature - 1.0).abs() > 0.05,
+        "BCTS left the probabilities as they were: {a:?}"
+    );
     let once = mlls.estimate_counted(&inputs, (RowCounts::ONCE, RowCounts::ONCE)).unwrap();
     assert_eq!(once.target_prior, mlls.estimate(&inputs).unwrap().target_prior);
     // A count per row or an error.
-    assert!(mlls.estimate_counted(&inputs, (RowCounts(Some(&hold_times[1..])), RowCounts::ONCE)).is_err());
+    assert!(mlls
+        .estimate_counted(&inputs, (RowCounts(Some(&hold_times[1..])), RowCounts::ONCE))
+        .is_err());
 }

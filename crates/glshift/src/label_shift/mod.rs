@@ -26,48 +26,53 @@ mod bbse;
 mod bbse_qp;
 pub mod bcts;
 mod bootstrap;
+pub mod calibration;
+mod confusion;
 mod diagnostics;
+#[cfg(test)]
+mod estimator_tests;
 mod estimators;
 mod exact_shift;
 mod fit_diagnostics;
-pub mod mlls;
-mod rlls;
-pub mod suite;
-pub mod calibration;
-mod confusion;
 mod fit_estimator;
 mod fit_interval;
 mod floor;
 mod guard;
 mod holdout;
+pub mod mlls;
 mod polish;
 mod prior;
 mod resample;
-#[cfg(test)]
-mod estimator_tests;
-#[cfg(test)]
-mod tests;
+mod rlls;
+pub mod suite;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod tests;
 
 pub use bbse::{Bbse, BbseQp};
 pub use bbse_qp::bbse_qp;
 pub use bcts::{fit_bcts, Bcts};
 pub use bootstrap::{bootstrap, bootstrap_replicates, Interval, IntervalMethod, Replicates};
+pub use calibration::{fit_temperature, softmax_with_temperature};
+pub use confusion::{confusion_matrix, Confusion};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{ShiftEstimator, ShiftInputs};
 pub use fit_diagnostics::{fit_diagnostics, DiagnosticsParams, FitDiagnostics};
-pub use mlls::{em_prior, EmFit, Mlls};
-pub use rlls::{rlls_regulariser, Rlls};
-pub use calibration::{fit_temperature, softmax_with_temperature};
-pub use confusion::{confusion_matrix, Confusion};
 pub use fit_estimator::{FinalPrior, PriorEstimator};
-pub use fit_interval::{fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval};
 pub(crate) use fit_interval::hull_with_report;
+pub use fit_interval::{
+    fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval,
+};
 pub use floor::{apply_prior_floor, restrict_to_support};
-pub use guard::{prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard};
+pub use guard::{
+    prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams,
+    GuardResponse, PriorGuard,
+};
 pub use holdout::{stratified_folds, stratified_holdout};
+pub use mlls::{em_prior, EmFit, Mlls};
 pub use prior::{class_prior, l1_distance, predicted_distribution};
+pub use rlls::{rlls_regulariser, Rlls};
 
 /// A label-shift estimate: what [`bbse_qp`], every [`ShiftEstimator`] and the training loop's
 /// shift tracker produce, and what a fit keeps. One record for writer and reader alike.

@@ -64,27 +64,19 @@ fn polish_at(
             .map(|j| (cm.row(j).iter().zip(w).map(|(a, b)| a * b).sum::<f64>() - q[j]).powi(2))
             .sum()
     };
-    let cw: Vec<f64> = (0..q.len())
-        .map(|j| cm.row(j).iter().zip(&w).map(|(a, b)| a * b).sum())
-        .collect();
+    let cw: Vec<f64> =
+        (0..q.len()).map(|j| cm.row(j).iter().zip(&w).map(|(a, b)| a * b).sum()).collect();
     let grad: Vec<f64> = (0..m)
-        .map(|k| {
-            2.0 * (0..q.len())
-                .map(|j| cm[[j, k]] * (cw[j] - q[j]))
-                .sum::<f64>()
-        })
+        .map(|k| 2.0 * (0..q.len()).map(|j| cm[[j, k]] * (cw[j] - q[j])).sum::<f64>())
         .collect();
     // size of the terms that cancel in ν, so that the sign test is relative to rounding
     let scale = (0..m)
         .map(|k| {
-            2.0 * (0..q.len())
-                .map(|j| cm[[j, k]].abs() * (cw[j].abs() + q[j].abs()))
-                .sum::<f64>()
+            2.0 * (0..q.len()).map(|j| cm[[j, k]].abs() * (cw[j].abs() + q[j].abs())).sum::<f64>()
         })
         .fold(f64::MIN_POSITIVE, f64::max);
-    let dual_ok = (0..m)
-        .filter(|&k| x[k] <= active)
-        .all(|k| grad[k] - lambda * ps[k] >= -1e-9 * scale);
+    let dual_ok =
+        (0..m).filter(|&k| x[k] <= active).all(|k| grad[k] - lambda * ps[k] >= -1e-9 * scale);
     let (o_new, o_old) = (obj(&w), obj(x));
     (dual_ok && o_new.is_finite() && o_new <= o_old + 1e-12 * o_old.max(1e-12)).then_some(w)
 }
@@ -128,9 +120,7 @@ mod tests {
     fn dense_solver_solves_and_detects_singular_systems() {
         let a = ndarray::array![[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]];
         let x = [1.0, -2.0, 0.5];
-        let b: Vec<f64> = (0..3)
-            .map(|i| (0..3).map(|k| a[[i, k]] * x[k]).sum())
-            .collect();
+        let b: Vec<f64> = (0..3).map(|i| (0..3).map(|k| a[[i, k]] * x[k]).sum()).collect();
         let sol = solve_dense(a, b).unwrap();
         for k in 0..3 {
             assert!((sol[k] - x[k]).abs() < 1e-14);

@@ -50,7 +50,11 @@ impl RowCounts<'_> {
 
 /// [`class_prior`] of rows counted as `counts` says: `p_k = Σ_{i: y_i = k} count_i / Σ count_i`.
 /// Errors as [`class_prior`], and when the counts are not one per label or all zero.
-pub(crate) fn counted_class_prior(labels: &[usize], counts: RowCounts, c: usize) -> Result<Vec<f64>> {
+pub(crate) fn counted_class_prior(
+    labels: &[usize],
+    counts: RowCounts,
+    c: usize,
+) -> Result<Vec<f64>> {
     const EMPTY: &str = "no rows to estimate a class prior from";
     if c == 0 {
         return Err(Error::param("c", c, "need at least one class"));
@@ -90,7 +94,11 @@ pub fn predicted_distribution(probs: ArrayView2<f32>, soft: bool) -> Result<Vec<
 /// [`predicted_distribution`] with each row counted as `counts` says:
 /// `q_j = Σ_i count_i P(ŷ_i = j) / Σ_i count_i`. Errors also when the counts are not one per
 /// row or all zero.
-pub(crate) fn counted_predicted_distribution(probs: ArrayView2<f32>, counts: RowCounts, soft: bool) -> Result<Vec<f64>> {
+pub(crate) fn counted_predicted_distribution(
+    probs: ArrayView2<f32>,
+    counts: RowCounts,
+    soft: bool,
+) -> Result<Vec<f64>> {
     check_probs(probs, "target probabilities")?;
     let (n, c) = probs.dim();
     counts.check(n, "target row counts")?;
@@ -111,9 +119,7 @@ pub(crate) fn counted_predicted_distribution(probs: ArrayView2<f32>, counts: Row
 pub(crate) fn add_prediction(row: ArrayView1<f32>, soft: bool, mut add: impl FnMut(usize, f64)) {
     if soft {
         let s: f64 = row.iter().map(|&v| v as f64).sum();
-        row.iter()
-            .enumerate()
-            .for_each(|(j, &v)| add(j, v as f64 / s));
+        row.iter().enumerate().for_each(|(j, &v)| add(j, v as f64 / s));
     } else {
         let mut best = 0;
         for (j, &v) in row.iter().enumerate() {
@@ -140,10 +146,7 @@ pub(crate) fn check_labels(labels: &[usize], c: usize, what: &str) -> Result<()>
 pub(crate) fn check_probs(probs: ArrayView2<f32>, what: &str) -> Result<()> {
     let (n, c) = probs.dim();
     if n == 0 || c == 0 {
-        return Err(Error::bad_data(
-            what,
-            format!("empty probability matrix ({n} × {c})"),
-        ));
+        return Err(Error::bad_data(what, format!("empty probability matrix ({n} × {c})")));
     }
     for (i, row) in probs.rows().into_iter().enumerate() {
         let mut s = 0.0f64;
@@ -166,11 +169,7 @@ pub(crate) fn check_probs(probs: ArrayView2<f32>, what: &str) -> Result<()> {
 /// Length c, entries finite and ≥ 0, summing to 1 within [`PRIOR_SUM_TOL`].
 pub(crate) fn check_prior(prior: &[f64], c: usize, what: &str) -> Result<()> {
     check_len(prior.len(), c, what)?;
-    if let Some((k, v)) = prior
-        .iter()
-        .enumerate()
-        .find(|&(_, v)| !v.is_finite() || *v < 0.0)
-    {
+    if let Some((k, v)) = prior.iter().enumerate().find(|&(_, v)| !v.is_finite() || *v < 0.0) {
         return Err(Error::bad_data(
             what,
             format!("entry {k} = {v} is not a finite non-negative probability"),
@@ -211,12 +210,7 @@ mod tests {
 
     #[test]
     fn predicted_distribution_hard_counts_argmax_soft_averages() {
-        let probs = array![
-            [0.7f32, 0.2, 0.1],
-            [0.1, 0.5, 0.4],
-            [0.2, 0.2, 0.6],
-            [0.6, 0.3, 0.1]
-        ];
+        let probs = array![[0.7f32, 0.2, 0.1], [0.1, 0.5, 0.4], [0.2, 0.2, 0.6], [0.6, 0.3, 0.1]];
         let hard = predicted_distribution(probs.view(), false).unwrap();
         assert_eq!(hard, vec![0.5, 0.25, 0.25]);
         let soft = predicted_distribution(probs.view(), true).unwrap();
@@ -232,9 +226,7 @@ mod tests {
         assert!(predicted_distribution(array![[f32::INFINITY, 0.0]].view(), true).is_err());
         assert!(predicted_distribution(array![[-0.1f32, 1.1]].view(), true).is_err());
         assert!(predicted_distribution(array![[0.5f32, 0.49]].view(), true).is_err());
-        assert!(
-            predicted_distribution(ndarray::Array2::<f32>::zeros((0, 3)).view(), true).is_err()
-        );
+        assert!(predicted_distribution(ndarray::Array2::<f32>::zeros((0, 3)).view(), true).is_err());
         // within the 1e-3 tolerance
         assert!(predicted_distribution(array![[0.5f32, 0.4995]].view(), true).is_ok());
     }

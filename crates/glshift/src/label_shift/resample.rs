@@ -49,7 +49,11 @@ struct CountedResample<'a> {
 impl<'a> CountedResample<'a> {
     /// The hold-out rows `hold_rows` (with their labels) and the target rows `target_rows` of
     /// `inp` (indices below each part's row count, repeats allowed); `inp.source_prior` is kept.
-    fn new(inp: &ShiftInputs<'a>, hold_rows: &[usize], target_rows: &[usize]) -> CountedResample<'a> {
+    fn new(
+        inp: &ShiftInputs<'a>,
+        hold_rows: &[usize],
+        target_rows: &[usize],
+    ) -> CountedResample<'a> {
         let (h_rows, hold_times) = distinct(hold_rows, inp.source_probs.nrows());
         let (t_rows, target_times) = distinct(target_rows, inp.target_probs.nrows());
         CountedResample {
@@ -94,7 +98,12 @@ mod tests {
         let hold = array![[0.9f32, 0.1], [0.2, 0.8], [0.6, 0.4]];
         let target = array![[0.5f32, 0.5], [0.3, 0.7]];
         let ps = [0.5, 0.5];
-        let inp = ShiftInputs { source_probs: hold.view(), source_labels: &[0, 1, 0], target_probs: target.view(), source_prior: Some(&ps) };
+        let inp = ShiftInputs {
+            source_probs: hold.view(),
+            source_labels: &[0, 1, 0],
+            target_probs: target.view(),
+            source_prior: Some(&ps),
+        };
         let r = CountedResample::new(&inp, &[2, 2, 1], &[1, 1]);
         let got = r.inputs();
         assert_eq!(got.source_probs, array![[0.2f32, 0.8], [0.6, 0.4]]);
@@ -111,13 +120,16 @@ mod tests {
     #[test]
     fn the_counted_estimators_give_the_estimate_of_the_drawn_rows() {
         use super::super::test_support::{draw, rows};
-        use super::super::{FinalPrior, FitPrior, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator};
+        use super::super::{
+            FinalPrior, FitPrior, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator,
+        };
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let labels = draw([60, 40, 20]);
         let hold = rows(&labels, [2.0, 1.5, 1.0], &mut rng);
         let target = rows(&draw([20, 50, 80]), [2.0, 1.5, 1.0], &mut rng);
-        let hold_rows: Vec<usize> = (0..labels.len()).map(|_| rng.random_range(0..labels.len())).collect();
+        let hold_rows: Vec<usize> =
+            (0..labels.len()).map(|_| rng.random_range(0..labels.len())).collect();
         let target_rows: Vec<usize> = (0..150).map(|_| rng.random_range(0..150)).collect();
         let mut estimators: Vec<Box<dyn ShiftEstimator>> = vec![
             Box::new(Mlls::default()),
@@ -126,7 +138,10 @@ mod tests {
             Box::new(FitPrior { soft: true, floor: 0.0, support: Some(vec![true, true, false]) }),
         ];
         for soft in [false, true] {
-            estimators.extend(PriorEstimator::ALL.map(|k| Box::new(FinalPrior { kind: k, soft }) as Box<dyn ShiftEstimator>));
+            estimators.extend(
+                PriorEstimator::ALL
+                    .map(|k| Box::new(FinalPrior { kind: k, soft }) as Box<dyn ShiftEstimator>),
+            );
         }
         struct Copied<'e>(&'e dyn ShiftEstimator);
         impl ShiftEstimator for Copied<'_> {
@@ -139,13 +154,30 @@ mod tests {
         }
         let ps = [0.3, 0.3, 0.4];
         for source_prior in [Some(&ps[..]), None] {
-            let inp = ShiftInputs { source_probs: hold.view(), source_labels: &labels, target_probs: target.view(), source_prior };
+            let inp = ShiftInputs {
+                source_probs: hold.view(),
+                source_labels: &labels,
+                target_probs: target.view(),
+                source_prior,
+            };
             for est in &estimators {
-                let want = Copied(est.as_ref()).estimate_resample(&inp, &hold_rows, &target_rows).unwrap();
+                let want =
+                    Copied(est.as_ref()).estimate_resample(&inp, &hold_rows, &target_rows).unwrap();
                 let got = est.estimate_resample(&inp, &hold_rows, &target_rows).unwrap();
                 let gap = super::super::l1_distance(&want.target_prior, &got.target_prior);
-                assert!(gap < 1e-9, "{}: ℓ1 {gap:e} ({:?} vs {:?})", est.name(), got.target_prior, want.target_prior);
-                assert_ne!(got.target_prior, est.estimate(&inp).unwrap().target_prior, "{}: the resample was not used", est.name());
+                assert!(
+                    gap < 1e-9,
+                    "{}: ℓ1 {gap:e} ({:?} vs {:?})",
+                    est.name(),
+                    got.target_prior,
+                    want.target_prior
+                );
+                assert_ne!(
+                    got.target_prior,
+                    est.estimate(&inp).unwrap().target_prior,
+                    "{}: the resample was not used",
+                    est.name()
+                );
                 let weights_gap = super::super::l1_distance(&want.weights, &got.weights);
                 assert!(weights_gap < 1e-8, "{}: weights ℓ1 {weights_gap:e}", est.name());
             }

@@ -156,15 +156,8 @@ pub(crate) fn solve_rlls(cm: &ndarray::Array2<f64>, q: &[f64], delta: f64) -> Re
     let mut lin = vec![0.0; n];
     lin[t1] = 1.0;
     lin[t2] = delta;
-    let cones = [
-        SecondOrderConeT(c + 1),
-        SecondOrderConeT(c + 1),
-        NonnegativeConeT(c),
-    ];
-    let settings = DefaultSettings {
-        verbose: false,
-        ..DefaultSettings::default()
-    };
+    let cones = [SecondOrderConeT(c + 1), SecondOrderConeT(c + 1), NonnegativeConeT(c)];
+    let settings = DefaultSettings { verbose: false, ..DefaultSettings::default() };
     let mut solver = DefaultSolver::new(&p_mat, &lin, &a_mat, &rhs, &cones, settings)
         .map_err(|e| Error::numerical(WHAT, format!("setup failed: {e}")))?;
     solver.solve();

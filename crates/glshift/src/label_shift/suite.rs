@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{bootstrap, l1_distance, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator, ShiftInputs};
+use super::{
+    bootstrap, l1_distance, Bbse, BbseQp, Interval, IntervalMethod, Mlls, Rlls, ShiftEstimator,
+    ShiftInputs,
+};
 use crate::{Error, Result};
 
 /// Report keys of the four estimators, in report order.
@@ -15,8 +18,17 @@ pub const SUITE: [&str; 4] = ["bbse", "bbse-qp", "rlls", "mlls"];
 
 /// Every name [`estimator_for`] accepts: the four keys and the explicit variants.
 pub const ESTIMATOR_NAMES: [&str; 11] = [
-    "bbse", "bbse-qp", "rlls", "mlls", "bbse-hard", "bbse-soft", "bbse-qp-hard", "bbse-qp-soft", "rlls-hard",
-    "rlls-soft", "mlls-bcts",
+    "bbse",
+    "bbse-qp",
+    "rlls",
+    "mlls",
+    "bbse-hard",
+    "bbse-soft",
+    "bbse-qp-hard",
+    "bbse-qp-soft",
+    "rlls-hard",
+    "rlls-soft",
+    "mlls-bcts",
 ];
 
 /// The estimator behind a name. The four keys map to one variant each:
@@ -123,7 +135,11 @@ impl SuiteEntry {
 
     /// The interval that `method` gives from the same replicates, with its per-class
     /// coverage of `truth`. `None` without an interval.
-    pub fn interval_by(&self, method: IntervalMethod, truth: &[f64]) -> Option<(Vec<f64>, Vec<f64>, Vec<bool>)> {
+    pub fn interval_by(
+        &self,
+        method: IntervalMethod,
+        truth: &[f64],
+    ) -> Option<(Vec<f64>, Vec<f64>, Vec<bool>)> {
         let iv = self.bootstrap.as_ref()?;
         let (lo, hi) = method.bounds(&iv.point, &iv.q_low, &iv.q_high);
         let cov = truth.iter().enumerate().map(|(k, &t)| lo[k] <= t && t <= hi[k]).collect();
@@ -139,8 +155,13 @@ pub fn run_estimator(
     boot: Option<&BootstrapSpec>,
     truth: Option<&[f64]>,
 ) -> Result<SuiteEntry> {
-    let est = estimator_for(name)
-        .ok_or_else(|| Error::param("estimator", name, format!("unknown estimator (known: {})", ESTIMATOR_NAMES.join(", "))))?;
+    let est = estimator_for(name).ok_or_else(|| {
+        Error::param(
+            "estimator",
+            name,
+            format!("unknown estimator (known: {})", ESTIMATOR_NAMES.join(", ")),
+        )
+    })?;
     let out = est.estimate(inp)?;
     let mut entry = SuiteEntry {
         variant: est.name().to_string(),
@@ -160,7 +181,10 @@ pub fn run_estimator(
         match bootstrap(est.as_ref(), inp, b.resamples, b.seed, b.level, b.method) {
             Ok(iv) => {
                 if iv.failed > 0 {
-                    entry.warnings.push(format!("{} of {} bootstrap resamples failed and were dropped", iv.failed, iv.resamples));
+                    entry.warnings.push(format!(
+                        "{} of {} bootstrap resamples failed and were dropped",
+                        iv.failed, iv.resamples
+                    ));
                 }
                 entry.prior_ci_low = Some(iv.low.clone());
                 entry.prior_ci_high = Some(iv.high.clone());
@@ -196,8 +220,12 @@ pub fn run_suite(
         }
     }
     if out.iter().all(|(_, r)| r.is_err()) {
-        let why: Vec<String> = out.iter().map(|(n, r)| format!("{n}: {}", r.as_ref().err().unwrap())).collect();
-        return Err(Error::numerical("label-shift estimation", format!("every estimator failed: {}", why.join("; "))));
+        let why: Vec<String> =
+            out.iter().map(|(n, r)| format!("{n}: {}", r.as_ref().err().unwrap())).collect();
+        return Err(Error::numerical(
+            "label-shift estimation",
+            format!("every estimator failed: {}", why.join("; ")),
+        ));
     }
     Ok(out)
 }
@@ -216,13 +244,18 @@ impl EstimatorOutcome {
     pub fn new(name: &str, result: &std::result::Result<SuiteEntry, String>) -> EstimatorOutcome {
         match result {
             Ok(e) => EstimatorOutcome::Estimated(Box::new(e.clone())),
-            Err(msg) => EstimatorOutcome::Failed { variant: estimator_for(name).map(|e| e.name()).unwrap_or("?").to_string(), error: msg.clone() },
+            Err(msg) => EstimatorOutcome::Failed {
+                variant: estimator_for(name).map(|e| e.name()).unwrap_or("?").to_string(),
+                error: msg.clone(),
+            },
         }
     }
 }
 
 /// The `estimators` object of a report: estimator name → its outcome.
-pub fn suite_outcomes(results: &[(String, std::result::Result<SuiteEntry, String>)]) -> BTreeMap<String, EstimatorOutcome> {
+pub fn suite_outcomes(
+    results: &[(String, std::result::Result<SuiteEntry, String>)],
+) -> BTreeMap<String, EstimatorOutcome> {
     results.iter().map(|(name, r)| (name.clone(), EstimatorOutcome::new(name, r))).collect()
 }
 
@@ -248,10 +281,16 @@ mod tests {
     #[test]
     fn suite_reports_every_key_with_intervals_and_l1_error_only_when_truth_is_given() {
         let (sp, sl, tp) = inputs();
-        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
+        let inp = ShiftInputs {
+            source_probs: sp.view(),
+            source_labels: &sl,
+            target_probs: tp.view(),
+            source_prior: None,
+        };
         let names = resolve_names(&[]).unwrap();
         assert_eq!(names, SUITE);
-        let boot = BootstrapSpec { resamples: 20, level: 0.9, seed: 1, method: IntervalMethod::Basic };
+        let boot =
+            BootstrapSpec { resamples: 20, level: 0.9, seed: 1, method: IntervalMethod::Basic };
         let truth = [0.5, 0.5, 0.0];
         let r = run_suite(&names, &inp, Some(&boot), Some(&truth)).unwrap();
         let json = serde_json::to_value(suite_outcomes(&r)).unwrap();
@@ -268,22 +307,34 @@ mod tests {
         let r = run_suite(&names, &inp, None, None).unwrap();
         let json = serde_json::to_value(suite_outcomes(&r)).unwrap();
         for key in SUITE {
-            assert!(json[key].get("prior_l1_error").is_none() && json[key].get("prior_ci_low").is_none());
+            assert!(
+                json[key].get("prior_l1_error").is_none()
+                    && json[key].get("prior_ci_low").is_none()
+            );
         }
     }
 
     #[test]
     fn unknown_estimator_names_are_a_parameter_error_naming_the_value() {
         let e = resolve_names(&["bbse".into(), "bbse-x".into()]).unwrap_err();
-        assert!(e.to_string().contains("bbse-x") && e.to_string().contains("unknown estimator"), "{e}");
+        assert!(
+            e.to_string().contains("bbse-x") && e.to_string().contains("unknown estimator"),
+            "{e}"
+        );
         assert_eq!(resolve_names(&["rlls".into(), "rlls".into()]).unwrap(), ["rlls"]);
     }
 
     #[test]
     fn identical_seeds_give_identical_intervals() {
         let (sp, sl, tp) = inputs();
-        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
-        let boot = BootstrapSpec { resamples: 30, level: 0.9, seed: 7, method: IntervalMethod::Basic };
+        let inp = ShiftInputs {
+            source_probs: sp.view(),
+            source_labels: &sl,
+            target_probs: tp.view(),
+            source_prior: None,
+        };
+        let boot =
+            BootstrapSpec { resamples: 30, level: 0.9, seed: 7, method: IntervalMethod::Basic };
         let a = run_estimator("mlls", &inp, Some(&boot), None).unwrap();
         let b = run_estimator("mlls", &inp, Some(&boot), None).unwrap();
         assert_eq!(a.prior_ci_low, b.prior_ci_low);
@@ -294,11 +345,21 @@ mod tests {
     fn suite_reports_bad_inputs_as_themselves_not_as_every_estimator_failing() {
         let (mut sp, sl, tp) = inputs();
         sp[[3, 1]] = f32::NAN;
-        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: None };
+        let inp = ShiftInputs {
+            source_probs: sp.view(),
+            source_labels: &sl,
+            target_probs: tp.view(),
+            source_prior: None,
+        };
         let err = run_suite(&resolve_names(&[]).unwrap(), &inp, None, None).unwrap_err();
         assert!(matches!(err, Error::BadData { .. }), "{err}");
         let (sp, _, _) = inputs();
-        let inp = ShiftInputs { source_probs: sp.view(), source_labels: &sl, target_probs: tp.view(), source_prior: Some(&[0.5, 0.5]) };
+        let inp = ShiftInputs {
+            source_probs: sp.view(),
+            source_labels: &sl,
+            target_probs: tp.view(),
+            source_prior: Some(&[0.5, 0.5]),
+        };
         let err = run_suite(&resolve_names(&[]).unwrap(), &inp, None, None).unwrap_err();
         assert!(matches!(err, Error::Shape { .. }), "{err}");
     }

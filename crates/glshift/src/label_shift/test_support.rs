@@ -16,7 +16,11 @@ pub(crate) fn rows(labels: &[usize], strength: [f32; 3], rng: &mut ChaCha8Rng) -
             .map(|k| {
                 let (u1, u2): (f32, f32) = (rng.random_range(1e-6..1.0), rng.random());
                 let noise = (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
-                if k == y { strength[y] + noise } else { noise }
+                if k == y {
+                    strength[y] + noise
+                } else {
+                    noise
+                }
             })
             .collect();
         let m = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);

@@ -29,12 +29,9 @@ fn random_confusion(rng: &mut ChaCha8Rng, ps: &[f64], diag: f64) -> Array2<f64> 
 
 fn gradient(cm: ArrayView2<f64>, q: &[f64], w: &[f64]) -> Vec<f64> {
     let c = q.len();
-    let r: Vec<f64> = (0..c)
-        .map(|j| (0..c).map(|k| cm[[j, k]] * w[k]).sum::<f64>() - q[j])
-        .collect();
-    (0..c)
-        .map(|k| 2.0 * (0..c).map(|j| cm[[j, k]] * r[j]).sum::<f64>())
-        .collect()
+    let r: Vec<f64> =
+        (0..c).map(|j| (0..c).map(|k| cm[[j, k]] * w[k]).sum::<f64>() - q[j]).collect();
+    (0..c).map(|k| 2.0 * (0..c).map(|j| cm[[j, k]] * r[j]).sum::<f64>()).collect()
 }
 
 #[test]
@@ -58,11 +55,7 @@ fn qp_solution_satisfies_kkt_conditions() {
         for k in 0..c {
             let nu = g[k] - lambda * ps[k]; // stationarity: g − λpˢ − ν = 0
             assert!(nu > -1e-8 * scale, "seed {seed} k {k}: ν = {nu}");
-            assert!(
-                (nu * w[k]).abs() < 1e-8 * scale,
-                "seed {seed} k {k}: ν w = {}",
-                nu * w[k]
-            );
+            assert!((nu * w[k]).abs() < 1e-8 * scale, "seed {seed} k {k}: ν w = {}", nu * w[k]);
             assert!(w[k] >= 0.0);
             if w[k] <= 1e-6 {
                 active_seen += 1;
@@ -71,10 +64,7 @@ fn qp_solution_satisfies_kkt_conditions() {
         let wp: f64 = w.iter().zip(&ps).map(|(a, b)| a * b).sum();
         assert!((wp - 1.0).abs() < 1e-10);
     }
-    assert!(
-        active_seen > 0,
-        "no active bound: complementary slackness untested"
-    );
+    assert!(active_seen > 0, "no active bound: complementary slackness untested");
 }
 
 #[test]
@@ -91,12 +81,9 @@ fn qp_weights_feasible_and_zero_weights_are_tiny() {
         pt[c - 1] = 0.0;
         let s: f64 = pt.iter().sum();
         let wt: Vec<f64> = pt.iter().zip(&ps).map(|(p, s0)| p / s / s0).collect();
-        let mut q: Vec<f64> = (0..c)
-            .map(|j| (0..c).map(|k| cm[[j, k]] * wt[k]).sum())
-            .collect();
+        let mut q: Vec<f64> = (0..c).map(|j| (0..c).map(|k| cm[[j, k]] * wt[k]).sum()).collect();
         // fewer predictions of the absent classes than C explains: the bound is strictly active
-        q.iter_mut()
-            .for_each(|v| *v += 0.005 * (rng.random::<f64>() - 0.5));
+        q.iter_mut().for_each(|v| *v += 0.005 * (rng.random::<f64>() - 0.5));
         q[0] *= 0.5;
         q[c - 1] *= 0.5;
         let est = bbse_qp(cm.view(), &q, &ps).unwrap();
@@ -108,17 +95,11 @@ fn qp_weights_feasible_and_zero_weights_are_tiny() {
         assert!(objective.is_finite() && objective >= 0.0);
         // a weight is either clearly positive or essentially exactly 0
         for &w in &est.weights {
-            assert!(
-                !(1e-9..=1e-4).contains(&w),
-                "seed {seed}: ambiguous weight {w}"
-            );
+            assert!(!(1e-9..=1e-4).contains(&w), "seed {seed}: ambiguous weight {w}");
             zeros += (w < 1e-9) as usize;
         }
     }
-    assert!(
-        zeros > 0,
-        "no zero weight produced: the tolerance check is vacuous"
-    );
+    assert!(zeros > 0, "no zero weight produced: the tolerance check is vacuous");
 }
 
 #[test]
@@ -135,9 +116,7 @@ fn qp_recovers_exact_weights_when_q_is_in_range() {
             pt.iter_mut().for_each(|v| *v /= s);
         }
         let w_star: Vec<f64> = pt.iter().zip(&ps).map(|(a, b)| a / b).collect();
-        let q: Vec<f64> = (0..c)
-            .map(|j| (0..c).map(|k| cm[[j, k]] * w_star[k]).sum())
-            .collect();
+        let q: Vec<f64> = (0..c).map(|j| (0..c).map(|k| cm[[j, k]] * w_star[k]).sum()).collect();
         let est = bbse_qp(cm.view(), &q, &ps).unwrap();
         for (k, (w, ws)) in est.weights.iter().zip(&w_star).enumerate() {
             assert!((w - ws).abs() < 1e-8, "seed {seed} k {k}: {w} vs {ws}");
@@ -178,11 +157,8 @@ fn simulate(rng: &mut ChaCha8Rng, prior: &[f64], acc: f64, n: usize) -> (Vec<usi
     let labels: Vec<usize> = (0..n).map(|_| ydist.sample(rng)).collect();
     let mut probs = Array2::<f32>::zeros((n, c));
     for (i, &y) in labels.iter().enumerate() {
-        let pred = if rng.random::<f64>() < acc {
-            y
-        } else {
-            (y + 1 + rng.random_range(0..c - 1)) % c
-        };
+        let pred =
+            if rng.random::<f64>() < acc { y } else { (y + 1 + rng.random_range(0..c - 1)) % c };
         probs[[i, pred]] = 1.0;
     }
     (labels, probs)
@@ -203,21 +179,11 @@ fn pipeline_recovers_known_target_prior_on_synthetic_shift() {
     assert!(conf.filled_classes.is_empty());
     let q = predicted_distribution(probs_t.view(), false).unwrap();
     let est = bbse_qp(conf.matrix.view(), &q, &ps).unwrap();
-    let l1: f64 = est
-        .target_prior
-        .iter()
-        .zip(pt_true)
-        .map(|(a, b)| (a - b).abs())
-        .sum();
+    let l1: f64 = est.target_prior.iter().zip(pt_true).map(|(a, b)| (a - b).abs()).sum();
     assert!(l1 < 0.02, "ℓ1 = {l1}, estimate {:?}", est.target_prior);
     let floored = apply_prior_floor(&est, &ps, 0.03);
     assert_eq!(floored.target_prior[1], 0.0);
-    let l1f: f64 = floored
-        .target_prior
-        .iter()
-        .zip(pt_true)
-        .map(|(a, b)| (a - b).abs())
-        .sum();
+    let l1f: f64 = floored.target_prior.iter().zip(pt_true).map(|(a, b)| (a - b).abs()).sum();
     assert!(l1f < 0.02, "floored ℓ1 = {l1f}");
 }
 
@@ -235,11 +201,7 @@ fn filled_class_is_not_erased_by_the_qp() {
     let q = predicted_distribution(probs_t.view(), false).unwrap();
     let est = bbse_qp(conf.matrix.view(), &q, &ps).unwrap();
     assert!(est.objective.unwrap() < 1e-6, "q not explained: {:?}", est.objective);
-    assert!(
-        (est.target_prior[2] - 0.8).abs() < 0.1,
-        "{:?}",
-        est.target_prior
-    );
+    assert!((est.target_prior[2] - 0.8).abs() < 0.1, "{:?}", est.target_prior);
 }
 
 #[test]
@@ -267,7 +229,12 @@ fn shift_estimates_of_the_qp_and_of_an_estimator_read_back_as_written() {
     let (_, probs_t) = simulate(&mut rng, &[0.7, 0.3], 0.8, 400);
     // Soften the one-hot rows (two classes: rows still sum to 1) so that calibration has a finite optimum.
     let (probs_s, probs_t) = (probs_s.mapv(|v| 0.9 * v + 0.05), probs_t.mapv(|v| 0.9 * v + 0.05));
-    let inp = ShiftInputs { source_probs: probs_s.view(), source_labels: &ys, target_probs: probs_t.view(), source_prior: None };
+    let inp = ShiftInputs {
+        source_probs: probs_s.view(),
+        source_labels: &ys,
+        target_probs: probs_t.view(),
+        source_prior: None,
+    };
     let em = Mlls::default().estimate(&inp).unwrap();
     assert!(em.objective.is_none() && em.iterations.is_some());
     for est in [qp, em] {
@@ -276,6 +243,7 @@ fn shift_estimates_of_the_qp_and_of_an_estimator_read_back_as_written() {
         assert_eq!(back, est, "{json}");
     }
     // The optional parts may be absent from a record.
-    let bare: ShiftEstimate = serde_json::from_str(r#"{"weights":[2.0,0.0],"target_prior":[1.0,0.0]}"#).unwrap();
+    let bare: ShiftEstimate =
+        serde_json::from_str(r#"{"weights":[2.0,0.0],"target_prior":[1.0,0.0]}"#).unwrap();
     assert_eq!((bare.objective, bare.iterations, bare.warnings.len()), (None, None, 0));
 }

@@ -2,7 +2,6 @@
 //! of its parts switched off, expressed as a [`FitConfig`] variant so that it runs through the
 //! same loop with the same defaults as full MUL.
 
-
 use super::config::{FitConfig, MethodKind};
 use super::mul_config::Discrepancy;
 
@@ -23,11 +22,46 @@ pub struct AblationRow {
 /// The rows in the paper's order: J_TU only; w,y + J_TU; w,y + J_DU; J_TU + J_DU; full MUL;
 /// full MUL with class-wise MMD in place of MCMD.
 pub const ABLATION_ROWS: [AblationRow; 6] = [
-    AblationRow { id: "tu", label: "J_TU", weights: false, tu: true, du: false, discrepancy: Discrepancy::Mcmd },
-    AblationRow { id: "wy-tu", label: "w,y + J_TU", weights: true, tu: true, du: false, discrepancy: Discrepancy::Mcmd },
-    AblationRow { id: "wy-du", label: "w,y + J_DU", weights: true, tu: false, du: true, discrepancy: Discrepancy::Mcmd },
-    AblationRow { id: "tu-du", label: "J_TU + J_DU", weights: false, tu: true, du: true, discrepancy: Discrepancy::Mcmd },
-    AblationRow { id: "mul", label: "w,y + J_TU + J_DU (MUL)", weights: true, tu: true, du: true, discrepancy: Discrepancy::Mcmd },
+    AblationRow {
+        id: "tu",
+        label: "J_TU",
+        weights: false,
+        tu: true,
+        du: false,
+        discrepancy: Discrepancy::Mcmd,
+    },
+    AblationRow {
+        id: "wy-tu",
+        label: "w,y + J_TU",
+        weights: true,
+        tu: true,
+        du: false,
+        discrepancy: Discrepancy::Mcmd,
+    },
+    AblationRow {
+        id: "wy-du",
+        label: "w,y + J_DU",
+        weights: true,
+        tu: false,
+        du: true,
+        discrepancy: Discrepancy::Mcmd,
+    },
+    AblationRow {
+        id: "tu-du",
+        label: "J_TU + J_DU",
+        weights: false,
+        tu: true,
+        du: true,
+        discrepancy: Discrepancy::Mcmd,
+    },
+    AblationRow {
+        id: "mul",
+        label: "w,y + J_TU + J_DU (MUL)",
+        weights: true,
+        tu: true,
+        du: true,
+        discrepancy: Discrepancy::Mcmd,
+    },
     AblationRow {
         id: "mul-mmd",
         label: "MUL, class-wise MMD",
@@ -70,7 +104,9 @@ mod tests {
 
     #[test]
     fn discrepancy_parses_from_toml() {
-        let c: FitConfig = toml::from_str("[mul]\ndiscrepancy = \"classwise-mmd\"\nprior_weighting = false").unwrap();
+        let c: FitConfig =
+            toml::from_str("[mul]\ndiscrepancy = \"classwise-mmd\"\nprior_weighting = false")
+                .unwrap();
         assert_eq!((c.mul.discrepancy, c.mul.prior_weighting), (Discrepancy::ClasswiseMmd, false));
     }
 }

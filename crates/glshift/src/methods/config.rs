@@ -11,14 +11,16 @@ use serde::{Deserialize, Serialize};
 
 pub use super::baselines::config::BaselineConfig;
 pub use super::kind::MethodKind;
-pub use super::mul_config::{Discrepancy, MulConfig};
+pub use super::label_shift_config::{
+    ConfusionRows, LabelShiftConfig, LoopEstimator, PriorGuardConfig, SupportFrom,
+};
 use super::method::{BuildContext, Method};
 use super::method_info::Family;
+pub use super::mul_config::{Discrepancy, MulConfig};
 pub use super::training::{MiniBatchConfig, Training};
 use crate::data::Preprocess;
-pub use crate::label_shift::{DisagreementResponse, GuardFallback};
-pub use super::label_shift_config::{ConfusionRows, LabelShiftConfig, LoopEstimator, PriorGuardConfig, SupportFrom};
 use crate::kernel::LabelKernel;
+pub use crate::label_shift::{DisagreementResponse, GuardFallback};
 use crate::nn::{AdamConfig, NetworkConfig};
 use crate::{Error, Result};
 
@@ -46,7 +48,14 @@ pub struct AdaptStopConfig {
 
 impl Default for AdaptStopConfig {
     fn default() -> Self {
-        AdaptStopConfig { enabled: true, window: 10, tol_prior: 0.005, tol_labels: 0.005, min_iters: 20, tol_objective: Some(0.15) }
+        AdaptStopConfig {
+            enabled: true,
+            window: 10,
+            tol_prior: 0.005,
+            tol_labels: 0.005,
+            min_iters: 20,
+            tol_objective: Some(0.15),
+        }
     }
 }
 
@@ -55,7 +64,9 @@ impl AdaptStopConfig {
         if self.window == 0 {
             return Err(Error::param("adapt_stop.window", 0, "must be >= 1"));
         }
-        for (name, v) in [("adapt_stop.tol_prior", self.tol_prior), ("adapt_stop.tol_labels", self.tol_labels)] {
+        for (name, v) in
+            [("adapt_stop.tol_prior", self.tol_prior), ("adapt_stop.tol_labels", self.tol_labels)]
+        {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::param(name, v, "must be finite and >= 0"));
             }
@@ -140,7 +151,11 @@ impl FitConfig {
         self.network.validate()?;
         self.optimizer.validate()?;
         if self.pretrain_iters + self.adapt_iters == 0 {
-            return Err(Error::param("pretrain_iters + adapt_iters", 0, "at least one iteration is needed"));
+            return Err(Error::param(
+                "pretrain_iters + adapt_iters",
+                0,
+                "at least one iteration is needed",
+            ));
         }
         if self.method != MethodKind::Source && self.adapt_iters == 0 {
             return Err(Error::param(
@@ -167,19 +182,43 @@ impl FitConfig {
         }
         m.mcmd.validate()?;
         if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
-            return Err(Error::param("mul.bandwidth_multiplier", m.bandwidth_multiplier, "must be > 0"));
+            return Err(Error::param(
+                "mul.bandwidth_multiplier",
+                m.bandwidth_multiplier,
+                "must be > 0",
+            ));
         }
-        Error::check_range("mul.du_stable_tol", m.du_stable_tol, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range(
+            "mul.du_stable_tol",
+            m.du_stable_tol,
+            0.0,
+            f64::MAX,
+            "must be finite and >= 0",
+        )?;
         if m.du_window == 0 {
             return Err(Error::param("mul.du_window", 0, "must be >= 1"));
         }
-        Error::check_range("pretrain_min_gain_se", self.pretrain_min_gain_se, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range(
+            "pretrain_min_gain_se",
+            self.pretrain_min_gain_se,
+            0.0,
+            f64::MAX,
+            "must be finite and >= 0",
+        )?;
         self.adapt_stop.validate()?;
-        Error::check_range("max_memory_gib", self.max_memory_gib, 1e-6, f64::MAX, "must be finite and > 0")?;
+        Error::check_range(
+            "max_memory_gib",
+            self.max_memory_gib,
+            1e-6,
+            f64::MAX,
+            "must be finite and > 0",
+        )?;
         self.baselines.validate()?;
         self.minibatch.validate()?;
         let ls = &self.label_shift;
-        if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9) && ls.confusion == ConfusionRows::Holdout {
+        if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9)
+            && ls.confusion == ConfusionRows::Holdout
+        {
             return Err(Error::param(
                 "label_shift.holdout_fraction",
                 ls.holdout_fraction,
@@ -194,7 +233,8 @@ impl FitConfig {
 
     /// Reads a TOML file of (partial) settings over the defaults; unknown keys are errors.
     pub fn from_toml_file(path: &std::path::Path) -> Result<FitConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io { path: path.into(), source: e })?;
         toml::from_str(&text).map_err(|e| Error::bad_file(path, format!("invalid config: {e}")))
     }
 
@@ -240,7 +280,8 @@ impl FitConfig {
     /// raised by [`evidence_floor`] at the prior guard's α when `label_shift.prior_floor` is
     /// unset; a floor given applies as given.
     pub fn loop_floor_for(&self, c: usize) -> LoopFloor {
-        let evidence_alpha = self.label_shift.prior_floor.is_none().then_some(self.label_shift.guard.alpha);
+        let evidence_alpha =
+            self.label_shift.prior_floor.is_none().then_some(self.label_shift.guard.alpha);
         LoopFloor { base: self.prior_floor_for(c), evidence_alpha }
     }
 }

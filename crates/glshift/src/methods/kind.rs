@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::baselines::{cdan, dann, mmd};
 use super::method::{BuildContext, Method, SourceOnly};
-use super::mul_config::Discrepancy;
 use super::method_info::{info, ClassWeights, Family, MethodInfo};
 use super::mul::Mul;
+use super::mul_config::Discrepancy;
 use crate::{Error, Result};
 
 type Constructor = fn(&BuildContext) -> Result<Box<dyn Method>>;
@@ -106,7 +106,6 @@ impl MethodKind {
     }
 }
 
-
 impl From<MethodKind> for MethodInfo {
     fn from(kind: MethodKind) -> MethodInfo {
         kind.info()
@@ -140,12 +139,19 @@ mod tests {
             assert_eq!(m.name().parse::<MethodKind>().unwrap(), m);
             assert_eq!(m.to_string(), m.name());
             assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{}\"", m.name()));
-            assert_eq!(serde_json::from_str::<MethodKind>(&format!("\"{}\"", m.name())).unwrap(), m);
+            assert_eq!(
+                serde_json::from_str::<MethodKind>(&format!("\"{}\"", m.name())).unwrap(),
+                m
+            );
         }
-        let names: std::collections::BTreeSet<&str> = MethodKind::ALL.iter().map(|m| m.name()).collect();
+        let names: std::collections::BTreeSet<&str> =
+            MethodKind::ALL.iter().map(|m| m.name()).collect();
         assert_eq!(names.len(), MethodKind::ALL.len(), "two methods share a name");
         let err = "cdan+e".parse::<MethodKind>().unwrap_err().to_string();
-        assert!(err.contains("cdan+e") && err.contains("iw-cdan") && err.contains("mmd-classwise"), "{err}");
+        assert!(
+            err.contains("cdan+e") && err.contains("iw-cdan") && err.contains("mmd-classwise"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -153,14 +159,23 @@ mod tests {
         for m in MethodKind::ALL {
             let cfg = FitConfig { method: m, ..Default::default() };
             let method = build_method(&cfg, 8, 3).unwrap();
-            let want = matches!(m, MethodKind::Mul | MethodKind::MmdClasswise | MethodKind::IwDann | MethodKind::IwCdan);
+            let want = matches!(
+                m,
+                MethodKind::Mul
+                    | MethodKind::MmdClasswise
+                    | MethodKind::IwDann
+                    | MethodKind::IwCdan
+            );
             assert_eq!(method.needs_shift_estimate(), want, "{m}");
             assert_eq!(method.sees_target(), m != MethodKind::Source, "{m}");
         }
         let mut cfg = FitConfig::default();
         cfg.mul.importance_weighting = false;
         cfg.mul.prior_weighting = false;
-        assert!(!build_method(&cfg, 8, 3).unwrap().needs_shift_estimate(), "J_TU with pˢ and no w needs no estimate");
+        assert!(
+            !build_method(&cfg, 8, 3).unwrap().needs_shift_estimate(),
+            "J_TU with pˢ and no w needs no estimate"
+        );
     }
 
     #[test]
@@ -177,4 +192,3 @@ mod tests {
         assert_eq!(MethodKind::Source.info().family, Family::Source);
     }
 }
-

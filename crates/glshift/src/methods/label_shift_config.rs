@@ -157,7 +157,16 @@ pub struct PriorGuardConfig {
 
 impl Default for PriorGuardConfig {
     fn default() -> Self {
-        PriorGuardConfig { enabled: true, alpha: 0.05, level: 0.9, resamples: 200, min_confident_share: 0.5, cap_drift: false, fallback: GuardFallback::Source, on_disagreement: DisagreementResponse::Fallback }
+        PriorGuardConfig {
+            enabled: true,
+            alpha: 0.05,
+            level: 0.9,
+            resamples: 200,
+            min_confident_share: 0.5,
+            cap_drift: false,
+            fallback: GuardFallback::Source,
+            on_disagreement: DisagreementResponse::Fallback,
+        }
     }
 }
 
@@ -168,9 +177,19 @@ impl PriorGuardConfig {
             return Err(Error::param("label_shift.guard.level", self.level, "must lie in (0, 1)"));
         }
         if self.resamples < 2 {
-            return Err(Error::param("label_shift.guard.resamples", self.resamples, "must be >= 2"));
+            return Err(Error::param(
+                "label_shift.guard.resamples",
+                self.resamples,
+                "must be >= 2",
+            ));
         }
-        Error::check_range("label_shift.guard.min_confident_share", self.min_confident_share, 0.0, 1.0, "must lie in [0, 1]")?;
+        Error::check_range(
+            "label_shift.guard.min_confident_share",
+            self.min_confident_share,
+            0.0,
+            1.0,
+            "must lie in [0, 1]",
+        )?;
         Ok(())
     }
 }

@@ -16,8 +16,8 @@ use super::method_info::MethodInfo;
 use super::mul_config::MulConfig;
 use super::train::records::TransferRecord;
 use crate::device::ResidentZ;
-use crate::nn::AdamConfig;
 use crate::label_shift::ShiftEstimate;
+use crate::nn::AdamConfig;
 use crate::Result;
 
 /// What a method's constructor gets (`FitConfig::build_context`): the name and facts of its
@@ -132,7 +132,11 @@ impl StepOutput {
     /// The values the loop checks for NaN/Inf, with the names its error gives them.
     pub fn checked_values(&self) -> [(&'static str, f64); 3] {
         let mul = self.mul.unwrap_or_default();
-        [("J_TU", mul.j_tu), ("J_DU", mul.j_du), ("the transfer term", self.transfer.map_or(0.0, |t| t.value))]
+        [
+            ("J_TU", mul.j_tu),
+            ("J_DU", mul.j_du),
+            ("the transfer term", self.transfer.map_or(0.0, |t| t.value)),
+        ]
     }
 }
 
@@ -181,8 +185,16 @@ pub trait Method {
     /// empty. The terms' ∂ℓ/∂Z is added there ([`ResidentZ::add_to_dz`]), so the output's
     /// `grad_zs` and `grad_zt` are `None` and `resident_grad` is set. Called only where
     /// [`Method::steps_resident`] says so.
-    fn step_resident(&mut self, _inp: &AdaptInputs, _z: &dyn ResidentZ, _rows: (usize, usize)) -> Result<StepOutput> {
-        Err(crate::Error::Device { requested: "cuda".into(), reason: "this method's terms do not run on a device's kept Z".into() })
+    fn step_resident(
+        &mut self,
+        _inp: &AdaptInputs,
+        _z: &dyn ResidentZ,
+        _rows: (usize, usize),
+    ) -> Result<StepOutput> {
+        Err(crate::Error::Device {
+            requested: "cuda".into(),
+            reason: "this method's terms do not run on a device's kept Z".into(),
+        })
     }
 }
 

@@ -36,6 +36,11 @@ pub struct MethodInfo {
     pub citation: &'static str,
 }
 
-pub(crate) const fn info(family: Family, paper_minibatch: bool, class_weights: ClassWeights, citation: &'static str) -> MethodInfo {
+pub(crate) const fn info(
+    family: Family,
+    paper_minibatch: bool,
+    class_weights: ClassWeights,
+    citation: &'static str,
+) -> MethodInfo {
     MethodInfo { family, paper_minibatch, class_weights, citation }
 }

@@ -6,24 +6,28 @@ pub mod baselines;
 pub mod config;
 mod kind;
 mod label_shift_config;
-mod resolve;
 pub mod method;
 pub mod method_info;
 pub mod mul;
 pub mod mul_config;
+mod resolve;
 pub mod train;
 pub mod training;
 
 pub use ablation::{AblationRow, ABLATION_ROWS};
-pub use mul_config::Discrepancy;
 pub use baselines::{BaselineConfig, BaselineTraining};
-pub use config::{ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, LoopEstimator, MethodKind, MulConfig, PriorGuardConfig, SupportFrom};
-pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};
 pub use config::build_method;
-pub use resolve::{ConfigOverrides, ConfigSource};
-pub use method::BuildContext;
-pub use method_info::{ClassWeights, Family, MethodInfo};
-pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
-pub use train::{
-    adapt, fit, fit_with_cache, pretrain, Fitted, HoldoutRecord, IterRecord, PretrainCache, Pretrained, Progress, Stage, TransferRecord,
+pub use config::{
+    ConfusionRows, DisagreementResponse, FitConfig, GuardFallback, LabelShiftConfig, LoopEstimator,
+    MethodKind, MulConfig, PriorGuardConfig, SupportFrom,
 };
+pub use method::BuildContext;
+pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
+pub use method_info::{ClassWeights, Family, MethodInfo};
+pub use mul_config::Discrepancy;
+pub use resolve::{ConfigOverrides, ConfigSource};
+pub use train::{
+    adapt, fit, fit_with_cache, pretrain, Fitted, HoldoutRecord, IterRecord, PretrainCache,
+    Pretrained, Progress, Stage, TransferRecord,
+};
+pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};

@@ -14,13 +14,13 @@
 
 use ndarray::{Array2, ArrayView2, Axis};
 
-use super::mul_config::{Discrepancy, MulConfig};
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
+use super::mul_config::{Discrepancy, MulConfig};
 use crate::device::ResidentZ;
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
-pub use terms::TermSettings;
 use crate::nn::one_hot;
 use crate::Result;
+pub use terms::TermSettings;
 
 /// Inputs of one evaluation of the MUL terms.
 pub struct MulInputs<'a> {
@@ -134,7 +134,13 @@ pub struct Mul {
 
 impl Mul {
     pub fn new(cfg: &MulConfig, c: usize, discrepancy: Discrepancy) -> Mul {
-        Mul { cfg: cfg.clone(), params: cfg.mcmd_params(c), discrepancy, du_pooled: false, du_trace: Vec::new() }
+        Mul {
+            cfg: cfg.clone(),
+            params: cfg.mcmd_params(c),
+            discrepancy,
+            du_pooled: false,
+            du_trace: Vec::new(),
+        }
     }
 
     /// Whether the confident target rows are part of J_DU at the next iteration.
@@ -171,7 +177,12 @@ impl Mul {
 
     /// A step's output without its gradients: the terms λ_TU·J_TU and −λ_DU·J_DU (`values`:
     /// J_TU, J_DU and the λ_DU applied), the weighting of the cross-entropy, the record.
-    fn output(&self, inp: &AdaptInputs, (j_tu, j_du, lambda_du): (f64, f64, f64), was_pooled: bool) -> StepOutput {
+    fn output(
+        &self,
+        inp: &AdaptInputs,
+        (j_tu, j_du, lambda_du): (f64, f64, f64),
+        was_pooled: bool,
+    ) -> StepOutput {
         let ce_weights = match inp.estimate {
             Some(e) if self.cfg.importance_weighting => CeWeights::WeightedMean(e.weights.clone()),
             _ => CeWeights::Uniform,
@@ -193,7 +204,8 @@ impl Method for Mul {
         let yt = one_hot::<f32>(inp.pseudo_labels, c);
         // Gaussian label kernel: MCMD's J_TU on every target row with its soft labels (CKB);
         // class-wise MMD splits rows by pseudo-label and keeps them.
-        let soft_tu = self.params.label_kernel == LabelKernel::GaussianAuto && self.discrepancy == Discrepancy::Mcmd;
+        let soft_tu = self.params.label_kernel == LabelKernel::GaussianAuto
+            && self.discrepancy == Discrepancy::Mcmd;
         let soft = soft_tu.then(|| soft_labels(inp.target_probs, inp.prior));
         let terms = mul_terms(&MulInputs {
             zs: inp.zs,
@@ -239,14 +251,24 @@ impl Method for Mul {
 
     /// Exact MCMD with the linear label kernel: the terms run on a device's kept Z.
     fn steps_resident(&self) -> bool {
-        self.discrepancy == Discrepancy::Mcmd && self.cfg.mcmd == McmdEstimator::Exact && self.params.label_kernel == LabelKernel::Linear
+        self.discrepancy == Discrepancy::Mcmd
+            && self.cfg.mcmd == McmdEstimator::Exact
+            && self.params.label_kernel == LabelKernel::Linear
     }
 
-    fn step_resident(&mut self, inp: &AdaptInputs, z: &dyn ResidentZ, rows: (usize, usize)) -> Result<StepOutput> {
+    fn step_resident(
+        &mut self,
+        inp: &AdaptInputs,
+        z: &dyn ResidentZ,
+        rows: (usize, usize),
+    ) -> Result<StepOutput> {
         let t = resident::resident_terms(&self.term_settings(), &self.params, inp, z, rows)?;
         let was_pooled = self.du_pooled;
         self.track_pooling(t.j_du_source_only);
-        Ok(StepOutput { resident_grad: Some(t.grad_sq), ..self.output(inp, (t.j_tu, t.j_du, t.lambda_du_effective), was_pooled) })
+        Ok(StepOutput {
+            resident_grad: Some(t.grad_sq),
+            ..self.output(inp, (t.j_tu, t.j_du, t.lambda_du_effective), was_pooled)
+        })
     }
 
     /// For w (importance weighting) or for p̂ᵗ in J_TU.

@@ -69,16 +69,36 @@ mod tests {
     #[test]
     fn explicit_values_win_over_the_source_and_bad_values_are_errors() {
         let json = r#"{"seed": 7, "adapt_iters": 12, "method": "source"}"#;
-        let from_json = FitConfig::resolve(ConfigSource::Json(json), ConfigOverrides::default()).unwrap();
-        assert_eq!((from_json.seed, from_json.adapt_iters, from_json.method), (7, 12, MethodKind::Source));
-        let over = ConfigOverrides { method: Some("mul"), seed: Some(3), device: Some(Device::Cpu), ..Default::default() };
+        let from_json =
+            FitConfig::resolve(ConfigSource::Json(json), ConfigOverrides::default()).unwrap();
+        assert_eq!(
+            (from_json.seed, from_json.adapt_iters, from_json.method),
+            (7, 12, MethodKind::Source)
+        );
+        let over = ConfigOverrides {
+            method: Some("mul"),
+            seed: Some(3),
+            device: Some(Device::Cpu),
+            ..Default::default()
+        };
         let cfg = FitConfig::resolve(ConfigSource::Json(json), over).unwrap();
-        assert_eq!((cfg.seed, cfg.adapt_iters, cfg.method, cfg.device), (3, 12, MethodKind::Mul, Device::Cpu));
-        assert_eq!(FitConfig::resolve(ConfigSource::Defaults, ConfigOverrides::default()).unwrap(), FitConfig::default());
-        assert!(FitConfig::resolve(ConfigSource::Json("{\"nope\": 1}"), ConfigOverrides::default()).is_err());
+        assert_eq!(
+            (cfg.seed, cfg.adapt_iters, cfg.method, cfg.device),
+            (3, 12, MethodKind::Mul, Device::Cpu)
+        );
+        assert_eq!(
+            FitConfig::resolve(ConfigSource::Defaults, ConfigOverrides::default()).unwrap(),
+            FitConfig::default()
+        );
+        assert!(FitConfig::resolve(
+            ConfigSource::Json("{\"nope\": 1}"),
+            ConfigOverrides::default()
+        )
+        .is_err());
         let bad = ConfigOverrides { method: Some("not-a-method"), ..Default::default() };
         assert!(FitConfig::resolve(ConfigSource::Defaults, bad).is_err());
         let missing = std::path::Path::new("/nonexistent/glshift.toml");
-        assert!(FitConfig::resolve(ConfigSource::TomlFile(missing), ConfigOverrides::default()).is_err());
+        assert!(FitConfig::resolve(ConfigSource::TomlFile(missing), ConfigOverrides::default())
+            .is_err());
     }
 }

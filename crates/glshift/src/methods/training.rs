@@ -64,7 +64,14 @@ pub struct MiniBatchConfig {
 
 impl Default for MiniBatchConfig {
     fn default() -> Self {
-        MiniBatchConfig { batch_size: 512, context_rows: 1024, refresh_every: 25, eval_every: 25, bn_stats_rows: 8192, chunk_rows: 8192 }
+        MiniBatchConfig {
+            batch_size: 512,
+            context_rows: 1024,
+            refresh_every: 25,
+            eval_every: 25,
+            bn_stats_rows: 8192,
+            chunk_rows: 8192,
+        }
     }
 }
 
@@ -83,7 +90,11 @@ impl MiniBatchConfig {
             }
         }
         if self.batch_size < 2 {
-            return Err(Error::param("minibatch.batch_size", self.batch_size, "must be >= 2 (BatchNorm needs two rows)"));
+            return Err(Error::param(
+                "minibatch.batch_size",
+                self.batch_size,
+                "must be >= 2 (BatchNorm needs two rows)",
+            ));
         }
         Ok(())
     }
@@ -113,7 +124,8 @@ mod tests {
 
     #[test]
     fn reads_from_toml() {
-        let c: crate::methods::FitConfig = toml::from_str("training = \"mini-batch\"\n[minibatch]\nbatch_size = 64").unwrap();
+        let c: crate::methods::FitConfig =
+            toml::from_str("training = \"mini-batch\"\n[minibatch]\nbatch_size = 64").unwrap();
         assert_eq!((c.training, c.minibatch.batch_size), (Training::MiniBatch, 64));
         assert!(toml::from_str::<crate::methods::FitConfig>("training = \"sometimes\"").is_err());
     }

@@ -46,7 +46,10 @@ use serde::{Deserialize, Serialize};
 
 use super::fitted::FittedModel;
 use super::target_test::{batch_test_rows, target_shift_test, TargetShiftTest};
-use crate::label_shift::{self, bootstrap_replicates, hull_with_report, l1_distance, DiagnosticsParams, FinalOutputs, PriorEstimator};
+use crate::label_shift::{
+    self, bootstrap_replicates, hull_with_report, l1_distance, DiagnosticsParams, FinalOutputs,
+    PriorEstimator,
+};
 use crate::{Error, Result};
 
 /// Settings of [`FittedModel::adapt_batch`] (`resamples` < 2 is refused by the bootstrap).
@@ -113,7 +116,11 @@ impl FittedModel {
     /// docs). `x` are raw feature rows (`n_b × d`, n_b ≥ 1).
     /// Errors: those of [`FittedModel::predict_proba`]; a model without a source hold-out (a
     /// version-1 file: refit); bad `params`.
-    pub fn predict_proba_adapted(&self, x: ArrayView2<f32>, params: &BatchParams) -> Result<BatchAdaptation> {
+    pub fn predict_proba_adapted(
+        &self,
+        x: ArrayView2<f32>,
+        params: &BatchParams,
+    ) -> Result<BatchAdaptation> {
         let probs = self.predict_proba(x)?;
         let test_rows = x.select(ndarray::Axis(0), &batch_test_rows(x.nrows(), params.seed));
         self.adapt_batch(probs.view(), Some(test_rows.view()), params)
@@ -123,7 +130,12 @@ impl FittedModel {
     /// (`n_b × c`, from [`FittedModel::predict_proba`] or its blocks) and, for the target test,
     /// the raw feature rows [`batch_test_rows`]`(n_b, params.seed)` of the batch (`None`: no
     /// target test).
-    pub fn adapt_batch(&self, probs: ArrayView2<f32>, test_rows: Option<ArrayView2<f32>>, params: &BatchParams) -> Result<BatchAdaptation> {
+    pub fn adapt_batch(
+        &self,
+        probs: ArrayView2<f32>,
+        test_rows: Option<ArrayView2<f32>>,
+        params: &BatchParams,
+    ) -> Result<BatchAdaptation> {
         let hold = self.holdout.as_ref().ok_or_else(|| {
             Error::param(
                 "adapt_prior",
@@ -138,8 +150,14 @@ impl FittedModel {
             e => e,
         };
         let source_prior = self.source_prior();
-        let outputs = FinalOutputs::new(hold.probs.view(), &hold.labels, probs, source_prior, ls.calibrate)?;
-        let reps = bootstrap_replicates(&estimator.estimator(ls.soft), &outputs.inputs(), params.resamples, params.seed)?;
+        let outputs =
+            FinalOutputs::new(hold.probs.view(), &hold.labels, probs, source_prior, ls.calibrate)?;
+        let reps = bootstrap_replicates(
+            &estimator.estimator(ls.soft),
+            &outputs.inputs(),
+            params.resamples,
+            params.seed,
+        )?;
         let point = reps.point.target_prior.clone();
         let (q_low, q_high) = reps.quantiles(params.level);
         let (low, high) = hull_with_report(&q_low, &q_high, &point);
@@ -147,8 +165,19 @@ impl FittedModel {
         let moved = l1_distance(&point, &reference);
         let reached = reps.replicates.iter().filter(|r| l1_distance(r, &point) >= moved).count();
         let move_p = (1 + reached) as f64 / (1 + reps.replicates.len()) as f64;
-        let diag_params = DiagnosticsParams { tau: self.info.config.mul.tau, soft: ls.soft, resamples: params.resamples, seed: params.seed };
-        let diag = label_shift::fit_diagnostics(hold.probs.view(), &hold.labels, probs, source_prior, &diag_params)?;
+        let diag_params = DiagnosticsParams {
+            tau: self.info.config.mul.tau,
+            soft: ls.soft,
+            resamples: params.resamples,
+            seed: params.seed,
+        };
+        let diag = label_shift::fit_diagnostics(
+            hold.probs.view(),
+            &hold.labels,
+            probs,
+            source_prior,
+            &diag_params,
+        )?;
         let floor = ls.guard.min_confident_share;
         let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let reweighted = guard_trusted && diag.confident_target_share >= floor;
@@ -160,7 +189,8 @@ impl FittedModel {
         };
         let mut warnings = reps.point.warnings;
         warnings.extend(diag.warnings);
-        let target_shift = self.target_test(&outputs, (&point, &reference), test_rows, params, &mut warnings)?;
+        let target_shift =
+            self.target_test(&outputs, (&point, &reference), test_rows, params, &mut warnings)?;
         if !guard_trusted {
             warnings.push("the fit's prior guard distrusted the label-shift estimate on its own target, so this batch's posteriors are not re-weighted either".into());
         } else if !reweighted {
@@ -205,7 +235,14 @@ impl FittedModel {
         let (Some(sample), Some(x)) = (&self.target, test_rows) else { return Ok(None) };
         let ratio = prior_ratio(point, reference, self.info.n_target);
         let test = match x.nrows() >= 2 {
-            true => target_shift_test(sample, outputs.calibrate(sample.probs().view()).view(), self.preprocessed(x)?.view(), &ratio, params.resamples, params.seed)?,
+            true => target_shift_test(
+                sample,
+                outputs.calibrate(sample.probs().view()).view(),
+                self.preprocessed(x)?.view(),
+                &ratio,
+                params.resamples,
+                params.seed,
+            )?,
             false => None,
         };
         match &test {
@@ -233,7 +270,11 @@ pub const TARGET_ALARM_P: f64 = 0.05;
 
 fn check_batch(probs: ArrayView2<f32>, c: usize, params: &BatchParams) -> Result<()> {
     if probs.nrows() == 0 || probs.ncols() != c {
-        return Err(Error::Shape { what: "batch probabilities".into(), expected: format!("n ≥ 1 rows × {c}"), found: format!("{} × {}", probs.nrows(), probs.ncols()) });
+        return Err(Error::Shape {
+            what: "batch probabilities".into(),
+            expected: format!("n ≥ 1 rows × {c}"),
+            found: format!("{} × {}", probs.nrows(), probs.ncols()),
+        });
     }
     if !(params.level > 0.0 && params.level < 1.0) {
         return Err(Error::param("level", params.level, "must lie in (0, 1)"));

@@ -29,7 +29,10 @@ impl FittedModel {
             if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
                 return Err(Error::bad_data(
                     "rows to predict",
-                    format!("non-finite feature value {v} at row {}, column {j} (0-based)", first_row + i),
+                    format!(
+                        "non-finite feature value {v} at row {}, column {j} (0-based)",
+                        first_row + i
+                    ),
                 ));
             }
         }
@@ -59,12 +62,21 @@ mod tests {
     /// in errors count from the start of the whole matrix.
     #[test]
     fn blocks_equal_the_whole_matrix_bit_for_bit() {
-        let row = |i: usize, k: usize| [k as f32 * 3.0 + (i % 7) as f32 * 0.3, (i % 5) as f32, 1.0 - k as f32, (i % 3) as f32];
+        let row = |i: usize, k: usize| {
+            [k as f32 * 3.0 + (i % 7) as f32 * 0.3, (i % 5) as f32, 1.0 - k as f32, (i % 3) as f32]
+        };
         let xs = Array2::from_shape_fn((60, 4), |(i, j)| row(i, i % 3)[j]);
         let ys: Vec<usize> = (0..60).map(|i| i % 3).collect();
         let xt = Array2::from_shape_fn((41, 4), |(i, j)| row(i, i % 2)[j] + 0.25);
         let data = Dataset::new(xs, ys, xt.clone()).unwrap();
-        let model = FitParams::mul().seed(0).pretrain_iters(20).adapt_iters(5).check().unwrap().fit(&data).unwrap();
+        let model = FitParams::mul()
+            .seed(0)
+            .pretrain_iters(20)
+            .adapt_iters(5)
+            .check()
+            .unwrap()
+            .fit(&data)
+            .unwrap();
         let whole = model.predict_proba(xt.view()).unwrap();
         for rows in [1, 6, 40, 41, 100] {
             let blocks: Vec<Array2<f32>> = xt

@@ -29,7 +29,14 @@ impl Dataset {
     pub fn new(source_x: Array2<f32>, source_y: Vec<usize>, target_x: Array2<f32>) -> Result<Self> {
         let c = source_y.iter().max().map_or(0, |&m| m + 1);
         let class_names = (0..c).map(|k| k.to_string()).collect();
-        check_arrays("source features", Rows::Memory(source_x.view()), &source_y, c, "target features", Rows::Memory(target_x.view()))?;
+        check_arrays(
+            "source features",
+            Rows::Memory(source_x.view()),
+            &source_y,
+            c,
+            "target features",
+            Rows::Memory(target_x.view()),
+        )?;
         Ok(Dataset { source_x, source_y, target_x, class_names })
     }
 
@@ -108,22 +115,30 @@ impl Dataset {
             label_rule: LabelRule::ZeroBased,
             feature_names: None,
         };
-        (domain("source", &self.source_x, Some(self.source_y.clone())), domain("target", &self.target_x, None))
+        (
+            domain("source", &self.source_x, Some(self.source_y.clone())),
+            domain("target", &self.target_x, None),
+        )
     }
 }
 
 /// [`check_arrays`] on two loaded domains, naming their files; returns the source labels.
 pub(crate) fn check_domains<'a>(source: &'a Domain, target: &Domain) -> Result<&'a [usize]> {
-    check_domain_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+    check_domain_rows(
+        (source, Rows::Memory(source.features.view())),
+        (target, Rows::Memory(target.features.view())),
+    )
 }
 
 /// [`check_domains`] with each domain's rows given apart (in memory or in its file).
-pub(crate) fn check_domain_rows<'a>(source: (&'a Domain, Rows), target: (&Domain, Rows)) -> Result<&'a [usize]> {
+pub(crate) fn check_domain_rows<'a>(
+    source: (&'a Domain, Rows),
+    target: (&Domain, Rows),
+) -> Result<&'a [usize]> {
     let ((source, source_x), (target, target_x)) = (source, target);
-    let labels = source
-        .labels
-        .as_deref()
-        .ok_or_else(|| Error::bad_data(source.path.display().to_string(), "the source domain has no labels"))?;
+    let labels = source.labels.as_deref().ok_or_else(|| {
+        Error::bad_data(source.path.display().to_string(), "the source domain has no labels")
+    })?;
     check_arrays(
         &format!("source '{}' ({})", source.name, source.path.display()),
         source_x,

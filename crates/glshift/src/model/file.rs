@@ -76,7 +76,8 @@ impl FittedModel {
 
     /// Reads a model written by [`FittedModel::save`]. Errors name `path` and the problem.
     pub fn load(path: &Path) -> Result<FittedModel> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
         Self::from_bytes(&bytes, path)
     }
 
@@ -89,28 +90,44 @@ impl FittedModel {
     /// and 2 the target sample); tests write earlier versions' files with it.
     pub(super) fn to_bytes_as(&self, version: u32) -> Result<Vec<u8>> {
         let mut tensors = self.tensor_entries();
-        tensors.retain(|name, _| (version >= 2 || !name.starts_with("holdout.")) && (version >= 3 || !name.starts_with("target.")));
+        tensors.retain(|name, _| {
+            (version >= 2 || !name.starts_with("holdout."))
+                && (version >= 3 || !name.starts_with("target."))
+        });
         if version < 3 && self.info.n_target_sample > 0 {
             let info = ModelInfo { n_target_sample: 0, ..self.info.clone() };
-            return FittedModel { info, target: None, ..self.clone() }.to_bytes_from(version, tensors);
+            return FittedModel { info, target: None, ..self.clone() }
+                .to_bytes_from(version, tensors);
         }
         self.to_bytes_from(version, tensors)
     }
 
     /// The file of format `version` holding `tensors` (tests build damaged files with it).
-    pub(super) fn to_bytes_from(&self, version: u32, tensors: BTreeMap<String, Entry>) -> Result<Vec<u8>> {
+    pub(super) fn to_bytes_from(
+        &self,
+        version: u32,
+        tensors: BTreeMap<String, Entry>,
+    ) -> Result<Vec<u8>> {
         let info = serde_json::to_string(&self.info).map_err(|e| json_err("info", e))?;
         let header = Header {
             format: FORMAT_NAME.to_string(),
             format_version: version,
             preprocess: self.preprocess.how,
-            checksum: checksum(&info, tensors.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice()))),
+            checksum: checksum(
+                &info,
+                tensors.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice())),
+            ),
             info,
         };
-        let meta = HashMap::from([(META_KEY.to_string(), serde_json::to_string(&header).map_err(|e| json_err("header", e))?)]);
+        let meta = HashMap::from([(
+            META_KEY.to_string(),
+            serde_json::to_string(&header).map_err(|e| json_err("header", e))?,
+        )]);
         let views: Vec<(String, TensorView)> = tensors
             .iter()
-            .map(|(name, (dt, shape, bytes))| Ok((name.clone(), TensorView::new(*dt, shape.clone(), bytes).map_err(st_err)?)))
+            .map(|(name, (dt, shape, bytes))| {
+                Ok((name.clone(), TensorView::new(*dt, shape.clone(), bytes).map_err(st_err)?))
+            })
             .collect::<Result<_>>()?;
         safetensors::serialize(views, Some(meta)).map_err(st_err)
     }
@@ -129,15 +146,19 @@ impl FittedModel {
 
     fn parse(bytes: &[u8], path: &Path, verify_checksum: bool) -> Result<FittedModel> {
         let bad = |reason: String| Error::bad_file(path, reason);
-        let file = SafeTensors::deserialize(bytes)
-            .map_err(|e| bad(format!("not a readable glshift model (truncated or damaged safetensors file: {e})")))?;
+        let file = SafeTensors::deserialize(bytes).map_err(|e| {
+            bad(format!(
+                "not a readable glshift model (truncated or damaged safetensors file: {e})"
+            ))
+        })?;
         let (_, meta) = SafeTensors::read_metadata(bytes).map_err(|e| bad(e.to_string()))?;
-        let text = meta
-            .metadata()
-            .as_ref()
-            .and_then(|m| m.get(META_KEY))
-            .ok_or_else(|| bad(format!("no `{META_KEY}` entry in the safetensors metadata: not a glshift model file")))?;
-        let header: Header = serde_json::from_str(text).map_err(|e| bad(format!("invalid glshift header: {e}")))?;
+        let text = meta.metadata().as_ref().and_then(|m| m.get(META_KEY)).ok_or_else(|| {
+            bad(format!(
+                "no `{META_KEY}` entry in the safetensors metadata: not a glshift model file"
+            ))
+        })?;
+        let header: Header =
+            serde_json::from_str(text).map_err(|e| bad(format!("invalid glshift header: {e}")))?;
         if header.format != FORMAT_NAME {
             return Err(bad(format!("format is {:?}, not {FORMAT_NAME:?}", header.format)));
         }
@@ -150,17 +171,29 @@ impl FittedModel {
         }
         let mut names: Vec<String> = file.names().into_iter().map(String::from).collect();
         names.sort();
-        let tensors: Vec<(String, TensorView)> =
-            names.into_iter().map(|n| file.tensor(&n).map(|t| (n, t)).map_err(st_err)).collect::<Result<_>>()?;
-        if verify_checksum && header.checksum != checksum(&header.info, tensors.iter().map(|(n, t)| (n.as_str(), t.data()))) {
+        let tensors: Vec<(String, TensorView)> = names
+            .into_iter()
+            .map(|n| file.tensor(&n).map(|t| (n, t)).map_err(st_err))
+            .collect::<Result<_>>()?;
+        if verify_checksum
+            && header.checksum
+                != checksum(&header.info, tensors.iter().map(|(n, t)| (n.as_str(), t.data())))
+        {
             return Err(bad("checksum mismatch: the file is damaged".into()));
         }
-        let info: ModelInfo = serde_json::from_str(&header.info).map_err(|e| bad(format!("invalid header `info`: {e}")))?;
-        info.config.validate().map_err(|e| bad(format!("invalid configuration in the header: {e}")))?;
+        let info: ModelInfo = serde_json::from_str(&header.info)
+            .map_err(|e| bad(format!("invalid header `info`: {e}")))?;
+        info.config
+            .validate()
+            .map_err(|e| bad(format!("invalid configuration in the header: {e}")))?;
         let reader = TensorReader { path, tensors: tensors.into_iter().collect() };
         let (network, bn_stats) = reader.network(&info)?;
         let preprocess = reader.preprocess(header.preprocess, info.input_dim)?;
-        let holdout = if header.format_version >= 2 { reader.holdout(info.n_source_holdout, info.class_names.len())? } else { None };
+        let holdout = if header.format_version >= 2 {
+            reader.holdout(info.n_source_holdout, info.class_names.len())?
+        } else {
+            None
+        };
         let target = if header.format_version >= 3 { reader.target_sample(&info)? } else { None };
         let model = FittedModel { info, preprocess, network, bn_stats, holdout, target };
         model.check_consistent(&path.display().to_string())?;
@@ -170,33 +203,61 @@ impl FittedModel {
     /// Every tensor of the file by name (sorted), with its dtype, shape and bytes.
     pub(super) fn tensor_entries(&self) -> BTreeMap<String, Entry> {
         let mut out = BTreeMap::new();
-        let f32_entry = |shape: Vec<usize>, v: &[f32]| (Dtype::F32, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect());
+        let f32_entry = |shape: Vec<usize>, v: &[f32]| {
+            (Dtype::F32, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        };
         for (l, (block, st)) in self.network.g.blocks.iter().zip(&self.bn_stats).enumerate() {
             let w = &block.linear.w;
-            out.insert(format!("g.{l}.weight"), f32_entry(w.shape().to_vec(), &w.iter().copied().collect::<Vec<_>>()));
+            out.insert(
+                format!("g.{l}.weight"),
+                f32_entry(w.shape().to_vec(), &w.iter().copied().collect::<Vec<_>>()),
+            );
             out.insert(format!("g.{l}.bias"), f32_entry(vec![w.ncols()], &block.linear.b.to_vec()));
             if let (Some(bn), Some(st)) = (&block.bn, st) {
-                for (part, v) in [("gamma", &bn.gamma), ("beta", &bn.beta), ("mean", &st.mean), ("rstd", &st.rstd)] {
+                for (part, v) in [
+                    ("gamma", &bn.gamma),
+                    ("beta", &bn.beta),
+                    ("mean", &st.mean),
+                    ("rstd", &st.rstd),
+                ] {
                     out.insert(format!("g.{l}.bn.{part}"), f32_entry(vec![v.len()], &v.to_vec()));
                 }
             }
         }
         let fw = &self.network.f.w;
-        out.insert("f.weight".into(), f32_entry(fw.shape().to_vec(), &fw.iter().copied().collect::<Vec<_>>()));
+        out.insert(
+            "f.weight".into(),
+            f32_entry(fw.shape().to_vec(), &fw.iter().copied().collect::<Vec<_>>()),
+        );
         out.insert("f.bias".into(), f32_entry(vec![fw.ncols()], &self.network.f.b.to_vec()));
         if let Some(h) = &self.holdout {
-            out.insert("holdout.probs".into(), f32_entry(h.probs.shape().to_vec(), &h.probs.iter().copied().collect::<Vec<_>>()));
+            out.insert(
+                "holdout.probs".into(),
+                f32_entry(h.probs.shape().to_vec(), &h.probs.iter().copied().collect::<Vec<_>>()),
+            );
             let labels = h.labels.iter().flat_map(|&y| (y as i64).to_le_bytes()).collect();
             out.insert("holdout.labels".into(), (Dtype::I64, vec![h.labels.len()], labels));
         }
         if let Some(t) = &self.target {
-            out.insert("target.features".into(), f32_entry(t.x().shape().to_vec(), &t.x().iter().copied().collect::<Vec<_>>()));
-            out.insert("target.probs".into(), f32_entry(t.probs().shape().to_vec(), &t.probs().iter().copied().collect::<Vec<_>>()));
+            out.insert(
+                "target.features".into(),
+                f32_entry(t.x().shape().to_vec(), &t.x().iter().copied().collect::<Vec<_>>()),
+            );
+            out.insert(
+                "target.probs".into(),
+                f32_entry(
+                    t.probs().shape().to_vec(),
+                    &t.probs().iter().copied().collect::<Vec<_>>(),
+                ),
+            );
         }
         let p = &self.preprocess;
         if !p.mean.is_empty() {
             for (part, v) in [("mean", &p.mean), ("scale", &p.scale)] {
-                out.insert(format!("preprocess.{part}"), (Dtype::F64, vec![v.len()], v.iter().flat_map(|x| x.to_le_bytes()).collect()));
+                out.insert(
+                    format!("preprocess.{part}"),
+                    (Dtype::F64, vec![v.len()], v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                );
             }
         }
         out
@@ -212,7 +273,10 @@ fn st_err(e: safetensors::SafeTensorError) -> Error {
 }
 
 /// CRC-32 over the header text and the tensors' bytes in the given (name) order, as hex.
-pub(super) fn checksum<'a>(info: &str, tensors: impl Iterator<Item = (&'a str, &'a [u8])>) -> String {
+pub(super) fn checksum<'a>(
+    info: &str,
+    tensors: impl Iterator<Item = (&'a str, &'a [u8])>,
+) -> String {
     let mut h = crc32fast::Hasher::new();
     h.update(info.as_bytes());
     for (name, bytes) in tensors {
@@ -230,7 +294,10 @@ struct TensorReader<'a> {
 
 impl TensorReader<'_> {
     fn view(&self, name: &str, dtype: Dtype, shape: &[usize]) -> Result<&TensorView<'_>> {
-        let t = self.tensors.get(name).ok_or_else(|| Error::bad_file(self.path, format!("tensor `{name}` is missing")))?;
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| Error::bad_file(self.path, format!("tensor `{name}` is missing")))?;
         if t.dtype() != dtype || t.shape() != shape {
             return Err(Error::bad_file(
                 self.path,
@@ -251,7 +318,8 @@ impl TensorReader<'_> {
 
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Array2<f32>> {
         let v = self.f32s(name, &[rows, cols])?;
-        Array2::from_shape_vec((rows, cols), v).map_err(|e| Error::bad_file(self.path, format!("tensor `{name}`: {e}")))
+        Array2::from_shape_vec((rows, cols), v)
+            .map_err(|e| Error::bad_file(self.path, format!("tensor `{name}`: {e}")))
     }
 
     /// G + F and the frozen statistics. Every tensor's shape is checked against the header's
@@ -292,10 +360,18 @@ impl TensorReader<'_> {
     /// The hold-out tensors of a version-2 file: both or neither (a fit without a hold-out),
     /// shaped `[n_h, c]` and `[n_h]` with `n_h` the header's `n_source_holdout`, labels in `0..c`.
     fn holdout(&self, n_h: usize, c: usize) -> Result<Option<SourceHoldout>> {
-        match (self.tensors.contains_key("holdout.probs"), self.tensors.contains_key("holdout.labels")) {
+        match (
+            self.tensors.contains_key("holdout.probs"),
+            self.tensors.contains_key("holdout.labels"),
+        ) {
             (false, false) => return Ok(None),
             (true, true) => {}
-            _ => return Err(Error::bad_file(self.path, "one of the tensors `holdout.probs` and `holdout.labels` is missing")),
+            _ => {
+                return Err(Error::bad_file(
+                    self.path,
+                    "one of the tensors `holdout.probs` and `holdout.labels` is missing",
+                ))
+            }
         }
         let probs = self.matrix("holdout.probs", n_h, c)?;
         let t = self.view("holdout.labels", Dtype::I64, &[n_h])?;
@@ -305,7 +381,12 @@ impl TensorReader<'_> {
             .map(|b| i64::from_le_bytes(b.try_into().expect("8-byte chunk")))
             .map(|y| usize::try_from(y).ok().filter(|&y| y < c))
             .collect::<Option<Vec<usize>>>()
-            .ok_or_else(|| Error::bad_file(self.path, format!("tensor `holdout.labels` holds a label outside 0..{c}")))?;
+            .ok_or_else(|| {
+                Error::bad_file(
+                    self.path,
+                    format!("tensor `holdout.labels` holds a label outside 0..{c}"),
+                )
+            })?;
         Ok(Some(SourceHoldout { probs, labels }))
     }
 
@@ -326,14 +407,22 @@ impl TensorReader<'_> {
     fn preprocess(&self, how: Preprocess, dim: usize) -> Result<PreprocessStats> {
         let f64s = |name: &str| -> Result<Vec<f64>> {
             let t = self.view(name, Dtype::F64, &[dim])?;
-            Ok(t.data().chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().expect("8-byte chunk"))).collect())
+            Ok(t.data()
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().expect("8-byte chunk")))
+                .collect())
         };
         let (mean, scale) = match how {
-            Preprocess::ZScore | Preprocess::L1ZScore => (f64s("preprocess.mean")?, f64s("preprocess.scale")?),
+            Preprocess::ZScore | Preprocess::L1ZScore => {
+                (f64s("preprocess.mean")?, f64s("preprocess.scale")?)
+            }
             Preprocess::None | Preprocess::L2 => (Vec::new(), Vec::new()),
         };
         if scale.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
-            return Err(Error::bad_file(self.path, "preprocess.scale holds a value that is not finite and > 0"));
+            return Err(Error::bad_file(
+                self.path,
+                "preprocess.scale holds a value that is not finite and > 0",
+            ));
         }
         Ok(PreprocessStats { how, dim, mean, scale })
     }

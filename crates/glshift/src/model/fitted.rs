@@ -8,10 +8,10 @@
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
+use super::target_test::TargetSample;
 use crate::data::{check_features, PreprocessStats, Rows};
 use crate::methods::train::Fitted;
 use crate::methods::{FitConfig, IterRecord};
-use super::target_test::TargetSample;
 use crate::nn::{argmax_row, softmax, BnStats, Network};
 use crate::{Error, Result};
 
@@ -130,8 +130,16 @@ impl FittedModel {
             labels: fitted.holdout_rows.iter().map(|&i| source_y[i]).collect(),
         });
         let target = TargetSample::from_fit(target_x, fitted.target_probs.view(), cfg.seed)?;
-        let info = ModelInfo { n_target_sample: target.as_ref().map_or(0, |t| t.x().nrows()), ..info };
-        let model = FittedModel { info, preprocess, network: fitted.network.clone(), bn_stats, holdout, target };
+        let info =
+            ModelInfo { n_target_sample: target.as_ref().map_or(0, |t| t.x().nrows()), ..info };
+        let model = FittedModel {
+            info,
+            preprocess,
+            network: fitted.network.clone(),
+            bn_stats,
+            holdout,
+            target,
+        };
         model.check_consistent("the fitted model")?;
         Ok(model)
     }
@@ -249,13 +257,19 @@ impl FittedModel {
                 i.source_prior.len()
             )));
         }
-        for (name, v) in [("target_prior", &i.target_prior), ("importance_weights", &i.importance_weights)] {
+        for (name, v) in
+            [("target_prior", &i.target_prior), ("importance_weights", &i.importance_weights)]
+        {
             if v.as_ref().is_some_and(|v| v.len() != c || v.iter().any(|x| !x.is_finite())) {
                 return Err(bad(format!("{name} must hold {c} finite values")));
             }
         }
         if self.bn_stats.len() != net.g.blocks.len() {
-            return Err(bad(format!("{} BatchNorm statistics entries for {} blocks", self.bn_stats.len(), net.g.blocks.len())));
+            return Err(bad(format!(
+                "{} BatchNorm statistics entries for {} blocks",
+                self.bn_stats.len(),
+                net.g.blocks.len()
+            )));
         }
         for (l, (block, st)) in net.g.blocks.iter().zip(&self.bn_stats).enumerate() {
             let width = block.linear.out_dim();
@@ -265,22 +279,44 @@ impl FittedModel {
                 _ => false,
             };
             if !ok {
-                return Err(bad(format!("block {l}: BatchNorm statistics do not match the layer (width {width})")));
+                return Err(bad(format!(
+                    "block {l}: BatchNorm statistics do not match the layer (width {width})"
+                )));
             }
         }
         if let Some(h) = &self.holdout {
             let n_h = i.n_source_holdout;
-            let shape_ok = h.probs.ncols() == c && h.probs.nrows() == n_h && h.labels.len() == n_h && n_h > 0;
-            if !shape_ok || h.labels.iter().any(|&y| y >= c) || h.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            let shape_ok =
+                h.probs.ncols() == c && h.probs.nrows() == n_h && h.labels.len() == n_h && n_h > 0;
+            if !shape_ok
+                || h.labels.iter().any(|&y| y >= c)
+                || h.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0))
+            {
                 return Err(bad(format!("the source hold-out must be {n_h} × {c} finite probabilities with {n_h} labels below {c}")));
             }
         }
         if let Some(t) = &self.target {
             let m = i.n_target_sample;
-            t.check(i.input_dim, c).and_then(|()| if t.x().nrows() == m { Ok(()) } else { Err(format!("the target sample has {} rows, the header says {m}", t.x().nrows())) }).map_err(bad)?;
+            t.check(i.input_dim, c)
+                .and_then(|()| {
+                    if t.x().nrows() == m {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "the target sample has {} rows, the header says {m}",
+                            t.x().nrows()
+                        ))
+                    }
+                })
+                .map_err(bad)?;
         }
-        let stats_finite = self.bn_stats.iter().flatten().all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));
-        let pre_finite = self.preprocess.mean.iter().chain(&self.preprocess.scale).all(|v| v.is_finite());
+        let stats_finite = self
+            .bn_stats
+            .iter()
+            .flatten()
+            .all(|s| s.mean.iter().chain(&s.rstd).all(|v| v.is_finite()));
+        let pre_finite =
+            self.preprocess.mean.iter().chain(&self.preprocess.scale).all(|v| v.is_finite());
         let params_finite = net.params().iter().all(|(_, t)| t.iter().all(|v| v.is_finite()));
         if !(params_finite && stats_finite && pre_finite) {
             return Err(bad("a parameter or statistic is NaN or infinite".into()));

@@ -48,13 +48,13 @@ pub use batch::{BatchAdaptation, BatchParams, BatchPrior, TARGET_ALARM_P};
 pub use dataset::Dataset;
 pub use file::{FORMAT_NAME, FORMAT_VERSION};
 pub use fitted::{FittedModel, ModelInfo};
-pub use target_test::{batch_test_rows, TargetShiftTest, BATCH_TEST_ROWS, TARGET_SAMPLE_ROWS};
 pub use params::{CheckedParams, FitOptions, FitOutcome, FitParams, ReportedPrior};
 pub(crate) use params::{FitFeatures, FitInput};
+pub use target_test::{batch_test_rows, TargetShiftTest, BATCH_TEST_ROWS, TARGET_SAMPLE_ROWS};
 
-#[cfg(test)]
-mod tests;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
 mod target_tests;
+#[cfg(test)]
+mod tests;

@@ -6,11 +6,11 @@ use ndarray::{CowArray, Ix2};
 
 use super::dataset::Dataset;
 use super::fitted::FittedModel;
-use crate::data::{self, FeatureFile, PreprocessStats, Rows};
 use crate::data::Preprocess;
+use crate::data::{self, FeatureFile, PreprocessStats, Rows};
+use crate::label_shift::{FinalOutputs, ShiftEstimate};
 use crate::methods::train::{fit_checked, FitData, Fitted};
 use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress};
-use crate::label_shift::{FinalOutputs, ShiftEstimate};
 use crate::Result;
 
 /// Unchecked settings of a fit: every [`FitConfig`] field, with the defaults of `glshift fit`.
@@ -134,7 +134,9 @@ impl CheckedParams {
     /// [`CheckedParams::fit`] sharing pre-training through `cache` with earlier fits on the same
     /// source rows and pre-training settings: the explicit form of reusing a pre-trained state.
     pub fn fit_with_cache(&self, data: &Dataset, cache: &mut PretrainCache) -> Result<FittedModel> {
-        Ok(self.fit_detailed(data, FitOptions { cache: Some(cache), ..FitOptions::default() })?.model)
+        Ok(self
+            .fit_detailed(data, FitOptions { cache: Some(cache), ..FitOptions::default() })?
+            .model)
     }
 
     /// Preprocesses with source statistics, trains, and freezes everything a prediction needs
@@ -187,9 +189,17 @@ impl CheckedParams {
             FitFeatures::Files(fs, ft) => (Rows::File(fs, None), Rows::File(ft, None)),
         };
         let stats = PreprocessStats::fit_rows(source_x, cfg.preprocess)?;
-        let (source_x, target_x) = (source_x.preprocessed_by(&stats), target_x.preprocessed_by(&stats));
-        let warnings = data::preprocess_warning_rows(target_x, cfg.preprocess)?.into_iter().collect();
-        let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+        let (source_x, target_x) =
+            (source_x.preprocessed_by(&stats), target_x.preprocessed_by(&stats));
+        let warnings =
+            data::preprocess_warning_rows(target_x, cfg.preprocess)?.into_iter().collect();
+        let data = FitData {
+            source_x,
+            source_y,
+            target_x,
+            n_classes: class_names.len(),
+            holdout: opts.holdout,
+        };
         self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
     }
 
@@ -210,11 +220,18 @@ impl CheckedParams {
             let mut xt = target_x.into_owned();
             stats.apply(&mut xs)?;
             stats.apply(&mut xt)?;
-            let warnings: Vec<String> = data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
+            let warnings: Vec<String> =
+                data::preprocess_warning(&xt, cfg.preprocess).into_iter().collect();
             (xs.into(), xt.into(), warnings)
         };
         let (source_x, target_x) = (Rows::Memory(xs.view()), Rows::Memory(xt.view()));
-        let data = FitData { source_x, source_y, target_x, n_classes: class_names.len(), holdout: opts.holdout };
+        let data = FitData {
+            source_x,
+            source_y,
+            target_x,
+            n_classes: class_names.len(),
+            holdout: opts.holdout,
+        };
         self.train(&data, class_names, stats.clone(), (opts.cache, opts.progress), warnings)
     }
 
@@ -236,7 +253,15 @@ impl CheckedParams {
         let fitted = fit_checked(data, cfg, cache, progress)?;
         let prior = reported_prior(&fitted, data.source_y, cfg)?;
         let reported = prior.as_ref().map(|p| p.estimate.target_prior.clone());
-        let model = FittedModel::from_fit(cfg, class_names, stats, data.source_x, (data.source_y, &data.target_x), &fitted, reported)?;
+        let model = FittedModel::from_fit(
+            cfg,
+            class_names,
+            stats,
+            data.source_x,
+            (data.source_y, &data.target_x),
+            &fitted,
+            reported,
+        )?;
         Ok(FitOutcome { model, fitted, prior, warnings })
     }
 }
@@ -276,14 +301,24 @@ pub(crate) struct FitInput<'f, 'a> {
 /// The target prior a fitted model keeps: `label_shift.prior_estimator` on the final network
 /// (the same estimate as `report.json`'s `estimated_target_prior`); the training loop's last
 /// estimate without a hold-out; `None` for methods that estimate no shift.
-fn reported_prior(fitted: &Fitted, source_y: &[usize], cfg: &FitConfig) -> Result<Option<ReportedPrior>> {
+fn reported_prior(
+    fitted: &Fitted,
+    source_y: &[usize],
+    cfg: &FitConfig,
+) -> Result<Option<ReportedPrior>> {
     let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
     if fitted.holdout_rows.is_empty() {
         return Ok(Some(ReportedPrior { estimate: tracker.clone(), outputs: None }));
     }
     let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let ls = &cfg.label_shift;
-    let outputs = FinalOutputs::new(fitted.holdout_probs.view(), &labels, fitted.target_probs.view(), &fitted.source_prior, ls.calibrate)?;
+    let outputs = FinalOutputs::new(
+        fitted.holdout_probs.view(),
+        &labels,
+        fitted.target_probs.view(),
+        &fitted.source_prior,
+        ls.calibrate,
+    )?;
     let estimate = outputs.estimate(ls.prior_estimator, ls.soft, tracker)?;
     Ok(Some(ReportedPrior { estimate, outputs: Some(outputs) }))
 }

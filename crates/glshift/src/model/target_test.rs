@@ -87,8 +87,10 @@ struct Reference {
 impl Reference {
     fn new(x: &Array2<f32>) -> Reference {
         let m = x.nrows();
-        let (ref_rows, pool_rows): (Vec<usize>, Vec<usize>) = ((0..m).step_by(2).collect(), (1..m).step_by(2).collect());
-        let (ref_x, pool_x) = (x.select(ndarray::Axis(0), &ref_rows), x.select(ndarray::Axis(0), &pool_rows));
+        let (ref_rows, pool_rows): (Vec<usize>, Vec<usize>) =
+            ((0..m).step_by(2).collect(), (1..m).step_by(2).collect());
+        let (ref_x, pool_x) =
+            (x.select(ndarray::Axis(0), &ref_rows), x.select(ndarray::Axis(0), &pool_rows));
         let inv_h2 = 1.0 / median_sq_distance(ref_x.view());
         let k_ref = kernel(ref_x.view(), ref_x.view(), inv_h2);
         let k_pool = kernel(pool_x.view(), pool_x.view(), inv_h2);
@@ -121,26 +123,38 @@ impl TargetSample {
     /// memory or a file) with their probabilities (`n_t × c`), chosen with `seed`, in a random
     /// order (the halves of the test are its even and odd positions). `None` for fewer than 4
     /// target rows.
-    pub fn from_fit(target_x: &Rows, probs: ArrayView2<f32>, seed: u64) -> Result<Option<TargetSample>> {
+    pub fn from_fit(
+        target_x: &Rows,
+        probs: ArrayView2<f32>,
+        seed: u64,
+    ) -> Result<Option<TargetSample>> {
         let n = target_x.nrows();
         if n < 4 || probs.nrows() != n {
             return Ok(None);
         }
-        let rows = sample_indices(&mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetSample)), n, n.min(TARGET_SAMPLE_ROWS)).into_vec();
+        let rows = sample_indices(
+            &mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetSample)),
+            n,
+            n.min(TARGET_SAMPLE_ROWS),
+        )
+        .into_vec();
         Ok(Some(TargetSample::new(target_x.gather(&rows)?, probs.select(ndarray::Axis(0), &rows))))
     }
 
     /// Shapes (`m ≥ 4` rows, `d` and `c` columns) and finite values, probabilities ≥ 0.
     pub fn check(&self, d: usize, c: usize) -> std::result::Result<(), String> {
         let m = self.x.nrows();
-        let shapes = m >= 4 && self.probs.nrows() == m && self.x.ncols() == d && self.probs.ncols() == c;
-        if !shapes || self.x.iter().any(|v| !v.is_finite()) || self.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+        let shapes =
+            m >= 4 && self.probs.nrows() == m && self.x.ncols() == d && self.probs.ncols() == c;
+        if !shapes
+            || self.x.iter().any(|v| !v.is_finite())
+            || self.probs.iter().any(|v| !(v.is_finite() && *v >= 0.0))
+        {
             return Err(format!("the target sample must be m ≥ 4 rows of {d} finite features and {c} finite probabilities"));
         }
         Ok(())
     }
 }
-
 
 /// The batch rows the test reads (increasing): all of a batch of `n` ≤ [`BATCH_TEST_ROWS`]
 /// rows, else a seeded sample. Callers that stream a batch keep Z for these rows only.
@@ -148,7 +162,12 @@ pub fn batch_test_rows(n: usize, seed: u64) -> Vec<usize> {
     if n <= BATCH_TEST_ROWS {
         return (0..n).collect();
     }
-    let mut rows = sample_indices(&mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::BatchTestRows)), n, BATCH_TEST_ROWS).into_vec();
+    let mut rows = sample_indices(
+        &mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::BatchTestRows)),
+        n,
+        BATCH_TEST_ROWS,
+    )
+    .into_vec();
     rows.sort_unstable();
     rows
 }
@@ -187,18 +206,30 @@ pub(super) fn target_shift_test(
 ) -> Result<Option<TargetShiftTest>> {
     let n = batch_x.nrows();
     if n < 2 || batch_x.ncols() != sample.x.ncols() {
-        return Err(Error::Shape { what: "batch rows for the target test".into(), expected: format!("n ≥ 2 rows × {}", sample.x.ncols()), found: format!("{n} × {}", batch_x.ncols()) });
+        return Err(Error::Shape {
+            what: "batch rows for the target test".into(),
+            expected: format!("n ≥ 2 rows × {}", sample.x.ncols()),
+            found: format!("{n} × {}", batch_x.ncols()),
+        });
     }
-    let Reference { ref_rows, pool_rows, ref_x, inv_h2, k_ref, k_pool, k_pool_ref } = sample.reference();
+    let Reference { ref_rows, pool_rows, ref_x, inv_h2, k_ref, k_pool, k_pool_ref } =
+        sample.reference();
     let inv_h2 = *inv_h2;
     // ω_i = Σ_k r_k q_ik, normalised in each half; a half the batch's prior gives no weight
     // (all its mass on classes the fitted target lacks) leaves nothing to compare with.
     let weights = |rows: &[usize]| -> Option<Vec<f64>> {
-        let w: Vec<f64> = rows.iter().map(|&i| sample_q.row(i).iter().zip(ratio).map(|(&q, &r)| q as f64 * r).sum::<f64>().max(0.0)).collect();
+        let w: Vec<f64> = rows
+            .iter()
+            .map(|&i| {
+                sample_q.row(i).iter().zip(ratio).map(|(&q, &r)| q as f64 * r).sum::<f64>().max(0.0)
+            })
+            .collect();
         let s: f64 = w.iter().sum();
         (s > 0.0 && s.is_finite()).then(|| w.into_iter().map(|v| v / s).collect())
     };
-    let (Some(w_ref), Some(w_pool)) = (weights(ref_rows), weights(pool_rows)) else { return Ok(None) };
+    let (Some(w_ref), Some(w_pool)) = (weights(ref_rows), weights(pool_rows)) else {
+        return Ok(None);
+    };
     // A pseudo-batch must be mostly distinct pool rows to stand for a new batch: read at most
     // half the pool's effective size (Kong's 1/Σω²) of batch rows, a seeded subset.
     let ess = 1.0 / w_pool.iter().map(|w| w * w).sum::<f64>();
@@ -206,7 +237,12 @@ pub(super) fn target_shift_test(
     if n < MIN_TEST_ROWS {
         return Ok(None);
     }
-    let mut kept = sample_indices(&mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetTestSubset)), batch_x.nrows(), n).into_vec();
+    let mut kept = sample_indices(
+        &mut ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetTestSubset)),
+        batch_x.nrows(),
+        n,
+    )
+    .into_vec();
     kept.sort_unstable();
     let batch_x = batch_x.select(ndarray::Axis(0), &kept);
     let batch_x = batch_x.view();
@@ -215,10 +251,17 @@ pub(super) fn target_shift_test(
     let pool_to_ref = k_pool_ref.dot(&ndarray::Array1::from(w_ref.clone()));
     let mmd2 = {
         let k_bb = kernel(batch_x, batch_x, inv_h2);
-        let cross = kernel(batch_x, ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref)).sum() / n as f64;
+        let cross = kernel(batch_x, ref_x.view(), inv_h2).dot(&ndarray::Array1::from(w_ref)).sum()
+            / n as f64;
         distinct_pairs_mean(&row_ids(batch_x), &k_bb) - 2.0 * cross + ref_term
     };
-    let cumulative: Vec<f64> = w_pool.iter().scan(0.0, |acc, &w| { *acc += w; Some(*acc) }).collect();
+    let cumulative: Vec<f64> = w_pool
+        .iter()
+        .scan(0.0, |acc, &w| {
+            *acc += w;
+            Some(*acc)
+        })
+        .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::TargetTestReplicates));
     let mut reached = 0usize;
     for _ in 0..resamples {
@@ -228,15 +271,24 @@ pub(super) fn target_shift_test(
         reached += usize::from(stat >= mmd2);
     }
     let p_value = (1 + reached) as f64 / (1 + resamples) as f64;
-    Ok(Some(TargetShiftTest { mmd2, p_value, batch_rows: n, reference_rows: ref_rows.len(), pool_effective_rows: ess }))
+    Ok(Some(TargetShiftTest {
+        mmd2,
+        p_value,
+        batch_rows: n,
+        reference_rows: ref_rows.len(),
+        pool_effective_rows: ess,
+    }))
 }
 
 /// exp(−‖a_i − b_j‖² · inv_h2) for rows of `a` (`n_a × z`) and `b` (`n_b × z`): `n_a × n_b`.
 fn kernel(a: ArrayView2<f32>, b: ArrayView2<f32>, inv_h2: f64) -> Array2<f64> {
     let sq = |v: ndarray::ArrayView1<f32>| v.iter().map(|&x| x as f64 * x as f64).sum::<f64>();
-    let (na, nb): (Vec<f64>, Vec<f64>) = (a.rows().into_iter().map(sq).collect(), b.rows().into_iter().map(sq).collect());
+    let (na, nb): (Vec<f64>, Vec<f64>) =
+        (a.rows().into_iter().map(sq).collect(), b.rows().into_iter().map(sq).collect());
     let ab = a.mapv(f64::from).dot(&b.mapv(f64::from).t());
-    Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| (-(na[i] + nb[j] - 2.0 * ab[[i, j]]).max(0.0) * inv_h2).exp())
+    Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| {
+        (-(na[i] + nb[j] - 2.0 * ab[[i, j]]).max(0.0) * inv_h2).exp()
+    })
 }
 
 /// The median squared distance among distinct rows' pairs of `a` (1 when it is 0).
@@ -245,12 +297,18 @@ fn median_sq_distance(a: ArrayView2<f32>) -> f64 {
     let mut d: Vec<f64> = Vec::with_capacity(m * (m - 1) / 2);
     for i in 0..m {
         for j in i + 1..m {
-            d.push(a.row(i).iter().zip(a.row(j)).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum());
+            d.push(
+                a.row(i).iter().zip(a.row(j)).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum(),
+            );
         }
     }
     let mid = d.len() / 2;
     let med = *d.select_nth_unstable_by(mid, f64::total_cmp).1;
-    if med > 0.0 { med } else { 1.0 }
+    if med > 0.0 {
+        med
+    } else {
+        1.0
+    }
 }
 
 /// wᵀ K w.
@@ -262,7 +320,11 @@ fn quad_form(k: &Array2<f64>, w: &[f64]) -> f64 {
 /// Each row's id: the index of the first row with the same bits (duplicates share it).
 fn row_ids(x: ArrayView2<f32>) -> Vec<usize> {
     let mut first: std::collections::HashMap<Vec<u32>, usize> = std::collections::HashMap::new();
-    x.rows().into_iter().enumerate().map(|(i, r)| *first.entry(r.iter().map(|v| v.to_bits()).collect()).or_insert(i)).collect()
+    x.rows()
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| *first.entry(r.iter().map(|v| v.to_bits()).collect()).or_insert(i))
+        .collect()
 }
 
 /// The mean of `k[id_i, id_j]` over pairs of different rows (`ids` index `k`'s rows and
@@ -279,7 +341,11 @@ fn distinct_pairs_mean(draw: &[usize], k: &Array2<f64>) -> f64 {
             }
         }
     }
-    if pairs == 0 { 0.0 } else { s / pairs as f64 }
+    if pairs == 0 {
+        0.0
+    } else {
+        s / pairs as f64
+    }
 }
 
 /// The index whose cumulative weight first reaches `u` ∈ [0, 1).

@@ -16,7 +16,13 @@ use crate::methods::MethodKind;
 
 /// Two unit-variance Gaussian classes in 3 dimensions, means 0 and (1.5, 0, 0), drawn with
 /// `prior`, the features moved by `offset`: rows and the exact posteriors under `prior0`.
-fn draw(n: usize, prior: f64, offset: f32, prior0: f64, rng: &mut ChaCha8Rng) -> (Array2<f32>, Array2<f32>) {
+fn draw(
+    n: usize,
+    prior: f64,
+    offset: f32,
+    prior0: f64,
+    rng: &mut ChaCha8Rng,
+) -> (Array2<f32>, Array2<f32>) {
     let mut x = Array2::<f32>::zeros((n, 3));
     let mut q = Array2::<f32>::zeros((n, 2));
     for i in 0..n {
@@ -44,7 +50,9 @@ fn rejections(batch_prior: f64, offset: f32) -> usize {
     (0..20)
         .filter(|&b| {
             let (batch, _) = draw(150, batch_prior, offset, 0.5, &mut rng);
-            let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &ratio, 200, b).unwrap().expect("enough rows");
+            let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &ratio, 200, b)
+                .unwrap()
+                .expect("enough rows");
             assert!(t.p_value > 0.0 && t.p_value <= 1.0 && t.mmd2.is_finite());
             t.p_value < 0.05
         })
@@ -65,11 +73,13 @@ fn too_few_rows_under_the_weights_make_no_test() {
     let (x, probs) = draw(12, 0.5, 0.0, 0.5, &mut rng);
     let sample = TargetSample::new(x, probs);
     let (batch, _) = draw(50, 0.5, 0.0, 0.5, &mut rng);
-    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[1.0, 1.0], 50, 0).unwrap();
+    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[1.0, 1.0], 50, 0)
+        .unwrap();
     assert!(t.is_none(), "6 pool rows cannot stand for a batch: {t:?}");
     let (x, probs) = draw(200, 0.5, 0.0, 0.5, &mut rng);
     let sample = TargetSample::new(x, probs);
-    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[0.0, 0.0], 50, 0).unwrap();
+    let t = target_shift_test(&sample, sample.probs().view(), batch.view(), &[0.0, 0.0], 50, 0)
+        .unwrap();
     assert!(t.is_none(), "a ratio that weighs no class leaves nothing to compare");
 }
 
@@ -77,8 +87,13 @@ fn too_few_rows_under_the_weights_make_no_test() {
 fn the_target_sample_travels_with_the_file_and_earlier_versions_load_without_it() {
     let data = dataset();
     let model = small(MethodKind::Mul).fit(&data).unwrap();
-    assert_eq!(model.info.n_target_sample, data.target_x().nrows(), "a 60-row target is kept whole");
-    let again = FittedModel::from_bytes(&model.to_bytes().unwrap(), Path::new("v3.glshift")).unwrap();
+    assert_eq!(
+        model.info.n_target_sample,
+        data.target_x().nrows(),
+        "a 60-row target is kept whole"
+    );
+    let again =
+        FittedModel::from_bytes(&model.to_bytes().unwrap(), Path::new("v3.glshift")).unwrap();
     assert_eq!(again, model, "version 3 round trip");
     let own = model.predict_proba_adapted(data.target_x(), &BatchParams::default()).unwrap();
     let t = own.prior.target_shift.as_ref().expect("a version-3 model tests the batch");
@@ -87,7 +102,8 @@ fn the_target_sample_travels_with_the_file_and_earlier_versions_load_without_it(
     let far = model.predict_proba_adapted(moved.view(), &BatchParams::default()).unwrap();
     let t = far.prior.target_shift.as_ref().expect("tested");
     assert!(t.p_value < 0.05 && far.prior.warnings.iter().any(|w| w.contains("refit")), "{t:?}");
-    let v2 = FittedModel::from_bytes(&model.to_bytes_as(2).unwrap(), Path::new("v2.glshift")).unwrap();
+    let v2 =
+        FittedModel::from_bytes(&model.to_bytes_as(2).unwrap(), Path::new("v2.glshift")).unwrap();
     assert!(v2.target.is_none() && v2.info.n_target_sample == 0 && v2.can_adapt_batches());
     let b = v2.predict_proba_adapted(data.target_x(), &BatchParams::default()).unwrap();
     assert!(b.prior.target_shift.is_none());
@@ -99,13 +115,16 @@ fn a_damaged_target_sample_is_an_error_naming_the_tensor() {
     let model = small(MethodKind::Mul).fit(&dataset()).unwrap();
     let mut entries = model.tensor_entries();
     entries.remove("target.probs");
-    assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("target.probs"));
+    assert!(
+        load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("target.probs")
+    );
     let mut entries = model.tensor_entries();
     let e = entries.get_mut("target.features").unwrap();
     e.1[0] -= 1;
     let cut = e.1.iter().product::<usize>() * 4;
     e.2.truncate(cut);
-    assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap()).contains("target.features"));
+    assert!(load_err(&model.to_bytes_from(FORMAT_VERSION, entries).unwrap())
+        .contains("target.features"));
     let mut nan = model.clone();
     let kept = nan.target.take().unwrap();
     let mut x = kept.x().clone();
@@ -124,8 +143,10 @@ fn the_kept_reference_gives_the_numbers_a_fresh_sample_gives() {
         // `kept` computes its reference on the first batch and reuses it; each fresh one starts anew.
         let fresh = TargetSample::new(x.clone(), probs.clone());
         let ratio = [1.4, 0.6];
-        let a = target_shift_test(&kept, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
-        let f = target_shift_test(&fresh, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
+        let a =
+            target_shift_test(&kept, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
+        let f =
+            target_shift_test(&fresh, probs.view(), batch.view(), &ratio, 100, b as u64).unwrap();
         assert_eq!(a, f, "batch {b}");
         assert!(a.is_some());
     }

@@ -21,7 +21,13 @@ pub(super) fn task(seed: u64) -> (Array2<f32>, Vec<usize>, Array2<f32>) {
         let x = Array2::from_shape_fn((n, 6), |(i, j)| {
             if j == 0 {
                 let u: f64 = rng.random();
-                y.push(if u < prior[0] { 0 } else if u < prior[0] + prior[1] { 1 } else { 2 });
+                y.push(if u < prior[0] {
+                    0
+                } else if u < prior[0] + prior[1] {
+                    1
+                } else {
+                    2
+                });
             }
             let k = y[i];
             let centre = if j % 3 == k { 3.0 } else { 0.0 };
@@ -40,7 +46,10 @@ pub(super) fn small(method: MethodKind) -> CheckedParams {
 
 pub(super) fn dataset() -> Dataset {
     let (xs, ys, xt) = task(1);
-    Dataset::new(xs, ys, xt).unwrap().with_class_names(vec!["a".into(), "b,c".into(), "d".into()]).unwrap()
+    Dataset::new(xs, ys, xt)
+        .unwrap()
+        .with_class_names(vec!["a".into(), "b,c".into(), "d".into()])
+        .unwrap()
 }
 
 #[test]
@@ -65,14 +74,23 @@ fn a_model_predicts_exactly_what_its_fit_predicted() {
 fn save_then_load_gives_the_same_model_and_predictions() {
     let data = dataset();
     for how in [Preprocess::ZScore, Preprocess::L2] {
-        let params = FitParams::mul().seed(2).pretrain_iters(30).adapt_iters(8).preprocess(how).check().unwrap();
+        let params = FitParams::mul()
+            .seed(2)
+            .pretrain_iters(30)
+            .adapt_iters(8)
+            .preprocess(how)
+            .check()
+            .unwrap();
         let model = params.fit(&data).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.glshift");
         model.save(&path).unwrap();
         let loaded = FittedModel::load(&path).unwrap();
         assert_eq!(loaded, model, "{how}: the loaded model differs");
-        assert_eq!(loaded.predict_proba(data.target_x()).unwrap(), model.predict_proba(data.target_x()).unwrap());
+        assert_eq!(
+            loaded.predict_proba(data.target_x()).unwrap(),
+            model.predict_proba(data.target_x()).unwrap()
+        );
         assert_eq!(loaded.history(), model.history());
         assert_eq!(loaded.class_names(), ["a", "b,c", "d"]);
         // Same model, same bytes.
@@ -86,23 +104,36 @@ fn predictions_sit_on_the_simplex_and_match_argmax() {
     let model = small(MethodKind::Mul).fit(&data).unwrap();
     let p = model.predict_proba(data.target_x()).unwrap();
     for row in p.rows() {
-        assert!(((row.sum() as f64) - 1.0).abs() < 1e-5 && row.iter().all(|&v| (0.0..=1.0).contains(&v)));
+        assert!(
+            ((row.sum() as f64) - 1.0).abs() < 1e-5
+                && row.iter().all(|&v| (0.0..=1.0).contains(&v))
+        );
     }
     let labels = model.predict(data.target_x()).unwrap();
     for (row, &k) in p.rows().into_iter().zip(&labels) {
         assert!(row.iter().all(|&v| v <= row[k]));
     }
     let prior = model.target_prior().unwrap();
-    assert!((prior.iter().sum::<f64>() - 1.0).abs() < 1e-9 && prior.iter().all(|&v| v >= 0.0), "{prior:?}");
+    assert!(
+        (prior.iter().sum::<f64>() - 1.0).abs() < 1e-9 && prior.iter().all(|&v| v >= 0.0),
+        "{prior:?}"
+    );
     // The weights are training's; with the tracker as the reported estimator, w ⊙ pˢ = p̂ᵗ.
     let mut cfg = small(MethodKind::Mul).config().clone();
     cfg.label_shift.prior_estimator = crate::label_shift::PriorEstimator::Tracker;
     let tracked = FitParams::from_config(cfg).check().unwrap().fit(&data).unwrap();
     let w = tracked.importance_weights().unwrap();
-    assert_eq!(w, model.importance_weights().unwrap(), "the reported estimator does not change training");
+    assert_eq!(
+        w,
+        model.importance_weights().unwrap(),
+        "the reported estimator does not change training"
+    );
     let prior = tracked.target_prior().unwrap();
     for k in 0..3 {
-        assert!((w[k] * tracked.source_prior()[k] - prior[k]).abs() < 1e-9, "w ⊙ pˢ must be the tracker's p̂ᵗ");
+        assert!(
+            (w[k] * tracked.source_prior()[k] - prior[k]).abs() < 1e-9,
+            "w ⊙ pˢ must be the tracker's p̂ᵗ"
+        );
     }
 }
 
@@ -123,8 +154,14 @@ fn datasets_refuse_what_a_fit_cannot_use() {
     let (xs, ys, xt) = task(4);
     let mut nan = xs.clone();
     nan[[0, 0]] = f32::INFINITY;
-    assert!(Dataset::new(nan, ys.clone(), xt.clone()).unwrap_err().to_string().contains("source features"));
-    assert!(Dataset::new(xs.clone(), vec![1; ys.len()], xt.clone()).unwrap_err().to_string().contains("at least 2"));
+    assert!(Dataset::new(nan, ys.clone(), xt.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("source features"));
+    assert!(Dataset::new(xs.clone(), vec![1; ys.len()], xt.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("at least 2"));
     assert!(Dataset::new(xs.clone(), ys[1..].to_vec(), xt.clone()).is_err());
     assert!(Dataset::new(xs.clone(), ys.clone(), xt.select(Axis(1), &[0, 1])).is_err());
     assert!(Dataset::new(xs.clone(), ys.clone(), Array2::zeros((0, 6))).is_err());
@@ -201,11 +238,18 @@ fn wrong_version_foreign_format_and_mismatched_headers_are_errors() {
     assert!(load_err(&no_meta).contains("not a glshift model"));
     // A header whose architecture disagrees with the tensors (checksum recomputed so that only
     // the mismatch is wrong): another width, another input dimension, too few class names.
-    for (from, to) in [("\"hidden\":[512,256]", "\"hidden\":[64,32]"), ("\"input_dim\":6", "\"input_dim\":7000000")] {
+    for (from, to) in [
+        ("\"hidden\":[512,256]", "\"hidden\":[64,32]"),
+        ("\"input_dim\":6", "\"input_dim\":7000000"),
+    ] {
         let msg = load_err(&edit_info(&bytes, from, to));
         assert!(msg.contains("tensor") || msg.contains("dimension"), "{msg}");
     }
-    let fewer = edit_info(&bytes, "\"class_names\":[\"a\",\"b,c\",\"d\"]", "\"class_names\":[\"a\",\"b,c\"]");
+    let fewer = edit_info(
+        &bytes,
+        "\"class_names\":[\"a\",\"b,c\",\"d\"]",
+        "\"class_names\":[\"a\",\"b,c\"]",
+    );
     assert!(load_err(&fewer).contains("tensor"));
     // An edited header without a recomputed checksum is caught by the checksum.
     let unchecked = with_glshift_header(&bytes, |h| {
@@ -218,7 +262,8 @@ fn wrong_version_foreign_format_and_mismatched_headers_are_errors() {
 /// Edits glshift's header (the JSON object under `__metadata__.glshift`).
 fn with_glshift_header(bytes: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
     with_header(bytes, |h| {
-        let mut inner: serde_json::Value = serde_json::from_str(h["__metadata__"]["glshift"].as_str().unwrap()).unwrap();
+        let mut inner: serde_json::Value =
+            serde_json::from_str(h["__metadata__"]["glshift"].as_str().unwrap()).unwrap();
         edit(&mut inner);
         h["__metadata__"]["glshift"] = serde_json::Value::String(inner.to_string());
     })
@@ -232,7 +277,9 @@ fn edit_info(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
         let info = h["info"].as_str().unwrap().to_string();
         assert!(info.contains(from), "test setup: {from} not in the header");
         let info = info.replace(from, to);
-        h["checksum"] = file::checksum(&info, entries.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice()))).into();
+        h["checksum"] =
+            file::checksum(&info, entries.iter().map(|(k, (_, _, b))| (k.as_str(), b.as_slice())))
+                .into();
         h["info"] = info.into();
     })
 }

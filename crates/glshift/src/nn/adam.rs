@@ -26,13 +26,7 @@ pub struct AdamConfig {
 
 impl Default for AdamConfig {
     fn default() -> Self {
-        AdamConfig {
-            lr: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 1e-2,
-        }
+        AdamConfig { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 1e-2 }
     }
 }
 
@@ -98,20 +92,10 @@ impl<T: Real> Adam<T> {
         self.advance();
         let params = net.params_mut();
         let gs = grads.tensors();
-        assert_eq!(
-            params.len(),
-            self.m.len(),
-            "Adam::step: network layout changed"
-        );
-        assert_eq!(
-            gs.len(),
-            self.m.len(),
-            "Adam::step: gradient layout does not match"
-        );
-        for (((kind, p), g), (m, v)) in params
-            .into_iter()
-            .zip(gs)
-            .zip(self.m.iter_mut().zip(self.v.iter_mut()))
+        assert_eq!(params.len(), self.m.len(), "Adam::step: network layout changed");
+        assert_eq!(gs.len(), self.m.len(), "Adam::step: gradient layout does not match");
+        for (((kind, p), g), (m, v)) in
+            params.into_iter().zip(gs).zip(self.m.iter_mut().zip(self.v.iter_mut()))
         {
             update(p, g, m, v, Self::constants(&self.cfg, self.t, kind));
         }
@@ -181,11 +165,7 @@ mod tests {
     use rand_distr::{Distribution, StandardNormal};
 
     fn small_net(batch_norm: bool) -> Network<f64> {
-        let cfg = NetworkConfig {
-            hidden: vec![3],
-            batch_norm,
-            ..Default::default()
-        };
+        let cfg = NetworkConfig { hidden: vec![3], batch_norm, ..Default::default() };
         Network::<f64>::new_generic(2, 2, &cfg, 0).unwrap()
     }
 
@@ -205,13 +185,7 @@ mod tests {
 
     #[test]
     fn adam_steps_on_a_quadratic_match_the_hand_computed_update() {
-        let cfg = AdamConfig {
-            lr: 0.1,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-        };
+        let cfg = AdamConfig { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
         let mut net = small_net(true);
         // Distinct, non-zero starting values.
         for (_, p) in net.params_mut() {
@@ -252,11 +226,7 @@ mod tests {
 
     #[test]
     fn adam_weight_decay_applies_to_weights_only() {
-        let cfg = AdamConfig {
-            lr: 0.1,
-            weight_decay: 0.1,
-            ..Default::default()
-        };
+        let cfg = AdamConfig { lr: 0.1, weight_decay: 0.1, ..Default::default() };
         let mut net = small_net(true);
         for (_, p) in net.params_mut() {
             p.iter_mut().for_each(|v| *v = 2.0);
@@ -267,11 +237,7 @@ mod tests {
         adam.step(&mut net, &grads);
         let mut seen = [false; 4];
         for (kind, p) in net.params() {
-            let expected = if kind == ParamKind::Weight {
-                2.0 * (1.0 - 0.1 * 0.1)
-            } else {
-                2.0
-            };
+            let expected = if kind == ParamKind::Weight { 2.0 * (1.0 - 0.1 * 0.1) } else { 2.0 };
             seen[kind as usize] = true;
             for &v in p {
                 assert!((v - expected).abs() < 1e-12, "{kind:?}: {v} vs {expected}");
@@ -283,13 +249,7 @@ mod tests {
     #[test]
     fn adam_set_lr_changes_the_step_size() {
         let mut net = small_net(false);
-        let mut adam = Adam::new(
-            &AdamConfig {
-                weight_decay: 0.0,
-                ..Default::default()
-            },
-            &net,
-        );
+        let mut adam = Adam::new(&AdamConfig { weight_decay: 0.0, ..Default::default() }, &net);
         adam.set_lr(0.5);
         assert_eq!(adam.lr(), 0.5);
         let before: Vec<f64> = net.params()[1].1.to_vec(); // bias of block 0
@@ -304,45 +264,18 @@ mod tests {
     fn adam_config_validation_rejects_bad_values() {
         assert!(AdamConfig::default().validate().is_ok());
         for bad in [
-            AdamConfig {
-                lr: 0.0,
-                ..Default::default()
-            },
-            AdamConfig {
-                lr: -1e-3,
-                ..Default::default()
-            },
-            AdamConfig {
-                lr: f64::NAN,
-                ..Default::default()
-            },
-            AdamConfig {
-                beta1: 1.0,
-                ..Default::default()
-            },
-            AdamConfig {
-                beta2: -0.1,
-                ..Default::default()
-            },
-            AdamConfig {
-                eps: 0.0,
-                ..Default::default()
-            },
-            AdamConfig {
-                weight_decay: -1.0,
-                ..Default::default()
-            },
+            AdamConfig { lr: 0.0, ..Default::default() },
+            AdamConfig { lr: -1e-3, ..Default::default() },
+            AdamConfig { lr: f64::NAN, ..Default::default() },
+            AdamConfig { beta1: 1.0, ..Default::default() },
+            AdamConfig { beta2: -0.1, ..Default::default() },
+            AdamConfig { eps: 0.0, ..Default::default() },
+            AdamConfig { weight_decay: -1.0, ..Default::default() },
         ] {
             assert!(bad.validate().is_err(), "{bad:?} accepted");
         }
         let parsed: AdamConfig = toml::from_str("lr = 0.01").unwrap();
-        assert_eq!(
-            parsed,
-            AdamConfig {
-                lr: 0.01,
-                ..Default::default()
-            }
-        );
+        assert_eq!(parsed, AdamConfig { lr: 0.01, ..Default::default() });
         assert!(toml::from_str::<AdamConfig>("learning_rate = 0.01").is_err());
     }
 
@@ -365,19 +298,9 @@ mod tests {
             }
         }
         let weights = vec![1.0f32; labels.len()];
-        let cfg = NetworkConfig {
-            hidden: vec![16, 8],
-            batch_norm: true,
-            ..Default::default()
-        };
+        let cfg = NetworkConfig { hidden: vec![16, 8], batch_norm: true, ..Default::default() };
         let mut net = Network::new(d, c, &cfg, 5).unwrap();
-        let mut adam = Adam::new(
-            &AdamConfig {
-                lr: 1e-2,
-                ..Default::default()
-            },
-            &net,
-        );
+        let mut adam = Adam::new(&AdamConfig { lr: 1e-2, ..Default::default() }, &net);
         let fw = Forward::training(x.nrows());
         let mut losses = Vec::new();
         for _ in 0..150 {
@@ -388,12 +311,7 @@ mod tests {
             assert!(grads.is_finite());
             adam.step(&mut net, &grads);
         }
-        assert!(
-            losses[149] < 0.2 * losses[0],
-            "loss {} → {}",
-            losses[0],
-            losses[149]
-        );
+        assert!(losses[149] < 0.2 * losses[0], "loss {} → {}", losses[0], losses[149]);
         let p = net.predict_proba(x.view(), None);
         let correct = p
             .rows()
@@ -401,11 +319,6 @@ mod tests {
             .zip(&labels)
             .filter(|(row, &y)| row.iter().enumerate().all(|(k, &v)| k == y || v < row[y]))
             .count();
-        assert_eq!(
-            correct,
-            labels.len(),
-            "train accuracy {correct}/{}",
-            labels.len()
-        );
+        assert_eq!(correct, labels.len(), "train accuracy {correct}/{}", labels.len());
     }
 }

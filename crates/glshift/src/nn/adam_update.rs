@@ -71,7 +71,14 @@ mod tests {
 
     /// The update as `Adam::step` wrote it before this module (branch on the decay), element
     /// by element.
-    fn reference(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], k: Step, decay: Option<f64>) {
+    fn reference(
+        p: &mut [f32],
+        g: &[f32],
+        m: &mut [f32],
+        v: &mut [f32],
+        k: Step,
+        decay: Option<f64>,
+    ) {
         for i in 0..p.len() {
             let g = g[i] as f64;
             let mn = k.beta1 * m[i] as f64 + (1.0 - k.beta1) * g;
@@ -92,11 +99,20 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         // 1003 elements: whole vectors and a remainder.
         let n = 1003;
-        let mut draw = |s: f32| (0..n).map(|_| s * (rng.random::<f32>() - 0.5)).collect::<Vec<f32>>();
+        let mut draw =
+            |s: f32| (0..n).map(|_| s * (rng.random::<f32>() - 0.5)).collect::<Vec<f32>>();
         let (p0, g, m0) = (draw(2.0), draw(0.1), draw(0.01));
         let v0: Vec<f32> = draw(1e-3).iter().map(|x| x.abs()).collect();
         for decay in [None, Some(1.0 - 1e-3 * 1e-2)] {
-            let k = Step { beta1: 0.9, beta2: 0.999, lr: 1e-3, eps: 1e-8, bias1: 1.0 - 0.9f64.powi(7), bias2: 1.0 - 0.999f64.powi(7), keep: decay.unwrap_or(1.0) };
+            let k = Step {
+                beta1: 0.9,
+                beta2: 0.999,
+                lr: 1e-3,
+                eps: 1e-8,
+                bias1: 1.0 - 0.9f64.powi(7),
+                bias2: 1.0 - 0.999f64.powi(7),
+                keep: decay.unwrap_or(1.0),
+            };
             let (mut p, mut m, mut v) = (p0.clone(), m0.clone(), v0.clone());
             update(&mut p, &g, &mut m, &mut v, k);
             let (mut pr, mut mr, mut vr) = (p0.clone(), m0.clone(), v0.clone());

@@ -61,13 +61,10 @@ pub fn column_stats<T: Real>(x: ArrayView2<T>) -> (Array1<T>, Array1<T>) {
     let mean = x.sum_axis(Axis(0)) * inv_m;
     let mut var = Array1::<T>::zeros(x.ncols());
     for row in x.rows() {
-        Zip::from(&mut var)
-            .and(&row)
-            .and(&mean)
-            .for_each(|v, &xv, &mu| {
-                let d = xv - mu;
-                *v = *v + d * d;
-            });
+        Zip::from(&mut var).and(&row).and(&mean).for_each(|v, &xv, &mu| {
+            let d = xv - mu;
+            *v = *v + d * d;
+        });
     }
     let eps = T::from_f64_(BN_EPS);
     let rstd = var.mapv(|v| (v * inv_m + eps).sqrt().recip());
@@ -77,10 +74,7 @@ pub fn column_stats<T: Real>(x: ArrayView2<T>) -> (Array1<T>, Array1<T>) {
 impl<T: Real> BatchNorm<T> {
     /// γ = 1, β = 0 for a layer of width `d`.
     pub fn new(d: usize) -> Self {
-        BatchNorm {
-            gamma: Array1::ones(d),
-            beta: Array1::zeros(d),
-        }
+        BatchNorm { gamma: Array1::ones(d), beta: Array1::zeros(d) }
     }
 
     /// Normalises `x` in place with given statistics and applies γ, β: `x ↦ γ·(x − mean)·rstd + β`.
@@ -108,10 +102,7 @@ impl<T: Real> BatchNorm<T> {
         );
         let (mean, rstd) = column_stats(x.slice(s![..stats_rows, ..]));
         for mut row in x.rows_mut() {
-            Zip::from(&mut row)
-                .and(&mean)
-                .and(&rstd)
-                .for_each(|v, &mu, &r| *v = (*v - mu) * r);
+            Zip::from(&mut row).and(&mean).and(&rstd).for_each(|v, &mu, &r| *v = (*v - mu) * r);
         }
         let mut y = x.clone();
         for mut row in y.rows_mut() {
@@ -120,14 +111,7 @@ impl<T: Real> BatchNorm<T> {
                 .and(&self.beta)
                 .for_each(|v, &g, &b| *v = g * *v + b);
         }
-        (
-            y,
-            BnCache {
-                xhat: x,
-                rstd,
-                stats_rows,
-            },
-        )
+        (y, BnCache { xhat: x, rstd, stats_rows })
     }
 
     /// Exact backward of [`BatchNorm::forward`] (see the module docs): `dy = ∂ℓ/∂y` (`r × d`,
@@ -147,10 +131,7 @@ impl<T: Real> BatchNorm<T> {
         let dbeta = dy.sum_axis(Axis(0));
         let mut dgamma = Array1::<T>::zeros(dy.ncols());
         for (drow, xrow) in dy.rows().into_iter().zip(cache.xhat.rows()) {
-            Zip::from(&mut dgamma)
-                .and(&drow)
-                .and(&xrow)
-                .for_each(|a, &d, &x| *a = *a + d * x);
+            Zip::from(&mut dgamma).and(&drow).and(&xrow).for_each(|a, &d, &x| *a = *a + d * x);
         }
         // Σ_i g_i = γ·∂ℓ/∂β and Σ_i g_i·x̂_i = γ·∂ℓ/∂γ (g = γ·dy).
         let m = cache.stats_rows;
@@ -160,9 +141,7 @@ impl<T: Real> BatchNorm<T> {
         // dx_i = r·γ·dy_i for every row ...
         let scale = &self.gamma * &cache.rstd;
         for mut row in dy.rows_mut() {
-            Zip::from(&mut row)
-                .and(&scale)
-                .for_each(|d, &s| *d = *d * s);
+            Zip::from(&mut row).and(&scale).for_each(|d, &s| *d = *d * s);
         }
         // ... minus (r/m)·(Σg + x̂_j·Σg x̂) on the statistics rows.
         let coef = &cache.rstd * inv_m;

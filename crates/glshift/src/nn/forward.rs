@@ -18,17 +18,11 @@ pub struct Forward {
 impl Forward {
     /// Training mode, statistics from the first `stats_rows` rows.
     pub fn training(stats_rows: usize) -> Self {
-        Forward {
-            train: true,
-            stats_rows,
-        }
+        Forward { train: true, stats_rows }
     }
 
     /// Evaluation mode (no dropout), statistics from the first `stats_rows` rows.
     pub fn evaluation(stats_rows: usize) -> Self {
-        Forward {
-            train: false,
-            stats_rows,
-        }
+        Forward { train: false, stats_rows }
     }
 }

@@ -38,10 +38,7 @@ impl<T: Real> Linear<T> {
         let normal = Normal::new(0.0, std).expect("finite, non-negative std");
         let w =
             Array2::from_shape_simple_fn((fan_in, fan_out), || T::from_f64_(normal.sample(rng)));
-        Linear {
-            w,
-            b: Array1::zeros(fan_out),
-        }
+        Linear { w, b: Array1::zeros(fan_out) }
     }
 
     /// Input width.
@@ -123,7 +120,8 @@ mod tests {
         Array2::from_shape_fn((a.nrows(), b.ncols()), |(i, j)| {
             let mut c = 0.0f32;
             for (block, k0) in (0..a.ncols()).step_by(KC).enumerate() {
-                let acc = (k0..(k0 + KC).min(a.ncols())).fold(0.0f32, |acc, k| a[[i, k]].mul_add(b[[k, j]], acc));
+                let acc = (k0..(k0 + KC).min(a.ncols()))
+                    .fold(0.0f32, |acc, k| a[[i, k]].mul_add(b[[k, j]], acc));
                 c = if block == 0 { acc } else { c + acc };
             }
             c
@@ -141,10 +139,16 @@ mod tests {
             let a = random_matrix(m, k, &mut rng).mapv(|v: f64| v as f32);
             let b = random_matrix(k, n, &mut rng).mapv(|v: f64| v as f32);
             let want = blocked_fma_reference(&a, &b);
-            assert!(a.dot(&b).iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "A·B {m}×{k}×{n}");
+            assert!(
+                a.dot(&b).iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "A·B {m}×{k}×{n}"
+            );
             let at = a.t().to_owned();
             let got_t = at.t().dot(&b);
-            assert!(got_t.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "Aᵀᵀ·B {m}×{k}×{n}");
+            assert!(
+                got_t.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "Aᵀᵀ·B {m}×{k}×{n}"
+            );
         }
     }
 

@@ -57,18 +57,8 @@ pub fn weighted_cross_entropy<T: Real>(
     weights: &[T],
 ) -> (f64, Array2<T>) {
     let (n, c) = logits.dim();
-    assert_eq!(
-        labels.len(),
-        n,
-        "weighted_cross_entropy: {} labels for {n} rows",
-        labels.len()
-    );
-    assert_eq!(
-        weights.len(),
-        n,
-        "weighted_cross_entropy: {} weights for {n} rows",
-        weights.len()
-    );
+    assert_eq!(labels.len(), n, "weighted_cross_entropy: {} labels for {n} rows", labels.len());
+    assert_eq!(weights.len(), n, "weighted_cross_entropy: {} weights for {n} rows", weights.len());
     assert!(
         weights.iter().all(|w| w.is_finite() && *w >= T::zero()),
         "weighted_cross_entropy: weights must be finite and non-negative"
@@ -123,11 +113,8 @@ mod tests {
 
     #[test]
     fn softmax_rows_sum_to_one_and_are_stable_for_huge_logits() {
-        let logits = array![
-            [1000.0f32, -1000.0, 999.0],
-            [-1000.0, -1000.0, -1000.0],
-            [0.5, 0.1, -0.3]
-        ];
+        let logits =
+            array![[1000.0f32, -1000.0, 999.0], [-1000.0, -1000.0, -1000.0], [0.5, 0.1, -0.3]];
         let p = softmax(logits.view());
         assert!(p.iter().all(|v| v.is_finite()));
         for row in p.rows() {
@@ -189,4 +176,3 @@ mod tests {
         let _ = weighted_cross_entropy(logits.view(), &[2], &[1.0]);
     }
 }
-

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::activation::Activation;
 use super::batchnorm::{column_stats, BatchNorm, BnCache, BnGrad};
-use super::linear::{Linear, LinearGrad};
 use super::forward::Forward;
+use super::linear::{Linear, LinearGrad};
 use crate::Real;
 
 /// One block of G: `Linear → [BatchNorm] → activation → [inverted dropout]`.
@@ -58,13 +58,7 @@ pub(crate) struct MlpCache<T> {
 /// from `rng` in row-major order.
 pub fn dropout_mask<T: Real>(n: usize, d: usize, p: f32, rng: &mut ChaCha8Rng) -> Array2<T> {
     let keep = T::from_f64_(1.0 / (1.0 - p as f64));
-    Array2::from_shape_simple_fn((n, d), || {
-        if rng.random::<f32>() < p {
-            T::zero()
-        } else {
-            keep
-        }
-    })
+    Array2::from_shape_simple_fn((n, d), || if rng.random::<f32>() < p { T::zero() } else { keep })
 }
 
 impl<T: Real> Block<T> {
@@ -88,23 +82,9 @@ impl<T: Real> Block<T> {
         if fw.train && self.dropout > 0.0 {
             let mask = dropout_mask::<T>(h.nrows(), h.ncols(), self.dropout, rng);
             let out = &h * &mask;
-            (
-                out,
-                BlockCache {
-                    bn,
-                    pre_dropout: Some(h),
-                    mask: Some(mask),
-                },
-            )
+            (out, BlockCache { bn, pre_dropout: Some(h), mask: Some(mask) })
         } else {
-            (
-                h,
-                BlockCache {
-                    bn,
-                    pre_dropout: None,
-                    mask: None,
-                },
-            )
+            (h, BlockCache { bn, pre_dropout: None, mask: None })
         }
     }
 
@@ -170,13 +150,7 @@ impl<T: Real> Mlp<T> {
                 z = Some(out);
             }
         }
-        (
-            z.expect("G has at least one block"),
-            MlpCache {
-                hidden,
-                blocks: caches,
-            },
-        )
+        (z.expect("G has at least one block"), MlpCache { hidden, blocks: caches })
     }
 
     /// Backward from `dz = ∂ℓ/∂z` (`n × z_dim`, consumed), `x` (`n × in`) and `z` being the
@@ -254,12 +228,21 @@ impl<T: Real> Mlp<T> {
     /// into an `m × in` copy: the first layer runs on [`STATS_BLOCK_ROWS`] of them at a time.
     /// Identical, bit for bit, to `batch_norm_stats(x.select(Axis(0), rows))` (each row's
     /// first-layer output does not depend on the other rows).
-    pub(crate) fn batch_norm_stats_rows(&self, x: ArrayView2<T>, rows: &[usize]) -> Vec<Option<BnStats<T>>> {
+    pub(crate) fn batch_norm_stats_rows(
+        &self,
+        x: ArrayView2<T>,
+        rows: &[usize],
+    ) -> Vec<Option<BnStats<T>>> {
         self.batch_norm_stats_rows_blocked(x, rows, STATS_BLOCK_ROWS)
     }
 
     /// [`Mlp::batch_norm_stats_rows`] with `block` rows per first-layer block (tests use tiny ones).
-    pub(crate) fn batch_norm_stats_rows_blocked(&self, x: ArrayView2<T>, rows: &[usize], block: usize) -> Vec<Option<BnStats<T>>> {
+    pub(crate) fn batch_norm_stats_rows_blocked(
+        &self,
+        x: ArrayView2<T>,
+        rows: &[usize],
+        block: usize,
+    ) -> Vec<Option<BnStats<T>>> {
         self.batch_norm_stats_from(|first| {
             let mut h = Array2::zeros((rows.len(), first.w.ncols()));
             for (idx, mut out) in rows.chunks(block).zip(h.axis_chunks_iter_mut(Axis(0), block)) {
@@ -271,7 +254,10 @@ impl<T: Real> Mlp<T> {
 
     /// The statistics given `first_linear`, which returns the first block's linear output
     /// (`m × width`) for the statistics rows.
-    fn batch_norm_stats_from(&self, first_linear: impl FnOnce(&Linear<T>) -> Array2<T>) -> Vec<Option<BnStats<T>>> {
+    fn batch_norm_stats_from(
+        &self,
+        first_linear: impl FnOnce(&Linear<T>) -> Array2<T>,
+    ) -> Vec<Option<BnStats<T>>> {
         let last_bn = self.blocks.iter().rposition(|b| b.bn.is_some());
         let mut out = Vec::with_capacity(self.blocks.len());
         let mut first_linear = Some(first_linear);
@@ -310,7 +296,11 @@ impl<T: Real> Mlp<T> {
     /// If `stats` has another length than the blocks, or lacks statistics for a BatchNorm block
     /// (callers validate a loaded model first).
     pub(crate) fn eval_frozen(&self, x: ArrayView2<T>, stats: &[Option<BnStats<T>>]) -> Array2<T> {
-        assert_eq!(stats.len(), self.blocks.len(), "Mlp::eval_frozen: one statistics entry per block");
+        assert_eq!(
+            stats.len(),
+            self.blocks.len(),
+            "Mlp::eval_frozen: one statistics entry per block"
+        );
         // The first layer reads `x` where it is: no copy of the `n × in` input.
         let mut h: Option<Array2<T>> = None;
         for (block, st) in self.blocks.iter().zip(stats) {
@@ -355,10 +345,7 @@ mod tests {
         block.linear.b = ndarray::Array1::from(vec![0.1, -0.1, 0.2, 0.0, 0.3]);
         let x = random_matrix(6, 3, &mut rng);
         let r = random_matrix(6, 5, &mut rng);
-        let fw = Forward {
-            train: true,
-            stats_rows: 6,
-        };
+        let fw = Forward { train: true, stats_rows: 6 };
         // The same seed gives the same mask at every evaluation.
         let loss = |b: &Block<f64>, x: &Array2<f64>| {
             let mut mrng = ChaCha8Rng::seed_from_u64(99);
@@ -389,8 +376,6 @@ mod tests {
         let mask = dropout_mask::<f32>(200, 50, 0.3, &mut rng);
         let zeros = mask.iter().filter(|&&m| m == 0.0).count() as f64 / 10_000.0;
         assert!((zeros - 0.3).abs() < 0.02, "drop rate {zeros}");
-        assert!(mask
-            .iter()
-            .all(|&m| m == 0.0 || (m - 1.0 / 0.7).abs() < 1e-6));
+        assert!(mask.iter().all(|&m| m == 0.0 || (m - 1.0 / 0.7).abs() < 1e-6));
     }
 }

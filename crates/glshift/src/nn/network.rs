@@ -63,7 +63,6 @@ impl<T> Pass<T> {
     }
 }
 
-
 impl Network<f32> {
     /// A new f32 network for `input_dim` features and `n_classes` classes (see the type's docs
     /// for the initialisation). Deterministic in `seed`.
@@ -114,13 +113,7 @@ impl<T: Real> Network<T> {
             init_std(Activation::Identity, fan_in, n_classes),
             &mut rng,
         );
-        Ok(Network {
-            input_dim,
-            n_classes,
-            config: cfg.clone(),
-            g: Mlp { blocks },
-            f,
-        })
+        Ok(Network { input_dim, n_classes, config: cfg.clone(), g: Mlp { blocks }, f })
     }
 
     /// Number of input features.
@@ -184,20 +177,12 @@ impl<T: Real> Network<T> {
         d_logits: ArrayView2<T>,
         d_z_extra: Option<ArrayView2<T>>,
     ) -> Grads<T> {
-        assert_eq!(
-            d_logits.dim(),
-            pass.logits.dim(),
-            "Network::backward: d_logits shape"
-        );
+        assert_eq!(d_logits.dim(), pass.logits.dim(), "Network::backward: d_logits shape");
         pass.check_input(&x, "Network::backward");
         let (f, dz) = self.f.backward(pass.z.view(), d_logits, true);
         let mut dz = dz.expect("dz requested");
         if let Some(extra) = d_z_extra {
-            assert_eq!(
-                extra.dim(),
-                pass.z.dim(),
-                "Network::backward: d_z_extra shape"
-            );
+            assert_eq!(extra.dim(), pass.z.dim(), "Network::backward: d_z_extra shape");
             dz.scaled_add(T::one(), &extra);
         }
         let g = self.g.backward(&pass.cache, x, pass.z.view(), dz);
@@ -212,7 +197,12 @@ impl<T: Real> Network<T> {
     /// # Panics
     /// If `d_logits` has the wrong width or more rows than the pass, or fewer rows than the
     /// BatchNorm statistics, or `x` is not the array the pass read.
-    pub fn backward_leading(&self, x: ArrayView2<T>, pass: &Pass<T>, d_logits: ArrayView2<T>) -> Grads<T> {
+    pub fn backward_leading(
+        &self,
+        x: ArrayView2<T>,
+        pass: &Pass<T>,
+        d_logits: ArrayView2<T>,
+    ) -> Grads<T> {
         let r = d_logits.nrows();
         assert!(
             r <= pass.logits.nrows() && d_logits.ncols() == pass.logits.ncols(),
@@ -230,11 +220,26 @@ impl<T: Real> Network<T> {
     ///
     /// # Panics
     /// If a shape does not match the pass, or `x` is not the array the pass read.
-    pub fn backward_with_input(&self, x: ArrayView2<T>, pass: &Pass<T>, d_logits: ArrayView2<T>) -> (Grads<T>, Array2<T>) {
-        assert_eq!(d_logits.dim(), pass.logits.dim(), "Network::backward_with_input: d_logits shape");
+    pub fn backward_with_input(
+        &self,
+        x: ArrayView2<T>,
+        pass: &Pass<T>,
+        d_logits: ArrayView2<T>,
+    ) -> (Grads<T>, Array2<T>) {
+        assert_eq!(
+            d_logits.dim(),
+            pass.logits.dim(),
+            "Network::backward_with_input: d_logits shape"
+        );
         pass.check_input(&x, "Network::backward_with_input");
         let (f, dz) = self.f.backward(pass.z.view(), d_logits, true);
-        let (g, dx) = self.g.backward_with_input(&pass.cache, x, pass.z.view(), dz.expect("dz requested"), true);
+        let (g, dx) = self.g.backward_with_input(
+            &pass.cache,
+            x,
+            pass.z.view(),
+            dz.expect("dz requested"),
+            true,
+        );
         (Grads { g, f }, dx.expect("dx requested"))
     }
 
@@ -275,14 +280,22 @@ impl<T: Real> Network<T> {
 
     /// [`Network::batch_norm_stats`] of the rows `rows` of `x` (`n × input_dim`), bit for bit,
     /// without gathering them into a copy (the first layer runs on blocks of them).
-    pub fn batch_norm_stats_rows(&self, x: ArrayView2<T>, rows: &[usize]) -> Vec<Option<BnStats<T>>> {
+    pub fn batch_norm_stats_rows(
+        &self,
+        x: ArrayView2<T>,
+        rows: &[usize],
+    ) -> Vec<Option<BnStats<T>>> {
         self.g.batch_norm_stats_rows(x, rows)
     }
 
     /// Evaluation-mode `(z, logits)` (`n × z_dim`, `n × c`) for `x` (`n × input_dim`) with frozen
     /// BatchNorm statistics; identical, bit for bit, to [`Network::eval_outputs`] with the rows
     /// the statistics came from.
-    pub fn eval_frozen(&self, x: ArrayView2<T>, stats: &[Option<BnStats<T>>]) -> (Array2<T>, Array2<T>) {
+    pub fn eval_frozen(
+        &self,
+        x: ArrayView2<T>,
+        stats: &[Option<BnStats<T>>],
+    ) -> (Array2<T>, Array2<T>) {
         let z = self.g.eval_frozen(x, stats);
         let logits = self.f.forward(z.view());
         (z, logits)

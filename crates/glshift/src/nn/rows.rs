@@ -18,7 +18,10 @@ const ROWS_PER_TASK: usize = 1024;
 
 /// `[f(0, row 0), f(1, row 1), …]` over the rows of `a` (as slices), which `f` may change in
 /// place; `a` is put in row-major order first if it is not.
-pub(crate) fn map_rows_in_place<T: Copy + Send + Sync, R: Send>(a: &mut Array2<T>, f: impl Fn(usize, &mut [T]) -> R + Sync + Send) -> Vec<R> {
+pub(crate) fn map_rows_in_place<T: Copy + Send + Sync, R: Send>(
+    a: &mut Array2<T>,
+    f: impl Fn(usize, &mut [T]) -> R + Sync + Send,
+) -> Vec<R> {
     let (n, c) = a.dim();
     if c == 0 {
         return (0..n).map(|i| f(i, &mut [])).collect();
@@ -30,18 +33,28 @@ pub(crate) fn map_rows_in_place<T: Copy + Send + Sync, R: Send>(a: &mut Array2<T
     if n < PARALLEL_MIN_ROWS {
         data.chunks_exact_mut(c).enumerate().map(|(i, row)| f(i, row)).collect()
     } else {
-        data.par_chunks_exact_mut(c).enumerate().with_min_len(ROWS_PER_TASK).map(|(i, row)| f(i, row)).collect()
+        data.par_chunks_exact_mut(c)
+            .enumerate()
+            .with_min_len(ROWS_PER_TASK)
+            .map(|(i, row)| f(i, row))
+            .collect()
     }
 }
 
 /// [`map_rows_in_place`] without results.
-pub(crate) fn for_each_row<T: Copy + Send + Sync>(a: &mut Array2<T>, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+pub(crate) fn for_each_row<T: Copy + Send + Sync>(
+    a: &mut Array2<T>,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
     map_rows_in_place(a, f);
 }
 
 /// `[f(0, row 0), f(1, row 1), …]` over the rows of `a` (as slices; a copy in row-major order
 /// is taken first if `a` is not in that order).
-pub(crate) fn map_rows_of<T: Copy + Send + Sync, R: Send>(a: ArrayView2<T>, f: impl Fn(usize, &[T]) -> R + Sync + Send) -> Vec<R> {
+pub(crate) fn map_rows_of<T: Copy + Send + Sync, R: Send>(
+    a: ArrayView2<T>,
+    f: impl Fn(usize, &[T]) -> R + Sync + Send,
+) -> Vec<R> {
     let (n, c) = a.dim();
     if c == 0 {
         return (0..n).map(|i| f(i, &[])).collect();
@@ -51,7 +64,11 @@ pub(crate) fn map_rows_of<T: Copy + Send + Sync, R: Send>(a: ArrayView2<T>, f: i
     if n < PARALLEL_MIN_ROWS {
         data.chunks_exact(c).enumerate().map(|(i, row)| f(i, row)).collect()
     } else {
-        data.par_chunks_exact(c).enumerate().with_min_len(ROWS_PER_TASK).map(|(i, row)| f(i, row)).collect()
+        data.par_chunks_exact(c)
+            .enumerate()
+            .with_min_len(ROWS_PER_TASK)
+            .map(|(i, row)| f(i, row))
+            .collect()
     }
 }
 
@@ -69,13 +86,19 @@ mod tests {
         let n = 3 * PARALLEL_MIN_ROWS + 17;
         let m = Array2::from_shape_fn((n, 2), |(i, k)| (i * (k + 1)) as f64);
         let column_major = m.t().to_owned();
-        let expected: Vec<f64> = (0..n).map(|i| row_value(i, &[i as f64, 2.0 * i as f64])).collect();
-        let same = |got: &[f64]| got.len() == n && got.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
+        let expected: Vec<f64> =
+            (0..n).map(|i| row_value(i, &[i as f64, 2.0 * i as f64])).collect();
+        let same = |got: &[f64]| {
+            got.len() == n && got.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits())
+        };
         for threads in [1, 2, 5] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             assert!(same(&pool.install(|| map_rows_of(m.view(), row_value))), "{threads} threads");
             // Not in row-major order: read from a copy that is.
-            assert!(same(&pool.install(|| map_rows_of(column_major.t(), row_value))), "{threads} threads, column-major");
+            assert!(
+                same(&pool.install(|| map_rows_of(column_major.t(), row_value))),
+                "{threads} threads, column-major"
+            );
             let mut a = m.clone();
             let values = pool.install(|| {
                 map_rows_in_place(&mut a, |i, row| {
@@ -85,7 +108,11 @@ mod tests {
                 })
             });
             assert!(same(&values), "{threads} threads, in place");
-            assert!(a.indexed_iter().all(|((i, k), v)| v.to_bits() == (((i * (k + 1)) as f64).sqrt() + i as f64).to_bits()), "{threads} threads");
+            assert!(
+                a.indexed_iter().all(|((i, k), v)| v.to_bits()
+                    == (((i * (k + 1)) as f64).sqrt() + i as f64).to_bits()),
+                "{threads} threads"
+            );
         }
     }
 }

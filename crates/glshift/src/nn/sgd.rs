@@ -24,7 +24,13 @@ pub struct Sgd<T = f32> {
 
 impl<T: Real> Sgd<T> {
     /// Zero momentum buffers shaped like `net`'s parameters.
-    pub fn new(net: &Network<T>, lr: f64, momentum: f64, nesterov: bool, weight_decay: f64) -> Self {
+    pub fn new(
+        net: &Network<T>,
+        lr: f64,
+        momentum: f64,
+        nesterov: bool,
+        weight_decay: f64,
+    ) -> Self {
         let buf = net.params().iter().map(|(_, p)| vec![T::zero(); p.len()]).collect();
         Sgd { lr, momentum, nesterov, weight_decay, started: false, buf }
     }
@@ -39,7 +45,10 @@ impl<T: Real> Sgd<T> {
         self.started = true;
         let params = net.params_mut();
         let gs = grads.tensors();
-        assert!(params.len() == self.buf.len() && gs.len() == self.buf.len(), "Sgd::step: layout changed");
+        assert!(
+            params.len() == self.buf.len() && gs.len() == self.buf.len(),
+            "Sgd::step: layout changed"
+        );
         for (((kind, p), g), b) in params.into_iter().zip(gs).zip(self.buf.iter_mut()) {
             assert!(p.len() == g.len() && p.len() == b.len(), "Sgd::step: tensor size mismatch");
             let decay = if kind == ParamKind::Weight { wd } else { 0.0 };
@@ -66,7 +75,12 @@ struct Hyper {
 
 /// θ, b ← the step of the module docs on one tensor, in f64 per element.
 #[inline]
-fn update<T: Real, const FIRST: bool, const NESTEROV: bool>(p: &mut [T], g: &[T], b: &mut [T], h: Hyper) {
+fn update<T: Real, const FIRST: bool, const NESTEROV: bool>(
+    p: &mut [T],
+    g: &[T],
+    b: &mut [T],
+    h: Hyper,
+) {
     let Hyper { lr, mu, decay } = h;
     for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
         let theta = p.to_f64_();
@@ -165,7 +179,8 @@ mod tests {
         let (mut net, _, _) = tiny();
         let mut zero = grads(&net, &x, &y);
         zero.tensors_mut().into_iter().for_each(|t| t.iter_mut().for_each(|v| *v = 0.0));
-        let before: Vec<(ParamKind, Vec<f64>)> = net.params().iter().map(|(k, p)| (*k, p.to_vec())).collect();
+        let before: Vec<(ParamKind, Vec<f64>)> =
+            net.params().iter().map(|(k, p)| (*k, p.to_vec())).collect();
         Sgd::new(&net, 0.5, 0.0, false, 0.1).step(&mut net, &zero);
         for ((_, p), (k, b)) in net.params().iter().zip(&before) {
             let want = if *k == ParamKind::Weight { 0.95 } else { 1.0 };

@@ -29,7 +29,10 @@ impl RunOutput {
         )?;
         let s = eval::score(&argmax_rows(&self.target_probs), truth, c)?;
         let e = Evaluation {
-            prior_l1_error: r.estimated_target_prior.as_ref().map(|p| label_shift::l1_distance(p, &s.true_prior)),
+            prior_l1_error: r
+                .estimated_target_prior
+                .as_ref()
+                .map(|p| label_shift::l1_distance(p, &s.true_prior)),
             source_target_prior_l1: label_shift::l1_distance(&r.source_prior, &s.true_prior),
             target_accuracy: s.accuracy,
             per_class_accuracy: s.per_class_accuracy,

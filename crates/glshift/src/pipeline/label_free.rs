@@ -2,10 +2,10 @@
 //! [`label_shift::fit_diagnostics`], the estimated target prior (`label_shift.prior_estimator`)
 //! and its bootstrap interval.
 
-use crate::seeds::{stream_seed, Stream};
 use crate::label_shift;
 use crate::methods::FitConfig;
 use crate::model::ReportedPrior;
+use crate::seeds::{stream_seed, Stream};
 use crate::Result;
 
 /// What a fit reports without target labels.
@@ -71,10 +71,20 @@ pub const PRIOR_CI_LEVEL: f64 = 0.9;
 /// The bootstrap interval around the fit's reported prior (None without a hold-out, where the
 /// tracker's estimate is reported without interval). The replicates are unfloored: a class the
 /// floor or the fixed support sets to 0 keeps the spread of its unfloored estimate.
-fn prior_interval(prior: &ReportedPrior, cfg: &FitConfig) -> Result<Option<label_shift::FitPriorInterval>> {
+fn prior_interval(
+    prior: &ReportedPrior,
+    cfg: &FitConfig,
+) -> Result<Option<label_shift::FitPriorInterval>> {
     let Some(outputs) = &prior.outputs else { return Ok(None) };
     let ls = &cfg.label_shift;
     let seed = stream_seed(cfg.seed, Stream::PriorInterval);
-    let iv = outputs.interval_around(prior.estimate.clone(), ls.prior_estimator, ls.soft, PRIOR_CI_RESAMPLES, PRIOR_CI_LEVEL, seed)?;
+    let iv = outputs.interval_around(
+        prior.estimate.clone(),
+        ls.prior_estimator,
+        ls.soft,
+        PRIOR_CI_RESAMPLES,
+        PRIOR_CI_LEVEL,
+        seed,
+    )?;
     Ok(Some(iv))
 }

@@ -9,21 +9,23 @@ use serde::Serialize;
 
 use crate::data::Domain;
 use crate::data::{FilePair, Rows};
+use crate::methods::{FitConfig, PretrainCache, Progress};
 use crate::model::dataset::check_domain_rows;
+use crate::model::{
+    CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel,
+};
 use crate::nn::argmax_row;
 use crate::output::StagedFile;
-use crate::methods::{FitConfig, PretrainCache, Progress};
-use crate::model::{CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel};
 use crate::{Error, Result};
 
 mod evaluate;
 mod label_free;
-mod report;
 mod output_files;
+mod report;
+use label_free::label_free;
+pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 use output_files::labels_array;
 pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
-pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
-use label_free::label_free;
 use report::fit_report;
 pub use report::FitReport;
 
@@ -104,7 +106,10 @@ pub fn argmax_rows(p: &Array2<f32>) -> Vec<usize> {
 /// the array checks of [`crate::model::Dataset`], naming the domains' files, and target classes
 /// ⊆ source classes.
 pub fn check_pair(source: &Domain, target: &Domain) -> Result<()> {
-    check_pair_rows((source, Rows::Memory(source.features.view())), (target, Rows::Memory(target.features.view())))
+    check_pair_rows(
+        (source, Rows::Memory(source.features.view())),
+        (target, Rows::Memory(target.features.view())),
+    )
 }
 
 /// [`check_pair`] with each domain's rows given apart (in memory or in its file).
@@ -117,7 +122,9 @@ fn check_pair_rows<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>))
     if let Some(tl) = &target.labels {
         let mut in_source = vec![false; c];
         labels.iter().for_each(|&y| in_source[y] = true);
-        if let Some((i, &l)) = tl.iter().enumerate().find(|(_, &l)| !in_source.get(l).copied().unwrap_or(false)) {
+        if let Some((i, &l)) =
+            tl.iter().enumerate().find(|(_, &l)| !in_source.get(l).copied().unwrap_or(false))
+        {
             let name = source.class_names.get(l).map_or_else(|| l.to_string(), String::clone);
             return Err(Error::bad_data(
                 format!("target '{}' ({})", target.name, target.path.display()),
@@ -134,7 +141,12 @@ fn check_pair_rows<'r>(source: (&Domain, Rows<'r>), target: (&Domain, Rows<'r>))
 }
 
 /// Preprocesses, trains and scores. `target` labels, if any, are read only after training.
-pub fn run(source: &Domain, target: &Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+pub fn run(
+    source: &Domain,
+    target: &Domain,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
     run_inner(source, target, cfg, None, None, progress)
 }
 
@@ -172,18 +184,41 @@ fn run_inner(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
     let params = check_run(source, target, cfg)?;
-    let features = FitFeatures::Memory(source.features.view().into(), target.features.view().into());
-    run_checked(&params, source, target, features, cfg, FitOptions { holdout, cache, progress: Some(progress) })
+    let features =
+        FitFeatures::Memory(source.features.view().into(), target.features.view().into());
+    run_checked(
+        &params,
+        source,
+        target,
+        features,
+        cfg,
+        FitOptions { holdout, cache, progress: Some(progress) },
+    )
 }
 
 /// [`run`] taking the domains by value: their features are preprocessed in place and freed
 /// when training ends, so the run holds one copy of them instead of two (`glshift fit`). Same
 /// results, bit for bit.
-pub fn run_owned(mut source: Domain, mut target: Domain, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+pub fn run_owned(
+    mut source: Domain,
+    mut target: Domain,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
     let params = check_run(&source, &target, cfg)?;
     // From here on `source` and `target` give names, paths, labels and classes, not rows.
-    let features = FitFeatures::Memory(std::mem::take(&mut source.features).into(), std::mem::take(&mut target.features).into());
-    run_checked(&params, &source, &target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
+    let features = FitFeatures::Memory(
+        std::mem::take(&mut source.features).into(),
+        std::mem::take(&mut target.features).into(),
+    );
+    run_checked(
+        &params,
+        &source,
+        &target,
+        features,
+        cfg,
+        FitOptions { holdout: None, cache: None, progress: Some(progress) },
+    )
 }
 
 /// Whether a fit of `cfg` on `n_rows` (source + target) × `d` reads its feature rows from
@@ -198,12 +233,26 @@ pub fn reads_from_files(cfg: &FitConfig, n_rows: usize, d: usize) -> bool {
 /// batches and `O(n × z_dim)`, not by `n × d`. For mini-batch fits ([`reads_from_files`]);
 /// the same results, bit for bit, as [`run_owned`] on the loaded pair with the same settings.
 /// Errors: those of [`run_owned`], a full-batch configuration, a file that changes under the fit.
-pub fn run_files(pair: &FilePair, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<RunOutput> {
+pub fn run_files(
+    pair: &FilePair,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
     let params = FitParams::from_config(cfg.clone()).check()?;
     let (source, target) = (&pair.source, &pair.target);
-    check_pair_rows((source, Rows::File(&pair.source_rows, None)), (target, Rows::File(&pair.target_rows, None)))?;
+    check_pair_rows(
+        (source, Rows::File(&pair.source_rows, None)),
+        (target, Rows::File(&pair.target_rows, None)),
+    )?;
     let features = FitFeatures::Files(&pair.source_rows, &pair.target_rows);
-    run_checked(&params, source, target, features, cfg, FitOptions { holdout: None, cache: None, progress: Some(progress) })
+    run_checked(
+        &params,
+        source,
+        target,
+        features,
+        cfg,
+        FitOptions { holdout: None, cache: None, progress: Some(progress) },
+    )
 }
 
 /// The checks every run makes before it allocates anything: the settings and the pair (the
@@ -238,7 +287,17 @@ fn run_checked(
     let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let label_free = label_free(&fitted, prior.as_ref(), &holdout_labels, cfg, &mut warnings)?;
     let shape = (n_source, n_features, n_target);
-    let report = fit_report(source, target, cfg, &fitted, shape, label_free, predicted_class_counts, elapsed_seconds, warnings);
+    let report = fit_report(
+        source,
+        target,
+        cfg,
+        &fitted,
+        shape,
+        label_free,
+        predicted_class_counts,
+        elapsed_seconds,
+        warnings,
+    );
     let mut out = RunOutput {
         report,
         target_probs: fitted.target_probs,
@@ -257,4 +316,3 @@ fn run_checked(
     }
     Ok(out)
 }
-

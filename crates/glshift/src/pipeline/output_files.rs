@@ -26,7 +26,12 @@ pub fn predictions_csv_header(classes: &[String]) -> String {
 
 /// Appends the lines of [`predictions_csv`] for `probs` (`rows × c`), numbered from
 /// `first_row`: a file written block by block is identical to one written at once.
-pub fn push_predictions_csv_rows(out: &mut String, probs: ArrayView2<f32>, classes: &[String], first_row: usize) {
+pub fn push_predictions_csv_rows(
+    out: &mut String,
+    probs: ArrayView2<f32>,
+    classes: &[String],
+    first_row: usize,
+) {
     use std::fmt::Write;
     for (i, row) in probs.rows().into_iter().enumerate() {
         let k = argmax_row(row).0;

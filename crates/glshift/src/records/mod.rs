@@ -12,5 +12,8 @@ mod shift_test;
 
 pub use bench::{BenchRecord, FailedRun};
 pub use protocol::Protocol;
-pub use shift_estimate::{ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile, TrainRows, TrainedInput};
+pub use shift_estimate::{
+    ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile,
+    TrainRows, TrainedInput,
+};
 pub use shift_test::{ClassTestRecord, ShiftTestFile, TestSeconds};

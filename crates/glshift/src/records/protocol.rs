@@ -63,7 +63,13 @@ mod tests {
         assert_eq!(Protocol::parse("pda", 10, None).unwrap(), Protocol::Pda { classes: 5 });
         let json = serde_json::to_string(&Protocol::Pda { classes: 5 }).unwrap();
         assert_eq!(json, r#"{"setting":"pda","classes":5}"#);
-        assert_eq!(serde_json::from_str::<Protocol>(&json).unwrap().label(), "pda (5 target classes)");
-        assert_eq!(serde_json::from_str::<Protocol>(r#"{"setting":"uda"}"#).unwrap(), Protocol::Uda);
+        assert_eq!(
+            serde_json::from_str::<Protocol>(&json).unwrap().label(),
+            "pda (5 target classes)"
+        );
+        assert_eq!(
+            serde_json::from_str::<Protocol>(r#"{"setting":"uda"}"#).unwrap(),
+            Protocol::Uda
+        );
     }
 }

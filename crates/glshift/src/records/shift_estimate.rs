@@ -109,7 +109,11 @@ mod tests {
     use super::*;
 
     fn file(input: EstimateInput) -> ShiftEstimateFile {
-        let diag = Diagnostics { smallest_singular_value: 0.0, condition_number: f64::INFINITY, warning: Some("singular".into()) };
+        let diag = Diagnostics {
+            smallest_singular_value: 0.0,
+            condition_number: f64::INFINITY,
+            warning: Some("singular".into()),
+        };
         ShiftEstimateFile {
             glshift_version: "0".into(),
             input,
@@ -118,8 +122,14 @@ mod tests {
             n_classes: 2,
             source_prior: vec![0.5, 0.5],
             bootstrap: None,
-            diagnostics: Conditioning { hard: ConditioningOutcome::Measured(diag), soft: ConditioningOutcome::Failed { error: "e".into() } },
-            estimators: BTreeMap::from([("bbse".to_string(), EstimatorOutcome::Failed { variant: "bbse-hard".into(), error: "singular".into() })]),
+            diagnostics: Conditioning {
+                hard: ConditioningOutcome::Measured(diag),
+                soft: ConditioningOutcome::Failed { error: "e".into() },
+            },
+            estimators: BTreeMap::from([(
+                "bbse".to_string(),
+                EstimatorOutcome::Failed { variant: "bbse-hard".into(), error: "singular".into() },
+            )]),
             true_target_prior: Some(vec![0.25, 0.75]),
             source_target_prior_l1: Some(0.5),
         }
@@ -128,8 +138,18 @@ mod tests {
     /// Written and read back: the same file again (JSON text equal), each form recognised.
     #[test]
     fn both_forms_read_back_as_written() {
-        let saved = EstimateInput::Saved { source_probs: "sp.npy".into(), source_labels: "sl.npy".into(), target_probs: "tp.npy".into() };
-        let classifier = ClassifierRecord { method: "source".into(), seed: 1, holdout_accuracy: 0.9, config: FitConfig::default(), target_accuracy: None };
+        let saved = EstimateInput::Saved {
+            source_probs: "sp.npy".into(),
+            source_labels: "sl.npy".into(),
+            target_probs: "tp.npy".into(),
+        };
+        let classifier = ClassifierRecord {
+            method: "source".into(),
+            seed: 1,
+            holdout_accuracy: 0.9,
+            config: FitConfig::default(),
+            target_accuracy: None,
+        };
         let trained = EstimateInput::Trained(Box::new(TrainedInput {
             data: "d".into(),
             source: "a".into(),
@@ -147,7 +167,10 @@ mod tests {
             let back: ShiftEstimateFile = serde_json::from_str(&text).unwrap();
             assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
             let cond = &back.diagnostics.hard;
-            assert!(matches!(cond, ConditioningOutcome::Measured(d) if d.condition_number == f64::INFINITY), "{cond:?}");
+            assert!(
+                matches!(cond, ConditioningOutcome::Measured(d) if d.condition_number == f64::INFINITY),
+                "{cond:?}"
+            );
         }
         assert_eq!(TrainRows::new(vec![5]), TrainRows::One(5));
     }

@@ -64,7 +64,11 @@ impl TestSeconds {
 
 impl ClassTestRecord {
     /// `t` named from `names` (indexed by class), with the reason it was not tested.
-    pub fn new(t: &ClassTest, names: &[String], not_testable_reason: Option<String>) -> ClassTestRecord {
+    pub fn new(
+        t: &ClassTest,
+        names: &[String],
+        not_testable_reason: Option<String>,
+    ) -> ClassTestRecord {
         ClassTestRecord {
             class: names[t.class].clone(),
             class_index: t.class,
@@ -114,7 +118,9 @@ mod tests {
         let per_class = res
             .per_class
             .iter()
-            .map(|t| ClassTestRecord::new(t, &names, (!t.testable).then(|| "3 source rows".to_string())))
+            .map(|t| {
+                ClassTestRecord::new(t, &names, (!t.testable).then(|| "3 source rows".to_string()))
+            })
             .collect();
         let file = ShiftTestFile {
             glshift_version: "0".into(),

@@ -32,7 +32,14 @@ pub struct Candidate {
 impl Candidate {
     /// `method` with no override.
     pub fn new(method: MethodKind) -> Candidate {
-        Candidate { name: None, method, lambda_tu: None, lambda_du: None, tau: None, adapt_iters: None }
+        Candidate {
+            name: None,
+            method,
+            lambda_tu: None,
+            lambda_du: None,
+            tau: None,
+            adapt_iters: None,
+        }
     }
 
     pub fn named(mut self, name: &str) -> Candidate {
@@ -51,7 +58,11 @@ impl Candidate {
         parts.extend(f("lambda_du", self.lambda_du));
         parts.extend(f("tau", self.tau));
         parts.extend(self.adapt_iters.map(|v| format!("adapt_iters={v}")));
-        if parts.is_empty() { self.method.to_string() } else { format!("{}[{}]", self.method, parts.join(",")) }
+        if parts.is_empty() {
+            self.method.to_string()
+        } else {
+            format!("{}[{}]", self.method, parts.join(","))
+        }
     }
 
     /// The base configuration with this candidate's method and overrides (not yet validated).
@@ -103,17 +114,25 @@ struct CandidatesFile {
 /// Reads a candidates file; errors name the file (unreadable, invalid TOML, unknown keys, no
 /// `[[candidate]]`, a candidate whose settings are out of range over `base`, repeated names).
 pub fn read_candidates_file(path: &Path, base: &FitConfig) -> Result<Vec<Candidate>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
-    let file: CandidatesFile =
-        toml::from_str(&text).map_err(|e| Error::bad_file(path, format!("invalid candidates file: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    let file: CandidatesFile = toml::from_str(&text)
+        .map_err(|e| Error::bad_file(path, format!("invalid candidates file: {e}")))?;
     check_candidates(&file.candidate, base).map_err(|e| Error::bad_file(path, e.to_string()))?;
     Ok(file.candidate)
 }
 
 /// At least one candidate, distinct names, and every candidate's configuration valid.
-pub(super) fn check_candidates(candidates: &[Candidate], base: &FitConfig) -> Result<Vec<FitConfig>> {
+pub(super) fn check_candidates(
+    candidates: &[Candidate],
+    base: &FitConfig,
+) -> Result<Vec<FitConfig>> {
     if candidates.is_empty() {
-        return Err(Error::param("candidates", "[]", "no candidate to select from: add at least one [[candidate]] with a method"));
+        return Err(Error::param(
+            "candidates",
+            "[]",
+            "no candidate to select from: add at least one [[candidate]] with a method",
+        ));
     }
     let mut names = std::collections::BTreeSet::new();
     candidates
@@ -122,10 +141,16 @@ pub(super) fn check_candidates(candidates: &[Candidate], base: &FitConfig) -> Re
         .map(|(i, c)| {
             let name = c.label();
             if !names.insert(name.clone()) {
-                return Err(Error::param("candidate.name", &name, format!("candidate {} repeats a name; names must be distinct", i + 1)));
+                return Err(Error::param(
+                    "candidate.name",
+                    &name,
+                    format!("candidate {} repeats a name; names must be distinct", i + 1),
+                ));
             }
             let cfg = c.apply(base);
-            cfg.validate().map_err(|e| Error::bad_data(format!("candidate {} ('{name}')", i + 1), e.to_string()))?;
+            cfg.validate().map_err(|e| {
+                Error::bad_data(format!("candidate {} ('{name}')", i + 1), e.to_string())
+            })?;
             Ok(cfg)
         })
         .collect()

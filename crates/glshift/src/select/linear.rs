@@ -107,7 +107,13 @@ mod tests {
     #[test]
     fn separates_separable_classes_and_is_reproducible() {
         // Three clusters along the axes of a 4-d space.
-        let x = Array2::<f32>::from_shape_fn((60, 4), |(i, j)| if j == i % 3 { 2.0 + (i % 7) as f32 * 0.1 } else { (i % 5) as f32 * 0.05 });
+        let x = Array2::<f32>::from_shape_fn((60, 4), |(i, j)| {
+            if j == i % 3 {
+                2.0 + (i % 7) as f32 * 0.1
+            } else {
+                (i % 5) as f32 * 0.05
+            }
+        });
         let y: Vec<usize> = (0..60).map(|i| i % 3).collect();
         let m = Linear::fit(x.view(), &y, 3);
         let p = m.predict_proba(x.view());
@@ -121,7 +127,10 @@ mod tests {
 
     #[test]
     fn a_class_without_rows_gets_low_probability_and_constant_columns_are_harmless() {
-        let x = Array2::<f32>::from_shape_fn((20, 3), |(i, j)| if j == 2 || j == i % 2 { 1.0 } else { 0.0 });
+        let x = Array2::<f32>::from_shape_fn(
+            (20, 3),
+            |(i, j)| if j == 2 || j == i % 2 { 1.0 } else { 0.0 },
+        );
         let y: Vec<usize> = (0..20).map(|i| i % 2).collect();
         let p = Linear::fit(x.view(), &y, 3).predict_proba(x.view());
         assert!(p.iter().all(|v| v.is_finite()));

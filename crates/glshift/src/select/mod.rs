@@ -60,7 +60,11 @@ pub struct SelectParams {
 
 impl Default for SelectParams {
     fn default() -> Self {
-        SelectParams { base: FitConfig::default(), candidates: default_candidates(), rule: SelectRule::default() }
+        SelectParams {
+            base: FitConfig::default(),
+            candidates: default_candidates(),
+            rule: SelectRule::default(),
+        }
     }
 }
 
@@ -183,13 +187,20 @@ impl CheckedSelectParams {
 
     /// Fits every candidate on `source` → `target` (pre-training shared), scores them, chooses.
     /// `progress(i, p)` reports candidate `i`'s training. Deterministic for the base seed.
-    pub fn select(&self, source: &Domain, target: &Domain, progress: &mut dyn FnMut(usize, Progress)) -> Result<SelectOutcome> {
+    pub fn select(
+        &self,
+        source: &Domain,
+        target: &Domain,
+        progress: &mut dyn FnMut(usize, Progress),
+    ) -> Result<SelectOutcome> {
         pipeline::check_pair(source, target)?;
         let blind = Domain { labels: None, ..target.clone() };
         let mut cache = PretrainCache::new();
         let mut runs = Vec::with_capacity(self.configs.len());
         for (i, cfg) in self.configs.iter().enumerate() {
-            runs.push(pipeline::run_cached(source, &blind, cfg, &mut cache, &mut |p| progress(i, p))?);
+            runs.push(pipeline::run_cached(source, &blind, cfg, &mut cache, &mut |p| {
+                progress(i, p)
+            })?);
         }
         let reference = self.iwcv_reference(source, &blind, &runs, &mut cache)?;
         let selection = self.choose(&runs, reference)?;
@@ -207,7 +218,11 @@ impl CheckedSelectParams {
 
     /// [`CheckedSelectParams::select`] on in-memory arrays (the Python package's
     /// `glshift.select`): the dataset has no target labels, so the outcome has no evaluation.
-    pub fn select_dataset(&self, data: &Dataset, progress: &mut dyn FnMut(usize, Progress)) -> Result<SelectOutcome> {
+    pub fn select_dataset(
+        &self,
+        data: &Dataset,
+        progress: &mut dyn FnMut(usize, Progress),
+    ) -> Result<SelectOutcome> {
         let (source, target) = data.to_domains();
         self.select(&source, &target, progress)
     }
@@ -215,14 +230,22 @@ impl CheckedSelectParams {
     /// The candidate that is the pre-trained network itself (`source` with `adapt_iters = 0`
     /// over the base), if one is: IWCV's weights come from it and `safe-entropy` compares with it.
     fn pretrained_candidate(&self) -> Option<usize> {
-        let cfg = FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
+        let cfg =
+            FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
         self.configs.iter().position(|c| *c == cfg)
     }
 
     /// The common IWCV weights: MLLS on the pre-trained network (a candidate's run when one is
     /// exactly `source` with `adapt_iters = 0`, else one more run from the cache).
-    fn iwcv_reference(&self, source: &Domain, blind: &Domain, runs: &[RunOutput], cache: &mut PretrainCache) -> Result<IwcvReference> {
-        let cfg = FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
+    fn iwcv_reference(
+        &self,
+        source: &Domain,
+        blind: &Domain,
+        runs: &[RunOutput],
+        cache: &mut PretrainCache,
+    ) -> Result<IwcvReference> {
+        let cfg =
+            FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
         let own;
         let run = match self.pretrained_candidate() {
             Some(i) => &runs[i],
@@ -232,11 +255,22 @@ impl CheckedSelectParams {
             }
         };
         let d = run.report.diagnostics.as_ref().ok_or_else(|| {
-            Error::numerical("select: IWCV weights", format!("the pre-trained network's diagnostics failed: {}", run.report.warnings.join("; ")))
+            Error::numerical(
+                "select: IWCV weights",
+                format!(
+                    "the pre-trained network's diagnostics failed: {}",
+                    run.report.warnings.join("; ")
+                ),
+            )
         })?;
         let ps = &run.report.source_prior;
-        let weights = d.mlls_prior.iter().zip(ps).map(|(q, p)| if *p > 0.0 { q / p } else { 0.0 }).collect();
-        Ok(IwcvReference { from: "MLLS-BCTS on the pre-trained network (source, adapt_iters = 0)".into(), target_prior: d.mlls_prior.clone(), weights })
+        let weights =
+            d.mlls_prior.iter().zip(ps).map(|(q, p)| if *p > 0.0 { q / p } else { 0.0 }).collect();
+        Ok(IwcvReference {
+            from: "MLLS-BCTS on the pre-trained network (source, adapt_iters = 0)".into(),
+            target_prior: d.mlls_prior.clone(),
+            weights,
+        })
     }
 
     /// Scores every run and applies the rule.
@@ -250,8 +284,12 @@ impl CheckedSelectParams {
             .map(|(r, w)| scores::score_candidate(r, &reference.weights, &rows, w))
             .collect();
         let values = scores::rule_values(&all, rule, self.pretrained_candidate());
-        let chosen = scores::arg_best(&values)
-            .ok_or_else(|| Error::numerical(format!("select rule {rule}"), "no candidate could be scored (see the candidates' warnings)"))?;
+        let chosen = scores::arg_best(&values).ok_or_else(|| {
+            Error::numerical(
+                format!("select rule {rule}"),
+                "no candidate could be scored (see the candidates' warnings)",
+            )
+        })?;
         let candidates: Vec<ScoredCandidate> = runs
             .iter()
             .zip(&self.params.candidates)
@@ -302,22 +340,36 @@ fn reason(rule: SelectRule, cands: &[ScoredCandidate], chosen: usize) -> String 
         (_, None) => "none".to_string(),
     };
     let winner = &cands[chosen];
-    let runner_up = cands
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| *i != chosen && c.rule_value.is_some())
-        .max_by(|a, b| a.1.rule_value.partial_cmp(&b.1.rule_value).unwrap_or(std::cmp::Ordering::Equal).then(b.0.cmp(&a.0)));
-    let next = runner_up.map_or(String::new(), |(_, c)| format!("; next '{}' with {}", c.name, show(c.rule_value)));
-    format!("rule {rule}: '{}' has {what} ({}){next}; ties go to the earlier candidate", winner.name, show(winner.rule_value))
+    let runner_up =
+        cands.iter().enumerate().filter(|(i, c)| *i != chosen && c.rule_value.is_some()).max_by(
+            |a, b| {
+                a.1.rule_value
+                    .partial_cmp(&b.1.rule_value)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(b.0.cmp(&a.0))
+            },
+        );
+    let next = runner_up
+        .map_or(String::new(), |(_, c)| format!("; next '{}' with {}", c.name, show(c.rule_value)));
+    format!(
+        "rule {rule}: '{}' has {what} ({}){next}; ties go to the earlier candidate",
+        winner.name,
+        show(winner.rule_value)
+    )
 }
 
 /// After the choice: every candidate's target accuracy.
-fn evaluate(selection: &Selection, runs: &[RunOutput], truth: &[usize]) -> Result<CandidateAccuracies> {
+fn evaluate(
+    selection: &Selection,
+    runs: &[RunOutput],
+    truth: &[usize],
+) -> Result<CandidateAccuracies> {
     let target_accuracy = runs
         .iter()
         .map(|r| eval::score(&r.predictions(), truth, r.report.classes.len()).map(|s| s.accuracy))
         .collect::<Result<Vec<f64>>>()?;
-    let oracle = scores::arg_best(&target_accuracy.iter().map(|&a| Some(a)).collect::<Vec<_>>()).unwrap_or(0);
+    let oracle = scores::arg_best(&target_accuracy.iter().map(|&a| Some(a)).collect::<Vec<_>>())
+        .unwrap_or(0);
     Ok(CandidateAccuracies {
         note: "evaluation only: computed from the target labels after the choice was made".into(),
         chosen_accuracy: target_accuracy[selection.chosen],

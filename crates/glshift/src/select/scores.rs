@@ -75,8 +75,13 @@ impl SelectRule {
     }
 
     /// The scorers whose ranks `MeanRank` averages (DEV once, in its normalised form).
-    const AGGREGATED: [SelectRule; 5] =
-        [SelectRule::Iwcv, SelectRule::DevNormalised, SelectRule::Snd, SelectRule::Entropy, SelectRule::Circular];
+    const AGGREGATED: [SelectRule; 5] = [
+        SelectRule::Iwcv,
+        SelectRule::DevNormalised,
+        SelectRule::Snd,
+        SelectRule::Entropy,
+        SelectRule::Circular,
+    ];
 }
 
 impl std::fmt::Display for SelectRule {
@@ -124,10 +129,18 @@ impl CandidateScores {
 
 /// Every scorer on one candidate's outputs. `w` are the class weights of IWCV (length c);
 /// `snd_rows` the target rows SND compares. Failures become `None` and a warning.
-pub(super) fn score_candidate(out: &RunOutput, w: &[f64], snd_rows: &[usize], warnings: &mut Vec<String>) -> CandidateScores {
-    let mut keep = |what: &str, r: Result<f64>| r.map_err(|e| warnings.push(format!("{what} not computed: {e}"))).ok();
+pub(super) fn score_candidate(
+    out: &RunOutput,
+    w: &[f64],
+    snd_rows: &[usize],
+    warnings: &mut Vec<String>,
+) -> CandidateScores {
+    let mut keep = |what: &str, r: Result<f64>| {
+        r.map_err(|e| warnings.push(format!("{what} not computed: {e}"))).ok()
+    };
     let dev_in = dev_inputs(out);
-    let iwcv = keep("iwcv", scorers::iwcv_label_shift(out.holdout_probs.view(), &out.holdout_labels, w));
+    let iwcv =
+        keep("iwcv", scorers::iwcv_label_shift(out.holdout_probs.view(), &out.holdout_labels, w));
     let (dev, dev_normalised) = match dev_in {
         Ok((losses, weights)) => (
             keep("dev", scorers::dev(&losses, &weights, false)),
@@ -135,7 +148,10 @@ pub(super) fn score_candidate(out: &RunOutput, w: &[f64], snd_rows: &[usize], wa
         ),
         Err(e) => (keep("dev", Err(e)), None),
     };
-    let snd = keep("snd", scorers::snd(out.target_probs.select(Axis(0), snd_rows).view(), SND_TEMPERATURE));
+    let snd = keep(
+        "snd",
+        scorers::snd(out.target_probs.select(Axis(0), snd_rows).view(), SND_TEMPERATURE),
+    );
     let neg_entropy = keep("entropy", scorers::neg_entropy(out.target_probs.view()));
     let circular = keep("circular", circular(out));
     CandidateScores { iwcv, dev, dev_normalised, snd, neg_entropy, circular }
@@ -169,7 +185,8 @@ fn dev_inputs(out: &RunOutput) -> Result<(Vec<f64>, Vec<f64>)> {
     let train = training_rows(out);
     let zs = out.source_z.select(Axis(0), &train);
     let n_t = out.target_z.nrows();
-    let z = ndarray::concatenate(Axis(0), &[zs.view(), out.target_z.view()]).map_err(|e| Error::bad_data("DEV", e.to_string()))?;
+    let z = ndarray::concatenate(Axis(0), &[zs.view(), out.target_z.view()])
+        .map_err(|e| Error::bad_data("DEV", e.to_string()))?;
     let domain: Vec<usize> = (0..z.nrows()).map(|i| usize::from(i >= train.len())).collect();
     let clf = Linear::fit(z.view(), &domain, 2);
     let p = clf.predict_proba(out.source_z.select(Axis(0), &out.holdout_rows).view());
@@ -191,7 +208,10 @@ fn dev_inputs(out: &RunOutput) -> Result<(Vec<f64>, Vec<f64>)> {
 /// classes transfers back.
 fn circular(out: &RunOutput) -> Result<f64> {
     if out.holdout_rows.is_empty() || out.target_z.nrows() == 0 {
-        return Err(Error::bad_data("circular validation", "needs a source hold-out and target rows"));
+        return Err(Error::bad_data(
+            "circular validation",
+            "needs a source hold-out and target rows",
+        ));
     }
     let c = out.target_probs.ncols();
     let clf = Linear::fit(out.target_z.view(), &out.predictions(), c);
@@ -200,7 +220,9 @@ fn circular(out: &RunOutput) -> Result<f64> {
         .rows()
         .into_iter()
         .zip(&out.holdout_labels)
-        .filter(|(r, &y)| r.iter().enumerate().all(|(k, &v)| k == y || v < r[y] || (v == r[y] && y < k)))
+        .filter(|(r, &y)| {
+            r.iter().enumerate().all(|(k, &v)| k == y || v < r[y] || (v == r[y] && y < k))
+        })
         .count();
     Ok(hits as f64 / out.holdout_labels.len() as f64)
 }
@@ -210,12 +232,17 @@ fn circular(out: &RunOutput) -> Result<f64> {
 /// below every present one); for `SafeEntropy` its −entropy where its IWCV is at least
 /// `reference`'s minus [`SAFE_IWCV_MARGIN`], else none (`reference`, the `source` candidate,
 /// always keeps its value; without a reference the rule is `Entropy`).
-pub(super) fn rule_values(scores: &[CandidateScores], rule: SelectRule, reference: Option<usize>) -> Vec<Option<f64>> {
+pub(super) fn rule_values(
+    scores: &[CandidateScores],
+    rule: SelectRule,
+    reference: Option<usize>,
+) -> Vec<Option<f64>> {
     match rule {
         SelectRule::MeanRank => {
             let mut total = vec![0.0; scores.len()];
             for r in SelectRule::AGGREGATED {
-                let values: Vec<f64> = scores.iter().map(|s| s.get(r).unwrap_or(f64::NEG_INFINITY)).collect();
+                let values: Vec<f64> =
+                    scores.iter().map(|s| s.get(r).unwrap_or(f64::NEG_INFINITY)).collect();
                 ranks_descending(&values).iter().zip(&mut total).for_each(|(rk, t)| *t += rk);
             }
             total.iter().map(|t| Some(-t / SelectRule::AGGREGATED.len() as f64)).collect()
@@ -272,7 +299,14 @@ mod tests {
     #[test]
     fn ranks_share_ties_and_mean_rank_prefers_the_consistent_candidate() {
         assert_eq!(ranks_descending(&[3.0, 1.0, 3.0, f64::NEG_INFINITY]), vec![1.5, 3.0, 1.5, 4.0]);
-        let s = |v: f64| CandidateScores { iwcv: Some(v), dev: Some(v), dev_normalised: Some(v), snd: Some(v), neg_entropy: Some(v), circular: Some(v) };
+        let s = |v: f64| CandidateScores {
+            iwcv: Some(v),
+            dev: Some(v),
+            dev_normalised: Some(v),
+            snd: Some(v),
+            neg_entropy: Some(v),
+            circular: Some(v),
+        };
         let mut scores = vec![s(1.0), s(2.0), s(0.0)];
         // Candidate 2 wins one scorer by a mile but loses the other four.
         scores[2].snd = Some(100.0);
@@ -288,10 +322,19 @@ mod tests {
 
     #[test]
     fn safe_entropy_keeps_the_lowest_entropy_within_the_iwcv_margin_of_source() {
-        let s = |iwcv: Option<f64>, neg_entropy: f64| CandidateScores { iwcv, neg_entropy: Some(neg_entropy), ..Default::default() };
+        let s = |iwcv: Option<f64>, neg_entropy: f64| CandidateScores {
+            iwcv,
+            neg_entropy: Some(neg_entropy),
+            ..Default::default()
+        };
         let m = SAFE_IWCV_MARGIN;
         // 0 = source; 1 is the most confident but its IWCV is past the margin; 2 just within it.
-        let mut scores = vec![s(Some(-0.5), -0.9), s(Some(-0.5 - 1.5 * m), -0.1), s(Some(-0.5 - 0.5 * m), -0.3), s(None, -0.2)];
+        let mut scores = vec![
+            s(Some(-0.5), -0.9),
+            s(Some(-0.5 - 1.5 * m), -0.1),
+            s(Some(-0.5 - 0.5 * m), -0.3),
+            s(None, -0.2),
+        ];
         let v = rule_values(&scores, SelectRule::SafeEntropy, Some(0));
         assert_eq!(v, vec![Some(-0.9), None, Some(-0.3), None]);
         assert_eq!(arg_best(&v), Some(2));

@@ -19,7 +19,10 @@ fn a_candidates_file_reads_methods_and_overrides() {
     assert_eq!(c[1].label(), "strong");
     assert_eq!(c[2].label(), "mul[lambda_du=0]");
     let cfg = c[1].apply(&base);
-    assert_eq!((cfg.method, cfg.mul.lambda_tu, cfg.mul.tau, cfg.mul.lambda_du), (MethodKind::Mul, 2.0, 0.95, base.mul.lambda_du));
+    assert_eq!(
+        (cfg.method, cfg.mul.lambda_tu, cfg.mul.tau, cfg.mul.lambda_du),
+        (MethodKind::Mul, 2.0, 0.95, base.mul.lambda_du)
+    );
 }
 
 #[test]

@@ -10,11 +10,7 @@ use crate::Error;
 #[test]
 fn csv_with_label_column_anywhere() {
     let dir = tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("s.csv"),
-        "f0, label ,f1\n1.5,0,2\n-3,2,4e1\n\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("s.csv"), "f0, label ,f1\n1.5,0,2\n-3,2,4e1\n\n").unwrap();
     let d = load_domain(dir.path(), "s").unwrap();
     assert_eq!(d.features, arr2(&[[1.5f32, 2.0], [-3.0, 40.0]]));
     assert_eq!(d.labels, Some(vec![0, 2]));
@@ -34,10 +30,7 @@ fn csv_ragged_row_names_line() {
     let dir = tempdir().unwrap();
     std::fs::write(dir.path().join("r.csv"), "a,b,label\n1,2,0\n3,4\n").unwrap();
     let e = err(load_domain(dir.path(), "r"));
-    assert!(
-        e.contains("r.csv") && e.contains("line 3") && e.contains("2 fields"),
-        "{e}"
-    );
+    assert!(e.contains("r.csv") && e.contains("line 3") && e.contains("2 fields"), "{e}");
 }
 
 #[test]
@@ -93,10 +86,7 @@ fn mat_column_major_values_and_one_based_labels() {
     let d = load_domain(dir.path(), "a").unwrap();
     assert_eq!(d.features, arr2(&[[1f32, 2.0], [3.0, 4.0], [5.0, 6.0]]));
     assert_eq!(d.labels, Some(vec![0, 1, 0]));
-    assert_eq!(
-        (d.format, d.label_rule),
-        (FileFormat::Mat, LabelRule::OneBasedShifted)
-    );
+    assert_eq!((d.format, d.label_rule), (FileFormat::Mat, LabelRule::OneBasedShifted));
 }
 
 #[test]
@@ -124,20 +114,13 @@ fn mat_d_by_n_is_transposed_to_match_labels() {
     write_mat(
         &dir.path().join("w.mat"),
         &[
-            (
-                "X",
-                &[2, 3],
-                MatData::Double(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
-            ),
+            ("X", &[2, 3], MatData::Double(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])),
             ("y", &[1, 3], MatData::Double(vec![0.0, 1.0, 1.0])),
         ],
     );
     let d = load_domain(dir.path(), "w").unwrap();
     assert_eq!(d.features, arr2(&[[1f32, 2.0], [3.0, 4.0], [5.0, 6.0]]));
-    assert_eq!(
-        (d.labels, d.label_rule),
-        (Some(vec![0, 1, 1]), LabelRule::ZeroBased)
-    );
+    assert_eq!((d.labels, d.label_rule), (Some(vec![0, 1, 1]), LabelRule::ZeroBased));
 }
 
 #[test]
@@ -147,35 +130,20 @@ fn mat_one_based_rule_is_decided_over_the_folder() {
     // The target alone has no label 1, but its sibling does: both are 1-based.
     write_mat(
         &dir.path().join("t_f.mat"),
-        &[
-            ("feas", &[2, 2], feats()),
-            ("label", &[2, 1], MatData::Double(vec![2.0, 3.0])),
-        ],
+        &[("feas", &[2, 2], feats()), ("label", &[2, 1], MatData::Double(vec![2.0, 3.0]))],
     );
     write_mat(
         &dir.path().join("s_f.mat"),
-        &[
-            ("feas", &[2, 2], feats()),
-            ("label", &[2, 1], MatData::Double(vec![1.0, 2.0])),
-        ],
+        &[("feas", &[2, 2], feats()), ("label", &[2, 1], MatData::Double(vec![1.0, 2.0]))],
     );
     let t = load_domain(dir.path(), "t").unwrap();
-    assert_eq!(
-        (t.labels, t.label_rule),
-        (Some(vec![1, 2]), LabelRule::OneBasedShifted)
-    );
+    assert_eq!((t.labels, t.label_rule), (Some(vec![1, 2]), LabelRule::OneBasedShifted));
     let (s, t) = load_pair(dir.path(), "s", "t").unwrap();
-    assert_eq!(
-        (s.n_classes(), t.n_classes(), s.labels),
-        (3, 3, Some(vec![0, 1]))
-    );
+    assert_eq!((s.n_classes(), t.n_classes(), s.labels), (3, 3, Some(vec![0, 1])));
     // Without the sibling, labels 2,3 are taken as 0-based.
     std::fs::remove_file(dir.path().join("s_f.mat")).unwrap();
     let t = load_domain(dir.path(), "t").unwrap();
-    assert_eq!(
-        (t.labels, t.label_rule),
-        (Some(vec![2, 3]), LabelRule::ZeroBased)
-    );
+    assert_eq!((t.labels, t.label_rule), (Some(vec![2, 3]), LabelRule::ZeroBased));
 }
 
 #[test]
@@ -207,10 +175,7 @@ fn mat_without_feature_key_lists_keys() {
         ],
     );
     let e = err(load_domain(dir.path(), "k"));
-    assert!(
-        e.contains("no features array") && e.contains("data, gnd"),
-        "{e}"
-    );
+    assert!(e.contains("no features array") && e.contains("data, gnd"), "{e}");
 }
 
 #[test]
@@ -226,10 +191,7 @@ fn mat_v73_is_rejected_with_conversion_hint() {
     let e = load_domain(dir.path(), "v").unwrap_err();
     assert!(matches!(e, Error::BadFile { .. }));
     let e = e.to_string();
-    assert!(
-        e.contains("v7.3") && e.contains("format='5'") && e.contains("-v7"),
-        "{e}"
-    );
+    assert!(e.contains("v7.3") && e.contains("format='5'") && e.contains("-v7"), "{e}");
 }
 
 #[test]
@@ -239,19 +201,10 @@ fn corrupt_mat_is_bad_file() {
     write_mat(&p, &[("fts", &[3, 2], MatData::Double(vec![1.0; 6]))]);
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() - 20]).unwrap();
-    assert!(matches!(
-        load_domain(dir.path(), "c"),
-        Err(Error::BadFile { .. })
-    ));
+    assert!(matches!(load_domain(dir.path(), "c"), Err(Error::BadFile { .. })));
     // Dimensions whose product overflows i32 inside the parser.
-    write_mat(
-        &p,
-        &[("fts", &[65536, 65536], MatData::Double(vec![1.0; 6]))],
-    );
-    assert!(matches!(
-        load_domain(dir.path(), "c"),
-        Err(Error::BadFile { .. })
-    ));
+    write_mat(&p, &[("fts", &[65536, 65536], MatData::Double(vec![1.0; 6]))]);
+    assert!(matches!(load_domain(dir.path(), "c"), Err(Error::BadFile { .. })));
     std::fs::write(&p, b"not a mat file").unwrap();
     assert!(err(load_domain(dir.path(), "c")).contains("not a MATLAB v5"));
 }

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::FeatureFile;
-use crate::data::{read_npy_matrix, PreprocessStats, Preprocess, Rows};
+use crate::data::{read_npy_matrix, Preprocess, PreprocessStats, Rows};
 
 fn random(n: usize, d: usize, seed: u64) -> Array2<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -44,7 +44,10 @@ fn float64_files_convert_as_the_whole_file_reader() {
     let path = dir.path().join("b.npy");
     x.write_npy(std::fs::File::create(&path).unwrap()).unwrap();
     let f = FeatureFile::open(&path).unwrap().unwrap();
-    assert_eq!(Rows::File(&f, None).gather(&[8, 0, 1]).unwrap(), read_npy_matrix(&path).unwrap().select(Axis(0), &[8, 0, 1]));
+    assert_eq!(
+        Rows::File(&f, None).gather(&[8, 0, 1]).unwrap(),
+        read_npy_matrix(&path).unwrap().select(Axis(0), &[8, 0, 1])
+    );
 }
 
 #[test]
@@ -61,7 +64,11 @@ fn preprocessing_blocks_equals_preprocessing_in_place() {
         let mut expect = x.clone();
         in_memory.apply(&mut expect).unwrap();
         let rows: Vec<usize> = (0..x.nrows()).rev().step_by(7).collect();
-        assert_eq!(Rows::File(&f, Some(&from_file)).gather(&rows).unwrap(), expect.select(Axis(0), &rows), "{how}");
+        assert_eq!(
+            Rows::File(&f, Some(&from_file)).gather(&rows).unwrap(),
+            expect.select(Axis(0), &rows),
+            "{how}"
+        );
     }
 }
 

@@ -35,10 +35,7 @@ fn compressed(header_of: &[u8], payload: &[u8]) -> Vec<u8> {
 fn mat_dimensions_overflowing_i32_are_refused_with_the_dimensions() {
     let bytes = mat_bytes(&[("fts", &[65536, 65536], MatData::Double(vec![1.0; 6]))]);
     let e = err(parse_mat(&bytes, Path::new("o.mat")));
-    assert!(
-        e.starts_with("o.mat: ") && e.contains("dimensions [65536, 65536]"),
-        "{e}"
-    );
+    assert!(e.starts_with("o.mat: ") && e.contains("dimensions [65536, 65536]"), "{e}");
 }
 
 #[test]
@@ -48,10 +45,7 @@ fn mat_element_size_near_u32_max_is_refused() {
     bytes.extend(14u32.to_le_bytes());
     bytes.extend(u32::MAX.to_le_bytes());
     let e = err(parse_mat(&bytes, Path::new("s.mat")));
-    assert!(
-        e.contains("element size 4294967295 is too large") && e.contains("byte 128"),
-        "{e}"
-    );
+    assert!(e.contains("element size 4294967295 is too large") && e.contains("byte 128"), "{e}");
 }
 
 #[test]
@@ -90,10 +84,7 @@ fn compressed_mat_variable_inflating_beyond_its_tag_is_refused() {
     let mut payload = plain[128..].to_vec();
     payload.extend([0u8; 4096]);
     let e = err(parse_mat(&compressed(&plain, &payload), Path::new("z.mat")));
-    assert!(
-        e.contains("z.mat") && e.contains("inflates to more than the"),
-        "{e}"
-    );
+    assert!(e.contains("z.mat") && e.contains("inflates to more than the"), "{e}");
     // And one that stops short of what its tag declares.
     let short = &plain[128..plain.len() - 8];
     let e = err(parse_mat(&compressed(&plain, short), Path::new("z.mat")));

@@ -63,15 +63,8 @@ fn write_mat(path: &Path, vars: &[(&str, &[usize], MatData)]) {
             MatData::UInt8(v) => (9, 2, v.clone()),
         };
         let mut body = Vec::new();
-        element(
-            &mut body,
-            6,
-            &[class.to_le_bytes(), 0u32.to_le_bytes()].concat(),
-        );
-        let d: Vec<u8> = dims
-            .iter()
-            .flat_map(|&s| (s as i32).to_le_bytes())
-            .collect();
+        element(&mut body, 6, &[class.to_le_bytes(), 0u32.to_le_bytes()].concat());
+        let d: Vec<u8> = dims.iter().flat_map(|&s| (s as i32).to_le_bytes()).collect();
         element(&mut body, 5, &d);
         element(&mut body, 1, name.as_bytes());
         element(&mut body, ty, &bytes);

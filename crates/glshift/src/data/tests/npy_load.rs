@@ -19,10 +19,7 @@ fn npy_domain_round_trips_with_classes_txt() {
     assert_eq!(d.labels, Some(vec![0, 1, 2, 1]));
     assert_eq!(d.class_names, ["cat", "dog", "bird"]);
     assert_eq!((d.n(), d.dim(), d.n_classes()), (4, 3, 3));
-    assert_eq!(
-        (d.format, d.label_rule),
-        (FileFormat::Npy, LabelRule::ZeroBased)
-    );
+    assert_eq!((d.format, d.label_rule), (FileFormat::Npy, LabelRule::ZeroBased));
     assert!(d.path.ends_with("amazon_features.npy"));
 }
 
@@ -38,25 +35,15 @@ fn npy_without_labels_or_classes_is_unlabelled() {
 #[test]
 fn npy_f64_and_integer_features_are_converted() {
     let dir = tempdir().unwrap();
-    npy(
-        dir.path(),
-        "a_features.npy",
-        &arr2(&[[1.5f64, -2.0], [3.0, 4.25]]),
-    );
+    npy(dir.path(), "a_features.npy", &arr2(&[[1.5f64, -2.0], [3.0, 4.25]]));
     npy(dir.path(), "b_features.npy", &arr2(&[[1u8, 2], [3, 255]]));
     npy(dir.path(), "c_features.npy", &arr2(&[[-7i64, 2], [3, 4]]));
     assert_eq!(
         load_domain(dir.path(), "a").unwrap().features,
         arr2(&[[1.5f32, -2.0], [3.0, 4.25]])
     );
-    assert_eq!(
-        load_domain(dir.path(), "b").unwrap().features,
-        arr2(&[[1f32, 2.0], [3.0, 255.0]])
-    );
-    assert_eq!(
-        load_domain(dir.path(), "c").unwrap().features,
-        arr2(&[[-7f32, 2.0], [3.0, 4.0]])
-    );
+    assert_eq!(load_domain(dir.path(), "b").unwrap().features, arr2(&[[1f32, 2.0], [3.0, 255.0]]));
+    assert_eq!(load_domain(dir.path(), "c").unwrap().features, arr2(&[[-7f32, 2.0], [3.0, 4.0]]));
 }
 
 #[test]
@@ -100,16 +87,9 @@ fn npy_trailing_singleton_axes_are_squeezed_other_3d_rejected() {
     let x4 = Array4::from_shape_fn((3, 2, 1, 1), |(i, j, _, _)| (i * 10 + j) as f32);
     npy(dir.path(), "sq_features.npy", &x4);
     assert_eq!(load_domain(dir.path(), "sq").unwrap().features, grid(3, 2));
-    npy(
-        dir.path(),
-        "cube_features.npy",
-        &Array3::<f32>::zeros((3, 2, 2)),
-    );
+    npy(dir.path(), "cube_features.npy", &Array3::<f32>::zeros((3, 2, 2)));
     let e = err(load_domain(dir.path(), "cube"));
-    assert!(
-        e.contains("cube_features.npy") && e.contains("[3, 2, 2]"),
-        "{e}"
-    );
+    assert!(e.contains("cube_features.npy") && e.contains("[3, 2, 2]"), "{e}");
     npy(dir.path(), "flat_features.npy", &arr1(&[1f32, 2.0]));
     assert!(err(load_domain(dir.path(), "flat")).contains("2-D"));
 }
@@ -122,18 +102,12 @@ fn truncated_npy_is_bad_file() {
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() - 9]).unwrap();
     let e = load_domain(dir.path(), "a").unwrap_err();
-    assert!(
-        matches!(&e, Error::BadFile { path, .. } if path == &p),
-        "{e:?}"
-    );
+    assert!(matches!(&e, Error::BadFile { path, .. } if path == &p), "{e:?}");
     // The length is checked against the header before any data is read.
     assert!(e.to_string().contains("truncated .npy file"), "{e}");
     // Cut inside the header, and a file that is not npy at all.
     std::fs::write(&p, &bytes[..20]).unwrap();
-    assert!(matches!(
-        load_domain(dir.path(), "a"),
-        Err(Error::BadFile { .. })
-    ));
+    assert!(matches!(load_domain(dir.path(), "a"), Err(Error::BadFile { .. })));
     std::fs::write(&p, b"hello, world").unwrap();
     assert!(err(load_domain(dir.path(), "a")).contains("not a valid .npy"));
 }
@@ -177,10 +151,7 @@ fn npy_header_nested_too_deep_is_refused_before_parsing() {
     bytes.extend([b'{'; 60]);
     bytes.push(b'\n');
     let e = err(crate::data::parse_npy_matrix(&bytes, Path::new("deep.npy")));
-    assert!(
-        e.contains("deep.npy") && e.contains("nests brackets 60 deep"),
-        "{e}"
-    );
+    assert!(e.contains("deep.npy") && e.contains("nests brackets 60 deep"), "{e}");
 }
 
 #[test]
@@ -207,16 +178,10 @@ fn unknown_domain_lists_existing_domains() {
     npy_domain(dir.path(), "webcam", &grid(2, 2), None);
     std::fs::write(dir.path().join("dslr.csv"), "a,b\n1,2\n").unwrap();
     std::fs::write(dir.path().join("caltech_SURF_L10.mat"), b"").unwrap();
-    assert_eq!(
-        list_domains(dir.path()).unwrap(),
-        ["amazon", "caltech", "dslr", "webcam"]
-    );
+    assert_eq!(list_domains(dir.path()).unwrap(), ["amazon", "caltech", "dslr", "webcam"]);
     let e = load_domain(dir.path(), "amazn").unwrap_err();
     assert!(matches!(e, Error::UnknownDomain { .. }));
-    assert!(
-        e.to_string().contains("amazon, caltech, dslr, webcam"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("amazon, caltech, dslr, webcam"), "{e}");
     assert!(err(load_domain(dir.path(), "../x")).contains("not a valid domain name"));
 }
 
@@ -226,10 +191,7 @@ fn ambiguous_domain_lists_candidates() {
     npy_domain(dir.path(), "a", &grid(2, 2), None);
     std::fs::write(dir.path().join("a.csv"), "x,y\n1,2\n").unwrap();
     let e = err(load_domain(dir.path(), "a"));
-    assert!(
-        e.contains("ambiguous") && e.contains("a_features.npy") && e.contains("a.csv"),
-        "{e}"
-    );
+    assert!(e.contains("ambiguous") && e.contains("a_features.npy") && e.contains("a.csv"), "{e}");
     std::fs::write(dir.path().join("m_SURF.mat"), b"").unwrap();
     std::fs::write(dir.path().join("m_decaf.mat"), b"").unwrap();
     let e = err(load_domain(dir.path(), "m"));

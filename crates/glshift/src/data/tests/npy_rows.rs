@@ -42,17 +42,26 @@ fn blocks_of_every_size_equal_the_whole_file_reader() {
     let dir = tempdir().unwrap();
     npy(dir.path(), "c.npy", &values());
     // The same values in Fortran order (column-major data, `fortran_order: True`).
-    npy(dir.path(), "f.npy", &Array2::from_shape_vec((37, 5).f(), values().t().iter().copied().collect()).unwrap());
+    npy(
+        dir.path(),
+        "f.npy",
+        &Array2::from_shape_vec((37, 5).f(), values().t().iter().copied().collect()).unwrap(),
+    );
     for name in ["c.npy", "f.npy"] {
         let p = dir.path().join(name);
         let expected = whole(&p);
         assert_eq!(expected, values(), "{name}");
         for rows in [1, 2, 7, 36, 37, 38, 8192] {
-            assert_eq!(bits(&by_blocks(&p, rows)), bits(&expected), "{name}, {rows} rows per block");
+            assert_eq!(
+                bits(&by_blocks(&p, rows)),
+                bits(&expected),
+                "{name}, {rows} rows per block"
+            );
         }
         assert_eq!(bits(&NpyRows::open(&p).unwrap().read_all().unwrap()), bits(&expected));
     }
-    let header = String::from_utf8_lossy(&std::fs::read(dir.path().join("f.npy")).unwrap()[..100]).to_string();
+    let header = String::from_utf8_lossy(&std::fs::read(dir.path().join("f.npy")).unwrap()[..100])
+        .to_string();
     assert!(header.contains("'fortran_order': True"), "{header}");
 }
 

@@ -33,10 +33,7 @@ fn pair_target_label_outside_classes_txt_is_rejected() {
     npy_domain(dir.path(), "t", &grid(2, 2), Some(&[2, 0]));
     std::fs::write(dir.path().join("classes.txt"), "a\nb\n").unwrap();
     let e = err(load_pair(dir.path(), "s", "t"));
-    assert!(
-        e.contains("t_labels.npy") && e.contains("label 2 at position 0"),
-        "{e}"
-    );
+    assert!(e.contains("t_labels.npy") && e.contains("label 2 at position 0"), "{e}");
 }
 
 #[test]
@@ -46,9 +43,9 @@ fn pair_with_different_dims_is_shape_error() {
     npy_domain(dir.path(), "t", &grid(3, 5), None);
     let e = load_pair(dir.path(), "s", "t").unwrap_err();
     match &e {
-        Error::Shape {
-            expected, found, ..
-        } => assert_eq!((expected.as_str(), found.as_str()), ("2", "5")),
+        Error::Shape { expected, found, .. } => {
+            assert_eq!((expected.as_str(), found.as_str()), ("2", "5"))
+        }
         other => panic!("expected Shape, got {other:?}"),
     }
 }
@@ -73,10 +70,7 @@ fn pair_checks_target_values_and_emptiness() {
     npy_domain(dir.path(), "bad", &x, None);
     npy_domain(dir.path(), "empty", &ndarray::Array2::zeros((0, 2)), None);
     let e = err(load_pair(dir.path(), "s", "bad"));
-    assert!(
-        e.contains("target 'bad'") && e.contains("row 2, column 1"),
-        "{e}"
-    );
+    assert!(e.contains("target 'bad'") && e.contains("row 2, column 1"), "{e}");
     assert!(err(load_pair(dir.path(), "s", "empty")).contains("empty"));
 }
 
@@ -85,11 +79,6 @@ fn check_features_accepts_finite_and_rejects_nan() {
     let mut x = grid(2, 2);
     assert!(check_features("x", x.view()).is_ok());
     x[[0, 1]] = f32::NAN;
-    let e = check_features("my matrix", x.view())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.starts_with("my matrix:") && e.contains("row 0, column 1"),
-        "{e}"
-    );
+    let e = check_features("my matrix", x.view()).unwrap_err().to_string();
+    assert!(e.starts_with("my matrix:") && e.contains("row 0, column 1"), "{e}");
 }

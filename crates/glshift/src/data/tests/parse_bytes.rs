@@ -14,18 +14,12 @@ fn parse_npy_matrix_matches_the_file_reader() {
     npy(dir.path(), "x.npy", &grid(3, 2));
     let bytes = std::fs::read(dir.path().join("x.npy")).unwrap();
     let from_bytes = parse_npy_matrix(&bytes, Path::new("mem.npy")).unwrap();
-    assert_eq!(
-        from_bytes,
-        read_npy_matrix(&dir.path().join("x.npy")).unwrap()
-    );
+    assert_eq!(from_bytes, read_npy_matrix(&dir.path().join("x.npy")).unwrap());
 }
 
 #[test]
 fn parse_npy_errors_name_the_given_path() {
-    let e = err(parse_npy_labels(
-        b"\x93NUMPY\x01",
-        Path::new("some/labels.npy"),
-    ));
+    let e = err(parse_npy_labels(b"\x93NUMPY\x01", Path::new("some/labels.npy")));
     assert!(e.starts_with("some/labels.npy: "), "{e}");
 }
 
@@ -52,10 +46,7 @@ fn parse_csv_reads_any_reader_and_names_the_given_path() {
     let parsed = parse_csv(&b"a,label,b\n1,0,2\n"[..], Path::new("mem.csv")).unwrap();
     assert_eq!(parsed.features, arr2(&[[1.0f32, 2.0]]));
     assert_eq!(parsed.labels, Some(vec![0]));
-    assert_eq!(
-        parsed.feature_names,
-        Some(vec!["a".to_string(), "b".to_string()])
-    );
+    assert_eq!(parsed.feature_names, Some(vec!["a".to_string(), "b".to_string()]));
     let e = err(parse_csv(&b"a,b\n1\n"[..], Path::new("dir/bad.csv")));
     assert!(e.starts_with("dir/bad.csv: line 2"), "{e}");
 }

@@ -70,24 +70,13 @@ fn none_is_identity_and_dims_must_match() {
 #[test]
 fn preprocess_names_parse_and_serialize() {
     assert_eq!(Preprocess::default(), Preprocess::ZScore);
-    assert_eq!(
-        "l1-zscore".parse::<Preprocess>().unwrap(),
-        Preprocess::L1ZScore
-    );
+    assert_eq!("l1-zscore".parse::<Preprocess>().unwrap(), Preprocess::L1ZScore);
     assert_eq!("zscore".parse::<Preprocess>().unwrap(), Preprocess::ZScore);
     assert!("z".parse::<Preprocess>().is_err());
-    assert_eq!(
-        serde_json::to_string(&Preprocess::L1ZScore).unwrap(),
-        "\"l1-z-score\""
-    );
+    assert_eq!(serde_json::to_string(&Preprocess::L1ZScore).unwrap(), "\"l1-z-score\"");
     let p: Preprocess = serde_json::from_str("\"l1-zscore\"").unwrap();
     assert_eq!(p, Preprocess::L1ZScore);
-    for p in [
-        Preprocess::None,
-        Preprocess::ZScore,
-        Preprocess::L2,
-        Preprocess::L1ZScore,
-    ] {
+    for p in [Preprocess::None, Preprocess::ZScore, Preprocess::L2, Preprocess::L1ZScore] {
         assert_eq!(p.to_string().parse::<Preprocess>().unwrap(), p);
     }
 }
@@ -123,7 +112,11 @@ fn zscore_does_not_warn_for_a_few_stray_columns_among_many() {
     // the squared norm, as the few stray columns of deep features do; no warning.
     let tgt = ndarray::Array2::from_shape_fn((4, 501), |(i, j)| {
         let sign = if i % 2 == 0 { 1.0f32 } else { -1.0 };
-        if j == 500 { 15.0 * sign } else { sign }
+        if j == 500 {
+            15.0 * sign
+        } else {
+            sign
+        }
     });
     assert_eq!(preprocess_warning(&tgt, Preprocess::ZScore), None);
 }
@@ -132,7 +125,13 @@ fn zscore_does_not_warn_for_a_few_stray_columns_among_many() {
 fn l1_zscore_statistics_equal_those_of_the_scaled_copy_bit_for_bit() {
     use crate::data::{Preprocess, PreprocessStats};
     // Counts with a zero row and rows of very different totals.
-    let x = ndarray::Array2::from_shape_fn((23, 7), |(i, j)| if i == 4 { 0.0 } else { ((i * 31 + j * 17) % 13) as f32 * (1 + i % 5) as f32 });
+    let x = ndarray::Array2::from_shape_fn((23, 7), |(i, j)| {
+        if i == 4 {
+            0.0
+        } else {
+            ((i * 31 + j * 17) % 13) as f32 * (1 + i % 5) as f32
+        }
+    });
     let l1 = PreprocessStats::fit(x.view(), Preprocess::L1ZScore).unwrap();
     // The reference: scale a copy row by row, then z-score statistics of the copy.
     let mut copy = x.clone();

@@ -34,16 +34,26 @@ pub(crate) fn span(rows: usize, cols: usize, ld: usize) -> Result<usize, String>
 
 /// Checks that an operand of `have` values holds the stored `rows × cols` matrix (leading
 /// dimension `ld`) a product reads.
-pub(crate) fn check_operand(have: usize, rows: usize, cols: usize, ld: usize) -> Result<(), String> {
+pub(crate) fn check_operand(
+    have: usize,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+) -> Result<(), String> {
     let need = span(rows, cols, ld)?;
     if have < need {
-        return Err(format!("a {rows} × {cols} operand with leading dimension {ld} needs {need} values, has {have}"));
+        return Err(format!(
+            "a {rows} × {cols} operand with leading dimension {ld} needs {need} values, has {have}"
+        ));
     }
     Ok(())
 }
 
 /// The stored shape (rows, columns) of a product's operands: op(A) is m×k, op(B) k×n.
-pub(crate) fn stored_shapes((ta, tb): (bool, bool), (m, n, k): (usize, usize, usize)) -> ((usize, usize), (usize, usize)) {
+pub(crate) fn stored_shapes(
+    (ta, tb): (bool, bool),
+    (m, n, k): (usize, usize, usize),
+) -> ((usize, usize), (usize, usize)) {
     (if ta { (k, m) } else { (m, k) }, if tb { (n, k) } else { (k, n) })
 }
 
@@ -65,12 +75,28 @@ pub(crate) trait Backend {
     fn features(&self, x: ArrayView2<f32>) -> Result<Self::Feat, String>;
     /// Row-major C (m×n, leading dimension n) = op(A)·op(B) + beta·C, op(A) m×k and op(B) k×n;
     /// `trans` says which operand is stored transposed.
-    fn gemm(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: &mut Self::Buf) -> Result<(), String> {
+    fn gemm(
+        &self,
+        trans: (bool, bool),
+        mnk: (usize, usize, usize),
+        a: Src<'_, Self>,
+        b: Src<'_, Self>,
+        beta: f32,
+        c: &mut Self::Buf,
+    ) -> Result<(), String> {
         self.gemm_at(trans, mnk, a, b, beta, (c, 0))
     }
     /// [`Backend::gemm`] into the m×n values of `c.0` from offset `c.1`. Every operand is
     /// checked to hold what the shapes read ([`check_operand`]).
-    fn gemm_at(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, c: (&mut Self::Buf, usize)) -> Result<(), String>;
+    fn gemm_at(
+        &self,
+        trans: (bool, bool),
+        mnk: (usize, usize, usize),
+        a: Src<'_, Self>,
+        b: Src<'_, Self>,
+        beta: f32,
+        c: (&mut Self::Buf, usize),
+    ) -> Result<(), String>;
     /// Runs kernel `k` over `total` elements with `args`.
     fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>]) -> Result<(), String>;
     /// Waits for the device's work.
@@ -136,7 +162,15 @@ impl Backend for Gpu {
         Ok(GpuFeat { buf, ld: o.ld })
     }
 
-    fn gemm_at(&self, trans: (bool, bool), mnk: (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, (c, at): (&mut CudaSlice<f32>, usize)) -> Result<(), String> {
+    fn gemm_at(
+        &self,
+        trans: (bool, bool),
+        mnk: (usize, usize, usize),
+        a: Src<'_, Self>,
+        b: Src<'_, Self>,
+        beta: f32,
+        (c, at): (&mut CudaSlice<f32>, usize),
+    ) -> Result<(), String> {
         let g = self.lock()?;
         let ((av, lda), (bv, ldb)) = (operand_view(&g, &a)?, operand_view(&g, &b)?);
         let ((ar, ac), (br, bc)) = stored_shapes(trans, mnk);
@@ -146,7 +180,12 @@ impl Backend for Gpu {
         g.gemm_rm(trans, mnk, 1.0, (&av, lda), (&bv, ldb), beta, (&mut c.slice_mut(at..), mnk.1))
     }
 
-    fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, CudaSlice<f32>>]) -> Result<(), String> {
+    fn launch(
+        &self,
+        k: K,
+        total: usize,
+        args: &mut [Arg<'_, CudaSlice<f32>>],
+    ) -> Result<(), String> {
         check_launch(k, args, CudaSlice::len)?;
         let g = self.lock()?;
         let f = g.kernels.get(k);
@@ -164,7 +203,9 @@ impl Backend for Gpu {
         // SAFETY: the arguments match the kernel's parameter order and C types and every
         // buffer holds what the kernel's loops read or write (`check_launch` above); `total`
         // only sizes the grid of its grid-stride loops.
-        unsafe { lb.launch(launch_config(total.max(1))) }.map(|_| ()).map_err(|e| format!("kernel {}: {e:?}", k.name()))
+        unsafe { lb.launch(launch_config(total.max(1))) }
+            .map(|_| ())
+            .map_err(|e| format!("kernel {}: {e:?}", k.name()))
     }
 
     fn sync(&self) -> Result<(), String> {
@@ -177,14 +218,23 @@ impl Backend for Gpu {
 }
 
 /// A product operand's device memory and leading dimension.
-fn operand_view<'a>(g: &'a Inner, s: &'a Src<'a, Gpu>) -> Result<(CudaView<'a, f32>, usize), String> {
+fn operand_view<'a>(
+    g: &'a Inner,
+    s: &'a Src<'a, Gpu>,
+) -> Result<(CudaView<'a, f32>, usize), String> {
     match s {
         Src::Buf(b, ld) => Ok((b.slice(..), *ld)),
         Src::At(b, at, ld) if *at <= b.len() => Ok((b.slice(*at..), *ld)),
-        Src::At(b, at, _) => Err(format!("an operand from offset {at} of a buffer of {} values", b.len())),
+        Src::At(b, at, _) => {
+            Err(format!("an operand from offset {at} of a buffer of {} values", b.len()))
+        }
         Src::Feat(GpuFeat { buf: Err(own), ld }) => Ok((own.slice(..), *ld)),
         Src::Feat(GpuFeat { buf: Ok((id, offset, len)), ld }) => {
-            let pin = g.pins.iter().find(|p| p.id == *id).ok_or("the pinned features were released during training")?;
+            let pin = g
+                .pins
+                .iter()
+                .find(|p| p.id == *id)
+                .ok_or("the pinned features were released during training")?;
             Ok((pin.dev.slice(*offset..*offset + *len), *ld))
         }
     }

@@ -10,8 +10,8 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
 use super::backend::{check_operand, stored_shapes, Arg, Backend, Src, K};
-use super::signatures::{check_launch, int};
 use super::kernels_host::HostKernels;
+use super::signatures::{check_launch, int};
 
 /// The fit's features, copied (row-major, `ld` columns).
 pub(crate) struct HostFeat {
@@ -46,13 +46,18 @@ fn f64_(a: &Arg<'_, Vec<f32>>) -> f64 {
 fn raw<'a>(s: &Src<'a, HostKernels>) -> Result<(&'a [f32], usize), String> {
     match *s {
         Src::Buf(b, ld) => Ok((b, ld)),
-        Src::At(b, at, ld) => b.get(at..).map(|v| (v, ld)).ok_or_else(|| format!("an operand from offset {at} of a buffer of {} values", b.len())),
+        Src::At(b, at, ld) => b.get(at..).map(|v| (v, ld)).ok_or_else(|| {
+            format!("an operand from offset {at} of a buffer of {} values", b.len())
+        }),
         Src::Feat(f) => Ok((&f.x, f.ld)),
     }
 }
 
 /// A row-major operand `(values, ld)` as the `(rows, cols)` matrix it stores.
-fn stored<'a>((v, ld): (&'a [f32], usize), (rows, cols): (usize, usize)) -> Result<ArrayView2<'a, f32>, String> {
+fn stored<'a>(
+    (v, ld): (&'a [f32], usize),
+    (rows, cols): (usize, usize),
+) -> Result<ArrayView2<'a, f32>, String> {
     check_operand(v.len(), rows, cols, ld)?;
     let need = if rows == 0 { 0 } else { (rows - 1) * ld + cols };
     ArrayView2::from_shape((rows, cols).strides((ld, 1)), &v[..need]).map_err(|e| e.to_string())
@@ -88,21 +93,39 @@ impl Backend for HostKernels {
         Ok(HostFeat { x: x.as_standard_layout().iter().copied().collect(), ld: x.ncols() })
     }
 
-    fn gemm_at(&self, trans: (bool, bool), (m, n, k): (usize, usize, usize), a: Src<'_, Self>, b: Src<'_, Self>, beta: f32, (c, at): (&mut Vec<f32>, usize)) -> Result<(), String> {
+    fn gemm_at(
+        &self,
+        trans: (bool, bool),
+        (m, n, k): (usize, usize, usize),
+        a: Src<'_, Self>,
+        b: Src<'_, Self>,
+        beta: f32,
+        (c, at): (&mut Vec<f32>, usize),
+    ) -> Result<(), String> {
         let (sa, sb) = stored_shapes(trans, (m, n, k));
         self.tf32_products.fetch_add(usize::from(self.tf32.load(Relaxed)), Relaxed);
         let (a, b) = (stored(raw(&a)?, sa)?, stored(raw(&b)?, sb)?);
         let a = if trans.0 { a.reversed_axes() } else { a };
         let b = if trans.1 { b.reversed_axes() } else { b };
         check_operand(c.len().saturating_sub(at), m, n, n)?;
-        let mut cv = ArrayViewMut2::from_shape((m, n), &mut c[at..at + m * n]).map_err(|e| e.to_string())?;
+        let mut cv =
+            ArrayViewMut2::from_shape((m, n), &mut c[at..at + m * n]).map_err(|e| e.to_string())?;
         general_mat_mul(1.0, &a, &b, beta, &mut cv);
         Ok(())
     }
 
     fn launch(&self, k: K, _total: usize, args: &mut [Arg<'_, Vec<f32>>]) -> Result<(), String> {
         check_launch(k, args, Vec::len)?;
-        let p: Vec<*mut f32> = args.iter_mut().map(|a| if matches!(a, Arg::In(_) | Arg::Out(_)) { ptr(a) } else { std::ptr::null_mut() }).collect();
+        let p: Vec<*mut f32> =
+            args.iter_mut()
+                .map(|a| {
+                    if matches!(a, Arg::In(_) | Arg::Out(_)) {
+                        ptr(a)
+                    } else {
+                        std::ptr::null_mut()
+                    }
+                })
+                .collect();
         let (i32_, i64_) = (|i: usize| int(&args[i]) as i32, |i: usize| int(&args[i]) as i64);
         let name = k.name();
         type P = *mut f32;
@@ -110,31 +133,122 @@ impl Backend for HostKernels {
         // buffer holds at least the values the kernel's loops read or write (checked above).
         unsafe {
             match k {
-                K::AddBias => self.get::<unsafe extern "C" fn(P, P, i64, i32)>(name)(p[0], p[1], i64_(2), i32_(3)),
-                K::ColPart => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), i32_(6)),
-                K::ColFinish => self.get::<unsafe extern "C" fn(P, P, i32, i32, f32)>(name)(p[0], p[1], i32_(2), i32_(3), f32_(&args[4])),
-                K::BnRstd => self.get::<unsafe extern "C" fn(P, i32, f32, f32)>(name)(p[0], i32_(1), f32_(&args[2]), f32_(&args[3])),
-                K::BnForward => self.get::<unsafe extern "C" fn(P, P, P, P, P, P, i64, i32)>(name)(p[0], p[1], p[2], p[3], p[4], p[5], i64_(6), i32_(7)),
-                K::BnBackward => self.get::<unsafe extern "C" fn(P, P, P, P, P, P, i64, i32, i64, f32)>(name)(
-                    p[0], p[1], p[2], p[3], p[4], p[5], i64_(6), i32_(7), i64_(8), f32_(&args[9]),
+                K::AddBias => self.get::<unsafe extern "C" fn(P, P, i64, i32)>(name)(
+                    p[0],
+                    p[1],
+                    i64_(2),
+                    i32_(3),
                 ),
-                K::ActForward => self.get::<unsafe extern "C" fn(P, i64, i32)>(name)(p[0], i64_(1), i32_(2)),
-                K::ActBackward => self.get::<unsafe extern "C" fn(P, P, i64, i32)>(name)(p[0], p[1], i64_(2), i32_(3)),
-                K::MulInplace => self.get::<unsafe extern "C" fn(P, P, i64)>(name)(p[0], p[1], i64_(2)),
+                K::ColPart => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
+                    i32_(5),
+                    i32_(6),
+                ),
+                K::ColFinish => self.get::<unsafe extern "C" fn(P, P, i32, i32, f32)>(name)(
+                    p[0],
+                    p[1],
+                    i32_(2),
+                    i32_(3),
+                    f32_(&args[4]),
+                ),
+                K::BnRstd => self.get::<unsafe extern "C" fn(P, i32, f32, f32)>(name)(
+                    p[0],
+                    i32_(1),
+                    f32_(&args[2]),
+                    f32_(&args[3]),
+                ),
+                K::BnForward => self.get::<unsafe extern "C" fn(P, P, P, P, P, P, i64, i32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3],
+                    p[4],
+                    p[5],
+                    i64_(6),
+                    i32_(7),
+                ),
+                K::BnBackward => self
+                    .get::<unsafe extern "C" fn(P, P, P, P, P, P, i64, i32, i64, f32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3],
+                    p[4],
+                    p[5],
+                    i64_(6),
+                    i32_(7),
+                    i64_(8),
+                    f32_(&args[9]),
+                ),
+                K::ActForward => {
+                    self.get::<unsafe extern "C" fn(P, i64, i32)>(name)(p[0], i64_(1), i32_(2))
+                }
+                K::ActBackward => self.get::<unsafe extern "C" fn(P, P, i64, i32)>(name)(
+                    p[0],
+                    p[1],
+                    i64_(2),
+                    i32_(3),
+                ),
+                K::MulInplace => {
+                    self.get::<unsafe extern "C" fn(P, P, i64)>(name)(p[0], p[1], i64_(2))
+                }
                 K::Adam => {
                     let f = |i: usize| f64_(&args[i]);
                     self.get::<unsafe extern "C" fn(P, P, P, P, i64, f64, f64, f64, f64, f64, f64, f64)>(name)(
                         p[0], p[1], p[2], p[3], i64_(4), f(5), f(6), f(7), f(8), f(9), f(10), f(11),
                     )
                 }
-                K::FlagNonfinite => self.get::<unsafe extern "C" fn(P, i64, P)>(name)(p[0], i64_(1), p[2]),
-                K::CenterRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4)),
-                K::Gauss => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32, f32)>(name)(
-                    p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), i32_(6), f32_(&args[7]),
+                K::FlagNonfinite => {
+                    self.get::<unsafe extern "C" fn(P, i64, P)>(name)(p[0], i64_(1), p[2])
+                }
+                K::CenterRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
                 ),
-                K::GradFinish => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, f32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), f32_(&args[5])),
-                K::GatherRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5)),
-                K::ScatterAddRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, f32)>(name)(p[0], p[1], p[2], i32_(3), i32_(4), i32_(5), f32_(&args[6])),
+                K::Gauss => self
+                    .get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, i32, f32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
+                    i32_(5),
+                    i32_(6),
+                    f32_(&args[7]),
+                ),
+                K::GradFinish => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, f32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
+                    f32_(&args[5]),
+                ),
+                K::GatherRows => self.get::<unsafe extern "C" fn(P, P, P, i32, i32, i32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
+                    i32_(5),
+                ),
+                K::ScatterAddRows => self
+                    .get::<unsafe extern "C" fn(P, P, P, i32, i32, i32, f32)>(name)(
+                    p[0],
+                    p[1],
+                    p[2],
+                    i32_(3),
+                    i32_(4),
+                    i32_(5),
+                    f32_(&args[6]),
+                ),
             }
         }
         Ok(())

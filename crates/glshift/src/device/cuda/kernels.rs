@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction};
 
-
 /// The kernels of `kernels.cu`, by the name they are compiled under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum K {
@@ -81,13 +80,17 @@ pub(super) struct Kernels {
 
 /// Compiles [`SOURCE`] to PTX with NVRTC (no device needed).
 fn compile() -> Result<cudarc::nvrtc::Ptx, String> {
-    cudarc::nvrtc::compile_ptx(SOURCE).map_err(|e| format!("NVRTC could not compile the kernels: {e}"))
+    cudarc::nvrtc::compile_ptx(SOURCE)
+        .map_err(|e| format!("NVRTC could not compile the kernels: {e}"))
 }
 
 impl Kernels {
     pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Kernels, String> {
-        let module = ctx.load_module(compile()?).map_err(|e| format!("loading the kernels: {e}"))?;
-        let fns = K::ALL.iter().map(|k| module.load_function(k.name()).map_err(|e| format!("kernel {}: {e}", k.name())));
+        let module =
+            ctx.load_module(compile()?).map_err(|e| format!("loading the kernels: {e}"))?;
+        let fns = K::ALL.iter().map(|k| {
+            module.load_function(k.name()).map_err(|e| format!("kernel {}: {e}", k.name()))
+        });
         Ok(Kernels { fns: fns.collect::<Result<_, _>>()? })
     }
 
@@ -101,7 +104,11 @@ impl Kernels {
 pub(super) fn launch_config(total: usize) -> cudarc::driver::LaunchConfig {
     const THREADS: usize = 256;
     let blocks = total.div_ceil(THREADS).clamp(1, 65_535 * 16);
-    cudarc::driver::LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 }
+    cudarc::driver::LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (THREADS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,12 @@ pub(crate) fn build() -> Option<HostKernels> {
     let (src, out) = (dir.path().join("kernels.c"), dir.path().join("libkernels.so"));
     std::fs::write(&src, super::kernels::SOURCE).expect("write the source");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let run = Command::new(&cc).args(["-O2", "-std=c99", "-shared", "-fPIC", "-o"]).arg(&out).arg(&src).arg("-lm").output();
+    let run = Command::new(&cc)
+        .args(["-O2", "-std=c99", "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-lm")
+        .output();
     let run = match run {
         Ok(run) => run,
         Err(e) => {
@@ -40,10 +45,19 @@ pub(crate) fn build() -> Option<HostKernels> {
             return None;
         }
     };
-    assert!(run.status.success(), "{cc} rejected kernels.cu:\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{cc} rejected kernels.cu:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     // SAFETY: the library was just built from the kernels' source; it has no initialisers.
     let lib = unsafe { Library::new(&out) }.expect("load the kernels");
-    Some(HostKernels { lib, _dir: dir, tf32: Default::default(), tf32_products: Default::default() })
+    Some(HostKernels {
+        lib,
+        _dir: dir,
+        tf32: Default::default(),
+        tf32_products: Default::default(),
+    })
 }
 
 impl HostKernels {
@@ -55,11 +69,30 @@ impl HostKernels {
     /// `scale`·(the column reduction `mode` of `col_part` over the first `rows` rows of `a`,
     /// width `d`, second operand `b`), by chunks of `chunk` rows.
     #[allow(clippy::too_many_arguments)]
-    fn col_reduce(&self, a: &[f32], b: &[f32], rows: usize, d: usize, chunk: usize, mode: i32, scale: f32) -> Vec<f32> {
+    fn col_reduce(
+        &self,
+        a: &[f32],
+        b: &[f32],
+        rows: usize,
+        d: usize,
+        chunk: usize,
+        mode: i32,
+        scale: f32,
+    ) -> Vec<f32> {
         let chunks = rows.div_ceil(chunk);
         let mut part = vec![0f32; chunks * d];
         type Part = unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32, i32, i32);
-        unsafe { self.get::<Part>("col_part")(a.as_ptr(), b.as_ptr(), part.as_mut_ptr(), rows as i32, d as i32, chunk as i32, mode) };
+        unsafe {
+            self.get::<Part>("col_part")(
+                a.as_ptr(),
+                b.as_ptr(),
+                part.as_mut_ptr(),
+                rows as i32,
+                d as i32,
+                chunk as i32,
+                mode,
+            )
+        };
         self.finish(&part, chunks, d, scale)
     }
 
@@ -71,7 +104,15 @@ impl HostKernels {
     fn finish(&self, part: &[f32], chunks: usize, d: usize, scale: f32) -> Vec<f32> {
         let mut out = vec![0f32; d];
         type Finish = unsafe extern "C" fn(*const f32, *mut f32, i32, i32, f32);
-        unsafe { self.get::<Finish>("col_finish")(part.as_ptr(), out.as_mut_ptr(), chunks as i32, d as i32, scale) };
+        unsafe {
+            self.get::<Finish>("col_finish")(
+                part.as_ptr(),
+                out.as_mut_ptr(),
+                chunks as i32,
+                d as i32,
+                scale,
+            )
+        };
         out
     }
 }
@@ -113,9 +154,27 @@ fn batch_norm_kernels_match_the_layer() {
     assert_close(&rstd, want_rstd.as_slice().unwrap(), 1e-5, "rstd");
 
     let (mut y, mut xhat) = (h.clone().into_raw_vec_and_offset().0, vec![0f32; n * d]);
-    type Fwd = unsafe extern "C" fn(*mut f32, *mut f32, *const f32, *const f32, *const f32, *const f32, i64, i32);
+    type Fwd = unsafe extern "C" fn(
+        *mut f32,
+        *mut f32,
+        *const f32,
+        *const f32,
+        *const f32,
+        *const f32,
+        i64,
+        i32,
+    );
     unsafe {
-        k.get::<Fwd>("bn_forward")(y.as_mut_ptr(), xhat.as_mut_ptr(), mean.as_ptr(), rstd.as_ptr(), bn.gamma.as_ptr(), bn.beta.as_ptr(), (n * d) as i64, d as i32)
+        k.get::<Fwd>("bn_forward")(
+            y.as_mut_ptr(),
+            xhat.as_mut_ptr(),
+            mean.as_ptr(),
+            rstd.as_ptr(),
+            bn.gamma.as_ptr(),
+            bn.beta.as_ptr(),
+            (n * d) as i64,
+            d as i32,
+        )
     };
     assert_close(&y, want_y.as_slice().unwrap(), 1e-5, "y");
 
@@ -126,11 +185,30 @@ fn batch_norm_kernels_match_the_layer() {
     let dgamma = k.col_reduce(&dx, &xhat, r, d, chunk, 2, 1.0);
     assert_close(&dbeta, want_g.dbeta.as_slice().unwrap(), 1e-5, "dbeta");
     assert_close(&dgamma, want_g.dgamma.as_slice().unwrap(), 1e-4, "dgamma");
-    type Bwd = unsafe extern "C" fn(*mut f32, *const f32, *const f32, *const f32, *const f32, *const f32, i64, i32, i64, f32);
+    type Bwd = unsafe extern "C" fn(
+        *mut f32,
+        *const f32,
+        *const f32,
+        *const f32,
+        *const f32,
+        *const f32,
+        i64,
+        i32,
+        i64,
+        f32,
+    );
     unsafe {
         k.get::<Bwd>("bn_backward")(
-            dx.as_mut_ptr(), xhat.as_ptr(), bn.gamma.as_ptr(), rstd.as_ptr(), dbeta.as_ptr(), dgamma.as_ptr(),
-            (r * d) as i64, d as i32, m as i64, inv_m,
+            dx.as_mut_ptr(),
+            xhat.as_ptr(),
+            bn.gamma.as_ptr(),
+            rstd.as_ptr(),
+            dbeta.as_ptr(),
+            dgamma.as_ptr(),
+            (r * d) as i64,
+            d as i32,
+            m as i64,
+            inv_m,
         )
     };
     assert_close(&dx, want_dx.as_slice().unwrap(), 1e-4, "dx");
@@ -147,16 +225,31 @@ fn activation_bias_and_mask_kernels_match_the_layers() {
     let up = random(n, d, &mut rng);
     type Act = unsafe extern "C" fn(*mut f32, i64, i32);
     type ActB = unsafe extern "C" fn(*mut f32, *const f32, i64, i32);
-    for act in [Activation::Relu, Activation::LeakyRelu, Activation::Elu, Activation::Tanh, Activation::Identity] {
+    for act in [
+        Activation::Relu,
+        Activation::LeakyRelu,
+        Activation::Elu,
+        Activation::Tanh,
+        Activation::Identity,
+    ] {
         let mut want = h.clone();
         act.forward_inplace(&mut want);
         let mut got = h.clone().into_raw_vec_and_offset().0;
-        unsafe { k.get::<Act>("act_forward")(got.as_mut_ptr(), (n * d) as i64, super::net::act_kind(act)) };
+        unsafe {
+            k.get::<Act>("act_forward")(got.as_mut_ptr(), (n * d) as i64, super::net::act_kind(act))
+        };
         assert_close(&got, want.as_slice().unwrap(), 1e-6, &format!("{act:?} forward"));
         let mut want_d = up.clone();
         act.backward_inplace(want.view(), &mut want_d);
         let mut got_d = up.clone().into_raw_vec_and_offset().0;
-        unsafe { k.get::<ActB>("act_backward")(got_d.as_mut_ptr(), want.as_ptr(), (n * d) as i64, super::net::act_kind(act)) };
+        unsafe {
+            k.get::<ActB>("act_backward")(
+                got_d.as_mut_ptr(),
+                want.as_ptr(),
+                (n * d) as i64,
+                super::net::act_kind(act),
+            )
+        };
         assert_close(&got_d, want_d.as_slice().unwrap(), 1e-6, &format!("{act:?} backward"));
     }
     let b = Array1::from_shape_fn(d, |_| rng.random::<f32>());
@@ -178,29 +271,65 @@ fn adam_kernel_matches_the_optimiser() {
     use crate::nn::{Adam, AdamConfig, Forward, Network, NetworkConfig};
     let Some(k) = build() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let net0 = Network::new(4, 3, &NetworkConfig { hidden: vec![5, 2], ..Default::default() }, 7).unwrap();
+    let net0 =
+        Network::new(4, 3, &NetworkConfig { hidden: vec![5, 2], ..Default::default() }, 7).unwrap();
     let x = random(6, 4, &mut rng);
     let pass = net0.forward(x.view(), &Forward::training(6), &mut rng);
     let grads = net0.backward(x.view(), &pass, random(6, 3, &mut rng).view(), None);
     let cfg = AdamConfig { lr: 0.01, ..Default::default() };
     let (mut want_net, mut want_adam) = (net0.clone(), Adam::new(&cfg, &net0));
     let (mut got_net, mut got_adam) = (net0.clone(), Adam::new(&cfg, &net0));
-    type Step = unsafe extern "C" fn(*mut f32, *const f32, *mut f32, *mut f32, i64, f64, f64, f64, f64, f64, f64, f64);
+    type Step = unsafe extern "C" fn(
+        *mut f32,
+        *const f32,
+        *mut f32,
+        *mut f32,
+        i64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+    );
     for _ in 0..2 {
         want_adam.step(&mut want_net, &grads);
         got_adam.advance();
-        let consts: Vec<_> = got_net.params().iter().map(|(kind, _)| got_adam.step_constants(*kind)).collect();
+        let consts: Vec<_> =
+            got_net.params().iter().map(|(kind, _)| got_adam.step_constants(*kind)).collect();
         let (ms, vs) = got_adam.moments_mut();
-        for ((((_, p), g), (m, v)), c) in got_net.params_mut().into_iter().zip(grads.tensors()).zip(ms.iter_mut().zip(vs.iter_mut())).zip(&consts) {
+        for ((((_, p), g), (m, v)), c) in got_net
+            .params_mut()
+            .into_iter()
+            .zip(grads.tensors())
+            .zip(ms.iter_mut().zip(vs.iter_mut()))
+            .zip(&consts)
+        {
             unsafe {
                 k.get::<Step>("adam")(
-                    p.as_mut_ptr(), g.as_ptr(), m.as_mut_ptr(), v.as_mut_ptr(), p.len() as i64,
-                    c.beta1, c.beta2, c.lr, c.eps, c.bias1, c.bias2, c.keep,
+                    p.as_mut_ptr(),
+                    g.as_ptr(),
+                    m.as_mut_ptr(),
+                    v.as_mut_ptr(),
+                    p.len() as i64,
+                    c.beta1,
+                    c.beta2,
+                    c.lr,
+                    c.eps,
+                    c.bias1,
+                    c.bias2,
+                    c.keep,
                 )
             };
         }
     }
-    let bits = |net: &Network| net.params().iter().flat_map(|(_, p)| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>()).collect::<Vec<_>>();
+    let bits = |net: &Network| {
+        net.params()
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(bits(&got_net), bits(&want_net));
     assert_ne!(bits(&got_net), bits(&net0));
     assert_eq!(got_adam.moments().0, want_adam.moments().0);
@@ -211,7 +340,11 @@ fn adam_kernel_matches_the_optimiser() {
 fn nonfinite_flag_kernel_sees_nan_and_infinity() {
     let Some(k) = build() else { return };
     type Flag = unsafe extern "C" fn(*const f32, i64, *mut f32);
-    for (values, want) in [(vec![1.0f32, -2.0, 0.0], 0.0), (vec![1.0, f32::NAN, 0.0], 1.0), (vec![f32::NEG_INFINITY, 1.0], 1.0)] {
+    for (values, want) in [
+        (vec![1.0f32, -2.0, 0.0], 0.0),
+        (vec![1.0, f32::NAN, 0.0], 1.0),
+        (vec![f32::NEG_INFINITY, 1.0], 1.0),
+    ] {
         let mut flag = 0f32;
         unsafe { k.get::<Flag>("flag_nonfinite")(values.as_ptr(), values.len() as i64, &mut flag) };
         assert_eq!(flag, want, "{values:?}");

@@ -79,7 +79,9 @@ impl Gpu {
         GPU.get_or_init(|| {
             // cudarc panics where a symbol is missing from an old library: contain it.
             std::panic::catch_unwind(Gpu::open)
-                .unwrap_or_else(|_| Err("the CUDA libraries failed to load (too old a driver?)".into()))
+                .unwrap_or_else(|_| {
+                    Err("the CUDA libraries failed to load (too old a driver?)".into())
+                })
                 .map(Arc::new)
         })
         .clone()
@@ -112,18 +114,29 @@ impl Gpu {
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
         let kernels = Kernels::load(&ctx)?;
-        Ok(Gpu { name, inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }) })
+        Ok(Gpu {
+            name,
+            inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }),
+        })
     }
 
     /// `kernel::tiled::run` on the GPU (`sums`).
-    pub(crate) fn kernel_sums(&self, req: &crate::kernel::tiled::request::Request<f32>, tf32: bool) -> Result<crate::kernel::tiled::request::Output<f32>, String> {
+    pub(crate) fn kernel_sums(
+        &self,
+        req: &crate::kernel::tiled::request::Request<f32>,
+        tf32: bool,
+    ) -> Result<crate::kernel::tiled::request::Output<f32>, String> {
         sums::kernel_sums(self, req, sums::TILE, tf32)
     }
 
     /// cuBLAS's math mode: TF32 tensor-core products for f32 (`on`) or its default.
     pub(super) fn set_tf32(&self, on: bool) -> Result<(), String> {
         use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode, cublasStatus_t};
-        let mode = if on { cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH } else { cublasMath_t::CUBLAS_DEFAULT_MATH };
+        let mode = if on {
+            cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH
+        } else {
+            cublasMath_t::CUBLAS_DEFAULT_MATH
+        };
         let g = self.lock()?;
         // SAFETY: the handle is this GPU's live cuBLAS handle; the call only sets its mode.
         match unsafe { cublasSetMathMode(*g.blas.handle(), mode) } {
@@ -159,14 +172,26 @@ impl Gpu {
     }
 
     /// C = A·B on the device (A m×k, B k×n, non-negative strides).
-    pub(super) fn dot(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>, String> {
+    pub(super) fn dot(
+        &self,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+    ) -> Result<Array2<f32>, String> {
         let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
         let g = self.lock()?;
         let ao = g.operand(a)?;
         let bo = g.operand(b)?;
         let mut c = g.stream.alloc_zeros::<f32>(m * n).map_err(err("allocating a product"))?;
         let (av, bv) = (g.view(&ao.buf), g.view(&bo.buf));
-        g.gemm_rm((ao.trans, bo.trans), (m, n, k), 1.0, (&av, ao.ld), (&bv, bo.ld), 0.0, (&mut c.slice_mut(..), n))?;
+        g.gemm_rm(
+            (ao.trans, bo.trans),
+            (m, n, k),
+            1.0,
+            (&av, ao.ld),
+            (&bv, bo.ld),
+            0.0,
+            (&mut c.slice_mut(..), n),
+        )?;
         let host = g.stream.clone_dtoh(&c).map_err(err("downloading a product"))?;
         g.stream.synchronize().map_err(err("synchronising"))?;
         Array2::from_shape_vec((m, n), host).map_err(|e| e.to_string())
@@ -184,7 +209,10 @@ impl Inner {
             (true, if k == 1 { m } else { s1 }, (k - 1) * s1 + m)
         } else {
             let owned = a.as_standard_layout();
-            let dev = self.stream.clone_htod(owned.as_slice().expect("standard")).map_err(err("uploading an operand"))?;
+            let dev = self
+                .stream
+                .clone_htod(owned.as_slice().expect("standard"))
+                .map_err(err("uploading an operand"))?;
             return Ok(Operand { buf: Buf::Own(dev), trans: false, ld: k });
         };
         let start = a.as_ptr() as usize;
@@ -192,7 +220,9 @@ impl Inner {
             start >= p.host && (start - p.host) % 4 == 0 && (start - p.host) / 4 + span <= p.len
         });
         let buf = match inside {
-            Some(index) => Buf::Pin { index, offset: (start - self.pins[index].host) / 4, len: span },
+            Some(index) => {
+                Buf::Pin { index, offset: (start - self.pins[index].host) / 4, len: span }
+            }
             None => {
                 // SAFETY: the span runs from the view's first to its last element, inside the
                 // array the view borrows.
@@ -223,8 +253,16 @@ impl Inner {
         beta: f32,
         (c, ldc): (&mut CudaViewMut<f32>, usize),
     ) -> Result<(), String> {
-        let op = |t: bool| if t { cublasOperation_t::CUBLAS_OP_T } else { cublasOperation_t::CUBLAS_OP_N };
-        let int = |v: usize| i32::try_from(v).map_err(|_| format!("dimension {v} exceeds cuBLAS's 32-bit range"));
+        let op = |t: bool| {
+            if t {
+                cublasOperation_t::CUBLAS_OP_T
+            } else {
+                cublasOperation_t::CUBLAS_OP_N
+            }
+        };
+        let int = |v: usize| {
+            i32::try_from(v).map_err(|_| format!("dimension {v} exceeds cuBLAS's 32-bit range"))
+        };
         let cfg = GemmConfig {
             transa: op(trans.1),
             transb: op(trans.0),

@@ -100,10 +100,26 @@ fn layers_of(net: &Network) -> Vec<Layer> {
             (next - 2, next - 1)
         });
         let (in_dim, out_dim) = (block.linear.in_dim(), block.linear.out_dim());
-        layers.push(Layer { w, b, bn, in_dim, out_dim, act: act_kind(block.activation), dropout: block.dropout });
+        layers.push(Layer {
+            w,
+            b,
+            bn,
+            in_dim,
+            out_dim,
+            act: act_kind(block.activation),
+            dropout: block.dropout,
+        });
     }
     let (in_dim, out_dim) = (net.f.in_dim(), net.f.out_dim());
-    layers.push(Layer { w: next, b: next + 1, bn: None, in_dim, out_dim, act: act_kind(Activation::Identity), dropout: 0.0 });
+    layers.push(Layer {
+        w: next,
+        b: next + 1,
+        bn: None,
+        in_dim,
+        out_dim,
+        act: act_kind(Activation::Identity),
+        dropout: 0.0,
+    });
     layers
 }
 
@@ -112,8 +128,10 @@ impl<D: Backend> DevNet<D> {
     pub(crate) fn upload(dev: Arc<D>, net: Network, adam: Adam) -> Result<DevNet<D>, String> {
         let layers = layers_of(&net);
         let kinds = net.params().iter().map(|(k, _)| *k).collect();
-        let params = net.params().iter().map(|(_, p)| dev.upload(p)).collect::<Result<Vec<_>, _>>()?;
-        let grads = net.params().iter().map(|(_, p)| dev.zeros(p.len())).collect::<Result<Vec<_>, _>>()?;
+        let params =
+            net.params().iter().map(|(_, p)| dev.upload(p)).collect::<Result<Vec<_>, _>>()?;
+        let grads =
+            net.params().iter().map(|(_, p)| dev.zeros(p.len())).collect::<Result<Vec<_>, _>>()?;
         let (ms, vs) = adam.moments();
         let m = ms.iter().map(|x| dev.upload(x)).collect::<Result<Vec<_>, _>>()?;
         let v = vs.iter().map(|x| dev.upload(x)).collect::<Result<Vec<_>, _>>()?;
@@ -124,27 +142,62 @@ impl<D: Backend> DevNet<D> {
     /// it lies in them): the logits (`n × c`) on the host, and Z (`n × z_dim`) too `with_z`.
     /// With `keep`, the pass is kept for [`DevNet::step`]; dropout masks are drawn from `rng`
     /// when `fw.train`.
-    pub(crate) fn forward(&mut self, x: ArrayView2<f32>, fw: &Forward, rng: &mut ChaCha8Rng, keep: bool, with_z: bool) -> Result<(Array2<f32>, Option<Array2<f32>>), String> {
+    pub(crate) fn forward(
+        &mut self,
+        x: ArrayView2<f32>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+        keep: bool,
+        with_z: bool,
+    ) -> Result<(Array2<f32>, Option<Array2<f32>>), String> {
         let dev = self.dev.clone();
         let n = x.nrows();
         let feat = dev.features(x)?;
         let nb = self.layers.len() - 1;
-        let mut cache = Cache { n, stats_rows: fw.stats_rows, outs: Vec::new(), pre: Vec::new(), masks: Vec::new(), xhat: Vec::new(), rstd: Vec::new() };
+        let mut cache = Cache {
+            n,
+            stats_rows: fw.stats_rows,
+            outs: Vec::new(),
+            pre: Vec::new(),
+            masks: Vec::new(),
+            xhat: Vec::new(),
+            rstd: Vec::new(),
+        };
         for l in 0..=nb {
             let layer = &self.layers[l];
             let (din, dout) = (layer.in_dim, layer.out_dim);
             let mut h = dev.zeros(n * dout)?;
             let input = if l == 0 { Src::Feat(&feat) } else { Src::Buf(&cache.outs[l - 1], din) };
-            dev.gemm((false, false), (n, dout, din), input, Src::Buf(&self.params[layer.w], dout), 0.0, &mut h)?;
-            dev.launch(K::AddBias, n * dout, &mut [Arg::Out(&mut h), Arg::In(&self.params[layer.b]), Arg::I64((n * dout) as i64), Arg::I32(dout as i32)])?;
+            dev.gemm(
+                (false, false),
+                (n, dout, din),
+                input,
+                Src::Buf(&self.params[layer.w], dout),
+                0.0,
+                &mut h,
+            )?;
+            dev.launch(
+                K::AddBias,
+                n * dout,
+                &mut [
+                    Arg::Out(&mut h),
+                    Arg::In(&self.params[layer.b]),
+                    Arg::I64((n * dout) as i64),
+                    Arg::I32(dout as i32),
+                ],
+            )?;
             if l < nb {
                 self.block_tail(&dev, layer, &mut h, &mut cache, fw, rng)?;
                 cache.outs.push(h);
                 continue;
             }
-            let logits = Array2::from_shape_vec((n, dout), dev.download(&h)?).map_err(|e| e.to_string())?;
+            let logits =
+                Array2::from_shape_vec((n, dout), dev.download(&h)?).map_err(|e| e.to_string())?;
             let z = match (with_z, cache.outs.last()) {
-                (true, Some(z)) => Some(Array2::from_shape_vec((n, din), dev.download(z)?).map_err(|e| e.to_string())?),
+                (true, Some(z)) => Some(
+                    Array2::from_shape_vec((n, din), dev.download(z)?)
+                        .map_err(|e| e.to_string())?,
+                ),
                 _ => None,
             };
             if keep {
@@ -173,7 +226,15 @@ impl<D: Backend> DevNet<D> {
     }
 
     /// BatchNorm, activation and dropout of one G block on its linear output `h`, in place.
-    fn block_tail(&self, dev: &D, layer: &Layer, h: &mut D::Buf, cache: &mut Cache<D::Buf>, fw: &Forward, rng: &mut ChaCha8Rng) -> Result<(), String> {
+    fn block_tail(
+        &self,
+        dev: &D,
+        layer: &Layer,
+        h: &mut D::Buf,
+        cache: &mut Cache<D::Buf>,
+        fw: &Forward,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(), String> {
         let (n, d) = (cache.n, layer.out_dim);
         let total = (n * d) as i64;
         let (mut xhat, mut rstd) = (None, None);
@@ -185,10 +246,32 @@ impl<D: Backend> DevNet<D> {
             let inv_m = 1.0 / m as f32;
             let mean = col_reduce(dev, Reduce::Sum, h, None, m, d, inv_m)?;
             let mut r = col_reduce(dev, Reduce::SqDev, h, Some(&mean), m, d, 1.0)?;
-            dev.launch(K::BnRstd, d, &mut [Arg::Out(&mut r), Arg::I32(d as i32), Arg::F32(inv_m), Arg::F32(BN_EPS as f32)])?;
+            dev.launch(
+                K::BnRstd,
+                d,
+                &mut [
+                    Arg::Out(&mut r),
+                    Arg::I32(d as i32),
+                    Arg::F32(inv_m),
+                    Arg::F32(BN_EPS as f32),
+                ],
+            )?;
             let mut xh = dev.zeros(n * d)?;
             let (g, b) = (&self.params[gamma], &self.params[beta]);
-            dev.launch(K::BnForward, n * d, &mut [Arg::Out(h), Arg::Out(&mut xh), Arg::In(&mean), Arg::In(&r), Arg::In(g), Arg::In(b), Arg::I64(total), Arg::I32(d as i32)])?;
+            dev.launch(
+                K::BnForward,
+                n * d,
+                &mut [
+                    Arg::Out(h),
+                    Arg::Out(&mut xh),
+                    Arg::In(&mean),
+                    Arg::In(&r),
+                    Arg::In(g),
+                    Arg::In(b),
+                    Arg::I64(total),
+                    Arg::I32(d as i32),
+                ],
+            )?;
             (xhat, rstd) = (Some(xh), Some(r));
         }
         dev.launch(K::ActForward, n * d, &mut [Arg::Out(h), Arg::I64(total), Arg::I32(layer.act)])?;
@@ -211,14 +294,26 @@ impl<D: Backend> DevNet<D> {
     /// them carry none) plus, if given, `d_z` (`r × z_dim`), an extra ∂ℓ/∂Z; `x` is the pass's
     /// input. Then, when every gradient is finite, one AdamW step. Returns whether the
     /// gradients were finite (nothing changes otherwise).
-    pub(crate) fn step(&mut self, x: ArrayView2<f32>, d_logits: ArrayView2<f32>, d_z: DzIn<'_, D::Buf>) -> Result<bool, String> {
+    pub(crate) fn step(
+        &mut self,
+        x: ArrayView2<f32>,
+        d_logits: ArrayView2<f32>,
+        d_z: DzIn<'_, D::Buf>,
+    ) -> Result<bool, String> {
         let dev = self.dev.clone();
         let DevNet { layers, params, grads, cache, .. } = self;
         let cache = cache.as_ref().ok_or("no forward pass to differentiate")?;
         let r = d_logits.nrows();
         let nb = layers.len() - 1;
-        if r > cache.n || r < cache.stats_rows.min(cache.n) || d_logits.ncols() != layers[nb].out_dim {
-            return Err(format!("∂ℓ/∂logits is {r} × {}, the pass {} rows", d_logits.ncols(), cache.n));
+        if r > cache.n
+            || r < cache.stats_rows.min(cache.n)
+            || d_logits.ncols() != layers[nb].out_dim
+        {
+            return Err(format!(
+                "∂ℓ/∂logits is {r} × {}, the pass {} rows",
+                d_logits.ncols(),
+                cache.n
+            ));
         }
         let z_len = r * layers[nb].in_dim;
         let dz_fits = match &d_z {
@@ -230,14 +325,16 @@ impl<D: Backend> DevNet<D> {
             return Err(format!("∂ℓ/∂Z is not {r} × {}", layers[nb].in_dim));
         }
         let mut d_z = Some(d_z);
-        let mut d = dev.upload(d_logits.as_standard_layout().as_slice().expect("standard layout"))?;
+        let mut d =
+            dev.upload(d_logits.as_standard_layout().as_slice().expect("standard layout"))?;
         for l in (0..=nb).rev() {
             let layer = &layers[l];
             let (din, dout) = (layer.in_dim, layer.out_dim);
             if l < nb {
                 block_tail_backward(&*dev, layer, cache, l, params, grads, &mut d, r)?;
             }
-            let feat = if l == 0 { Some(dev.features(x.slice(ndarray::s![..r, ..]))?) } else { None };
+            let feat =
+                if l == 0 { Some(dev.features(x.slice(ndarray::s![..r, ..]))?) } else { None };
             let input = match &feat {
                 Some(f) => Src::Feat(f),
                 None => Src::Buf(&cache.outs[l - 1], din),
@@ -250,17 +347,30 @@ impl<D: Backend> DevNet<D> {
             }
             // ∂ℓ/∂(input) = d·Wᵀ, plus the extra ∂ℓ/∂Z at F (accumulated by the product: β = 1).
             let (mut dx, beta) = match d_z.take().filter(|_| l == nb) {
-                Some(DzIn::Host(dz)) => (dev.upload(dz.as_standard_layout().as_slice().expect("standard layout"))?, 1.0),
+                Some(DzIn::Host(dz)) => {
+                    (dev.upload(dz.as_standard_layout().as_slice().expect("standard layout"))?, 1.0)
+                }
                 Some(DzIn::Device(dz)) => (dz, 1.0),
                 _ => (dev.zeros(r * din)?, 0.0),
             };
-            dev.gemm((false, true), (r, din, dout), Src::Buf(&d, dout), Src::Buf(&params[layer.w], dout), beta, &mut dx)?;
+            dev.gemm(
+                (false, true),
+                (r, din, dout),
+                Src::Buf(&d, dout),
+                Src::Buf(&params[layer.w], dout),
+                beta,
+                &mut dx,
+            )?;
             d = dx;
         }
         let mut flag = dev.zeros(1)?;
         for grad in grads.iter() {
             let len = dev.len(grad);
-            dev.launch(K::FlagNonfinite, len, &mut [Arg::In(grad), Arg::I64(len as i64), Arg::Out(&mut flag)])?;
+            dev.launch(
+                K::FlagNonfinite,
+                len,
+                &mut [Arg::In(grad), Arg::I64(len as i64), Arg::Out(&mut flag)],
+            )?;
         }
         let finite = dev.download(&flag)?[0] == 0.0;
         if finite {
@@ -268,9 +378,12 @@ impl<D: Backend> DevNet<D> {
             for i in 0..self.params.len() {
                 let k = self.adam.step_constants(self.kinds[i]);
                 let len = dev.len(&self.params[i]);
-                let (p, g, m, v) = (&mut self.params[i], &self.grads[i], &mut self.m[i], &mut self.v[i]);
-                let args = [Arg::Out(p), Arg::In(g), Arg::Out(m), Arg::Out(v), Arg::I64(len as i64)];
-                let consts = [k.beta1, k.beta2, k.lr, k.eps, k.bias1, k.bias2, k.keep].map(Arg::F64);
+                let (p, g, m, v) =
+                    (&mut self.params[i], &self.grads[i], &mut self.m[i], &mut self.v[i]);
+                let args =
+                    [Arg::Out(p), Arg::In(g), Arg::Out(m), Arg::Out(v), Arg::I64(len as i64)];
+                let consts =
+                    [k.beta1, k.beta2, k.lr, k.eps, k.bias1, k.bias2, k.keep].map(Arg::F64);
                 let mut all: Vec<Arg<'_, D::Buf>> = args.into_iter().chain(consts).collect();
                 dev.launch(K::Adam, len, &mut all)?;
             }
@@ -281,8 +394,14 @@ impl<D: Backend> DevNet<D> {
 
     /// A copy, on the device, of the parameters and moments now.
     pub(crate) fn snapshot(&self) -> Result<DevSnapshot<D::Buf>, String> {
-        let copy = |xs: &[D::Buf]| xs.iter().map(|x| self.dev.copy(x)).collect::<Result<Vec<_>, _>>();
-        Ok(DevSnapshot { params: copy(&self.params)?, m: copy(&self.m)?, v: copy(&self.v)?, adam: self.adam.clone() })
+        let copy =
+            |xs: &[D::Buf]| xs.iter().map(|x| self.dev.copy(x)).collect::<Result<Vec<_>, _>>();
+        Ok(DevSnapshot {
+            params: copy(&self.params)?,
+            m: copy(&self.m)?,
+            v: copy(&self.v)?,
+            adam: self.adam.clone(),
+        })
     }
 
     /// Goes back to `s` (the kept pass is dropped).
@@ -305,7 +424,8 @@ impl<D: Backend> DevNet<D> {
             self.dev.download_into(dev, host)?;
         }
         let (ms, vs) = self.adam.moments_mut();
-        for (dev, host) in self.m.iter().zip(ms.iter_mut()).chain(self.v.iter().zip(vs.iter_mut())) {
+        for (dev, host) in self.m.iter().zip(ms.iter_mut()).chain(self.v.iter().zip(vs.iter_mut()))
+        {
             self.dev.download_into(dev, host)?;
         }
         Ok((self.net, self.adam))
@@ -335,8 +455,14 @@ fn block_tail_backward<D: Backend + ?Sized>(
         }
         _ => &cache.outs[l],
     };
-    dev.launch(K::ActBackward, r * w, &mut [Arg::Out(d), Arg::In(act_out), Arg::I64(total), Arg::I32(layer.act)])?;
-    if let (Some((gamma, beta)), Some(xhat), Some(rstd)) = (layer.bn, &cache.xhat[l], &cache.rstd[l]) {
+    dev.launch(
+        K::ActBackward,
+        r * w,
+        &mut [Arg::Out(d), Arg::In(act_out), Arg::I64(total), Arg::I32(layer.act)],
+    )?;
+    if let (Some((gamma, beta)), Some(xhat), Some(rstd)) =
+        (layer.bn, &cache.xhat[l], &cache.rstd[l])
+    {
         let m = cache.stats_rows;
         let (dgamma, dbeta) = pair_mut(grads, gamma, beta);
         col_reduce_into(dev, Reduce::Sum, d, None, r, w, 1.0, dbeta)?;

@@ -20,7 +20,15 @@ pub(super) enum Reduce {
 }
 
 /// `scale`·(the reduction over the first `rows` rows of `a`, width `d`) into a new buffer.
-pub(super) fn col_reduce<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32) -> Result<D::Buf, String> {
+pub(super) fn col_reduce<D: Backend + ?Sized>(
+    dev: &D,
+    what: Reduce,
+    a: &D::Buf,
+    b: Option<&D::Buf>,
+    rows: usize,
+    d: usize,
+    scale: f32,
+) -> Result<D::Buf, String> {
     let mut out = dev.zeros(d)?;
     col_reduce_into(dev, what, a, b, rows, d, scale, &mut out)?;
     Ok(out)
@@ -29,7 +37,16 @@ pub(super) fn col_reduce<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf,
 /// [`col_reduce`] into `out` (length d): partial sums over chunks of [`CHUNK_ROWS`] rows,
 /// then their sum in chunk order (deterministic).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn col_reduce_into<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D::Buf, b: Option<&D::Buf>, rows: usize, d: usize, scale: f32, out: &mut D::Buf) -> Result<(), String> {
+pub(super) fn col_reduce_into<D: Backend + ?Sized>(
+    dev: &D,
+    what: Reduce,
+    a: &D::Buf,
+    b: Option<&D::Buf>,
+    rows: usize,
+    d: usize,
+    scale: f32,
+    out: &mut D::Buf,
+) -> Result<(), String> {
     let chunks = rows.div_ceil(CHUNK_ROWS).max(1);
     let mut part = dev.zeros(chunks * d)?;
     // The kernel's mode; a sum reads no second operand (`a` stands in for it).
@@ -42,5 +59,15 @@ pub(super) fn col_reduce_into<D: Backend + ?Sized>(dev: &D, what: Reduce, a: &D:
     let [rows, d_, chunk, mode] = [rows, d, CHUNK_ROWS, mode].map(|v| Arg::I32(v as i32));
     let mut args = [Arg::In(a), Arg::In(b), Arg::Out(&mut part), rows, d_, chunk, mode];
     dev.launch(K::ColPart, chunks * d, &mut args)?;
-    dev.launch(K::ColFinish, d, &mut [Arg::In(&part), Arg::Out(out), Arg::I32(chunks as i32), Arg::I32(d as i32), Arg::F32(scale)])
+    dev.launch(
+        K::ColFinish,
+        d,
+        &mut [
+            Arg::In(&part),
+            Arg::Out(out),
+            Arg::I32(chunks as i32),
+            Arg::I32(d as i32),
+            Arg::F32(scale),
+        ],
+    )
 }

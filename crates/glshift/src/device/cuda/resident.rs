@@ -51,7 +51,11 @@ impl<B> Resident<B> {
     /// (1/m²) Σ_ij ‖z_i − z_j‖² over the m rows `rows` of Z, in two passes around their mean
     /// (as `kernel::bandwidth`): column sums, then squared deviations, each d values added in
     /// f64 on the host.
-    pub(crate) fn mean_pairwise_sq_dist<D: Backend<Buf = B>>(dev: &D, (z, n, d): KeptZ<B>, rows: &[usize]) -> Result<f64, String> {
+    pub(crate) fn mean_pairwise_sq_dist<D: Backend<Buf = B>>(
+        dev: &D,
+        (z, n, d): KeptZ<B>,
+        rows: &[usize],
+    ) -> Result<f64, String> {
         let m = rows.len();
         if m == 0 {
             return Ok(0.0);
@@ -62,7 +66,8 @@ impl<B> Resident<B> {
         let sums = dev.download(&col_reduce(dev, Reduce::Sum, &picked, None, m, d, 1.0)?)?;
         let mean: Vec<f32> = sums.iter().map(|&s| (s as f64 / m as f64) as f32).collect();
         let dev_mean = dev.upload(&mean)?;
-        let sq = dev.download(&col_reduce(dev, Reduce::SqDev, &picked, Some(&dev_mean), m, d, 1.0)?)?;
+        let sq =
+            dev.download(&col_reduce(dev, Reduce::SqDev, &picked, Some(&dev_mean), m, d, 1.0)?)?;
         Ok(2.0 * sq.iter().map(|&v| v as f64).sum::<f64>() / m as f64)
     }
 
@@ -70,7 +75,15 @@ impl<B> Resident<B> {
     /// with `objectives` and bandwidth `h` (products in TF32 where `tf32`): each objective's
     /// value and the index of its held gradient.
     #[allow(clippy::too_many_arguments)] // the device, Z, and the request's parts as the trait takes them
-    pub(crate) fn kernel_sums<D: Backend<Buf = B>>(&mut self, dev: &D, (z, n, d): KeptZ<B>, domains: &[(&[usize], ArrayView2<f32>)], objectives: &[Objective], h: f64, tf32: bool) -> Result<Vec<(f64, usize)>, String> {
+    pub(crate) fn kernel_sums<D: Backend<Buf = B>>(
+        &mut self,
+        dev: &D,
+        (z, n, d): KeptZ<B>,
+        domains: &[(&[usize], ArrayView2<f32>)],
+        objectives: &[Objective],
+        h: f64,
+        tf32: bool,
+    ) -> Result<Vec<(f64, usize)>, String> {
         let sums = Sums {
             rows: domains.iter().map(|(rows, _)| RowsFrom::Device { z, n, rows }).collect(),
             labels: domains.iter().map(|(_, y)| *y).collect(),
@@ -84,7 +97,9 @@ impl<B> Resident<B> {
         let mut ids = Vec::with_capacity(objectives.len());
         for (value, grads) in out.values.into_iter().zip(out.grads) {
             let mut parts = Vec::new();
-            for (g, (rows, m)) in grads.into_iter().zip(&out.dest).filter_map(|(g, dest)| g.map(|g| (g, dest))) {
+            for (g, (rows, m)) in
+                grads.into_iter().zip(&out.dest).filter_map(|(g, dest)| g.map(|g| (g, dest)))
+            {
                 parts.push((g, dev.copy(rows)?, *m));
             }
             ids.push((value, self.held.len()));
@@ -94,7 +109,12 @@ impl<B> Resident<B> {
     }
 
     /// ‖gradient `id`‖² (Σ over its rows of Σ_j g², d column sums added in f64 on the host).
-    pub(crate) fn grad_sq_norm<D: Backend<Buf = B>>(&self, dev: &D, id: usize, d: usize) -> Result<f64, String> {
+    pub(crate) fn grad_sq_norm<D: Backend<Buf = B>>(
+        &self,
+        dev: &D,
+        id: usize,
+        d: usize,
+    ) -> Result<f64, String> {
         let held = self.held.get(id).ok_or("no such gradient")?;
         let mut total = 0.0;
         for (g, _, m) in &held.parts {
@@ -105,7 +125,13 @@ impl<B> Resident<B> {
     }
 
     /// ∂ℓ/∂Z (n × d, zeros at first) += `scale` · gradient `id` on its rows of Z.
-    pub(crate) fn add_to_dz<D: Backend<Buf = B>>(&mut self, dev: &D, id: usize, scale: f32, (n, d): (usize, usize)) -> Result<(), String> {
+    pub(crate) fn add_to_dz<D: Backend<Buf = B>>(
+        &mut self,
+        dev: &D,
+        id: usize,
+        scale: f32,
+        (n, d): (usize, usize),
+    ) -> Result<(), String> {
         let held = self.held.get(id).ok_or("no such gradient")?;
         if self.dz.is_none() {
             self.dz = Some(dev.zeros(n * d)?);
@@ -113,7 +139,11 @@ impl<B> Resident<B> {
         let dz = self.dz.as_mut().expect("allocated above");
         for (g, rows, m) in &held.parts {
             let [m_, d_, n_] = [*m, d, n].map(|v| Arg::I32(v as i32));
-            dev.launch(K::ScatterAddRows, m * d, &mut [Arg::Out(dz), Arg::In(g), Arg::In(rows), m_, d_, n_, Arg::F32(scale)])?;
+            dev.launch(
+                K::ScatterAddRows,
+                m * d,
+                &mut [Arg::Out(dz), Arg::In(g), Arg::In(rows), m_, d_, n_, Arg::F32(scale)],
+            )?;
         }
         Ok(())
     }

@@ -121,13 +121,20 @@ fn needs<B>(k: K, a: &[Arg<'_, B>]) -> Vec<(usize, usize)> {
 /// Checks a launch of `k` with `args`: their kinds and order against the kernel's C signature,
 /// every integer non-negative, every buffer (`len` gives its values) at least as long as the
 /// kernel's loops read or write.
-pub(crate) fn check_launch<B>(k: K, args: &[Arg<'_, B>], len: impl Fn(&B) -> usize) -> Result<(), String> {
+pub(crate) fn check_launch<B>(
+    k: K,
+    args: &[Arg<'_, B>],
+    len: impl Fn(&B) -> usize,
+) -> Result<(), String> {
     let sig = signature(k);
     let kinds: Vec<C> = args.iter().map(kind).collect();
     if kinds != sig {
         return Err(format!("kernel {}: arguments {kinds:?}, signature {sig:?}", k.name()));
     }
-    if let Some(i) = args.iter().position(|a| matches!(a, Arg::I32(v) if *v < 0) || matches!(a, Arg::I64(v) if *v < 0)) {
+    if let Some(i) = args
+        .iter()
+        .position(|a| matches!(a, Arg::I32(v) if *v < 0) || matches!(a, Arg::I64(v) if *v < 0))
+    {
         return Err(format!("kernel {}: integer argument {i} is negative", k.name()));
     }
     for (i, need) in needs(k, args) {
@@ -137,7 +144,10 @@ pub(crate) fn check_launch<B>(k: K, args: &[Arg<'_, B>], len: impl Fn(&B) -> usi
             _ => 0,
         };
         if have < need {
-            return Err(format!("kernel {}: argument {i} holds {have} values, needs {need}", k.name()));
+            return Err(format!(
+                "kernel {}: argument {i} holds {have} values, needs {need}",
+                k.name()
+            ));
         }
     }
     Ok(())
@@ -154,7 +164,11 @@ mod tests {
         let (p, h) = (Arg::I32(2), Arg::F32(0.5));
         let tail = if swapped { [h, Arg::I32(2)] } else { [Arg::I32(2), h] };
         let [t0, t1] = tail;
-        check_launch(K::Gauss, &[Arg::Out(&mut k), Arg::In(&na), Arg::In(&nb), Arg::I32(oa), Arg::I32(ob), p, t0, t1], Vec::len)
+        check_launch(
+            K::Gauss,
+            &[Arg::Out(&mut k), Arg::In(&na), Arg::In(&nb), Arg::I32(oa), Arg::I32(ob), p, t0, t1],
+            Vec::len,
+        )
     }
 
     /// A launch that matches passes; arguments out of order, a negative integer and a buffer

@@ -57,25 +57,51 @@ struct Scratch<B> {
 
 impl<B> Scratch<B> {
     fn new<D: Backend<Buf = B>>(dev: &D, tile: usize, c: usize) -> Result<Scratch<B>, String> {
-        Ok(Scratch { k: dev.zeros(tile * tile)?, m: dev.zeros(tile * tile)?, ky: dev.zeros(tile * c)?, yg: dev.zeros(tile * c)?, ones: dev.upload(&vec![1f32; tile])? })
+        Ok(Scratch {
+            k: dev.zeros(tile * tile)?,
+            m: dev.zeros(tile * tile)?,
+            ky: dev.zeros(tile * c)?,
+            yg: dev.zeros(tile * c)?,
+            ones: dev.upload(&vec![1f32; tile])?,
+        })
     }
 }
 
 /// Gradient accumulators G (n×d) and r (n) per objective and per domain it touches.
-fn alloc_accumulators<D: Backend>(dev: &D, objectives: &[Objective], doms: &[Dom<D::Buf>], d: usize) -> Result<Accumulators<D::Buf>, String> {
-    let touched = |o: usize, a: usize| objectives[o].terms.iter().any(|(x, y, _)| *x == a || *y == a);
+fn alloc_accumulators<D: Backend>(
+    dev: &D,
+    objectives: &[Objective],
+    doms: &[Dom<D::Buf>],
+    d: usize,
+) -> Result<Accumulators<D::Buf>, String> {
+    let touched =
+        |o: usize, a: usize| objectives[o].terms.iter().any(|(x, y, _)| *x == a || *y == a);
     (0..objectives.len())
         .map(|o| {
             (0..doms.len())
-                .map(|a| if touched(o, a) { Ok(Some((dev.zeros(doms[a].n * d)?, dev.zeros(doms[a].n)?))) } else { Ok(None) })
+                .map(|a| {
+                    if touched(o, a) {
+                        Ok(Some((dev.zeros(doms[a].n * d)?, dev.zeros(doms[a].n)?)))
+                    } else {
+                        Ok(None)
+                    }
+                })
                 .collect()
         })
         .collect()
 }
 
 /// Γ_eff of every objective with a term on a block (the layout's), uploaded.
-fn upload_gammas<D: Backend>(dev: &D, gammas: &[(usize, Array2<f64>)]) -> Result<Vec<(usize, D::Buf)>, String> {
-    gammas.iter().map(|(o, gm)| dev.upload(&gm.iter().map(|&x| x as f32).collect::<Vec<f32>>()).map(|s| (*o, s))).collect()
+fn upload_gammas<D: Backend>(
+    dev: &D,
+    gammas: &[(usize, Array2<f64>)],
+) -> Result<Vec<(usize, D::Buf)>, String> {
+    gammas
+        .iter()
+        .map(|(o, gm)| {
+            dev.upload(&gm.iter().map(|&x| x as f32).collect::<Vec<f32>>()).map(|s| (*o, s))
+        })
+        .collect()
 }
 
 /// What one block's tile pairs read: the two domains, Γ_eff per objective, c, d and 1/h.
@@ -92,7 +118,12 @@ struct BlockInputs<'r, B> {
 /// `kernel::tiled::run` on `dev`, by tiles of at most `tile` rows ([`Layout`]: one-hot rows
 /// sorted by class, and only the tile pairs some objective or S block needs); its products in
 /// TF32 where `tf32`.
-pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize, tf32: bool) -> Result<Output<f32>, String> {
+pub(crate) fn kernel_sums<D: Backend>(
+    dev: &D,
+    req: &Request<f32>,
+    tile: usize,
+    tf32: bool,
+) -> Result<Output<f32>, String> {
     let d = req.domains.first().map_or(0, |x| x.z.ncols());
     let sums = Sums {
         rows: req.domains.iter().map(|dm| RowsFrom::Host(dm.z)).collect(),
@@ -111,10 +142,18 @@ pub(crate) fn kernel_sums<D: Backend>(dev: &D, req: &Request<f32>, tile: usize, 
 
 /// The same sums with every domain's rows on the device ([`RowsFrom::Device`]), the
 /// gradients left there.
-pub(crate) fn kernel_sums_kept<D: Backend>(dev: &D, sums: &Sums<D::Buf>, tile: usize) -> Result<KeptOutput<D::Buf>, String> {
+pub(crate) fn kernel_sums_kept<D: Backend>(
+    dev: &D,
+    sums: &Sums<D::Buf>,
+    tile: usize,
+) -> Result<KeptOutput<D::Buf>, String> {
     let Pass { values, doms, acc, .. } = pass(dev, sums, tile)?;
-    let grads = acc.into_iter().map(|row| row.into_iter().map(|a| a.map(|(g, _)| g)).collect()).collect();
-    let dest = doms.into_iter().map(|dm| dm.dest.map(|b| (b, dm.n)).ok_or("kept kernel sums over rows of the host")).collect::<Result<_, _>>()?;
+    let grads =
+        acc.into_iter().map(|row| row.into_iter().map(|a| a.map(|(g, _)| g)).collect()).collect();
+    let dest = doms
+        .into_iter()
+        .map(|dm| dm.dest.map(|b| (b, dm.n)).ok_or("kept kernel sums over rows of the host"))
+        .collect::<Result<_, _>>()?;
     Ok(KeptOutput { values, grads, dest })
 }
 
@@ -186,7 +225,20 @@ fn tile_pair<D: Backend>(
     // K = Gaussian of Z_I Z_Jᵀ.
     dev.gemm((false, true), (p, q, d), za, zb, 0.0, &mut sc.k)?;
     let [oa, ob, pi, qi] = [ri.start, rj.start, p, q].map(|v| Arg::I32(v as i32));
-    dev.launch(K::Gauss, p * q, &mut [Arg::Out(&mut sc.k), Arg::In(&da.norms), Arg::In(&db.norms), oa, ob, pi, qi, Arg::F32(blk.inv_h)])?;
+    dev.launch(
+        K::Gauss,
+        p * q,
+        &mut [
+            Arg::Out(&mut sc.k),
+            Arg::In(&da.norms),
+            Arg::In(&db.norms),
+            oa,
+            ob,
+            pi,
+            qi,
+            Arg::F32(blk.inv_h),
+        ],
+    )?;
     // S part = Y_Iᵀ (K Y_J).
     dev.gemm((false, false), (p, c, q), Src::Buf(&sc.k, q), yb(), 0.0, &mut sc.ky)?;
     dev.gemm_at((true, false), (c, c, p), ya(), Src::Buf(&sc.ky, c), 0.0, slot)?;
@@ -194,14 +246,32 @@ fn tile_pair<D: Backend>(
         // H = (Y_I Γ Y_Jᵀ) ∘ K, built in m.
         dev.gemm((false, false), (p, c, c), ya(), Src::Buf(gm, c), 0.0, &mut sc.yg)?;
         dev.gemm((false, true), (p, q, c), Src::Buf(&sc.yg, c), yb(), 0.0, &mut sc.m)?;
-        dev.launch(K::MulInplace, p * q, &mut [Arg::Out(&mut sc.m), Arg::In(&sc.k), Arg::I64((p * q) as i64)])?;
+        dev.launch(
+            K::MulInplace,
+            p * q,
+            &mut [Arg::Out(&mut sc.m), Arg::In(&sc.k), Arg::I64((p * q) as i64)],
+        )?;
         let h = || Src::Buf(&sc.m, q);
         let (ga, ra) = acc[*o][a].as_mut().expect("touched");
-        dev.gemm_at((false, false), (p, d, q), h(), Src::At(&db.z, rj.start * d, d), 1.0, (ga, ri.start * d))?;
+        dev.gemm_at(
+            (false, false),
+            (p, d, q),
+            h(),
+            Src::At(&db.z, rj.start * d, d),
+            1.0,
+            (ga, ri.start * d),
+        )?;
         dev.gemm_at((false, false), (p, 1, q), h(), Src::Buf(&sc.ones, 1), 1.0, (ra, ri.start))?;
         if a != b || pair.mirrored {
             let (gb, rb) = acc[*o][b].as_mut().expect("touched");
-            dev.gemm_at((true, false), (q, d, p), h(), Src::At(&da.z, ri.start * d, d), 1.0, (gb, rj.start * d))?;
+            dev.gemm_at(
+                (true, false),
+                (q, d, p),
+                h(),
+                Src::At(&da.z, ri.start * d, d),
+                1.0,
+                (gb, rj.start * d),
+            )?;
             dev.gemm_at((true, false), (q, 1, p), h(), Src::Buf(&sc.ones, 1), 1.0, (rb, rj.start))?;
         }
     }
@@ -224,17 +294,33 @@ fn sum_blocks(values: &[f32], layout: &Layout, c: usize) -> Vec<((usize, usize),
 
 /// Each objective's value Σ_terms ⟨Γ, S^{ab}⟩.
 fn objective_values(objectives: &[Objective], s: &[((usize, usize), Array2<f64>)]) -> Vec<f64> {
-    let s_of = |a: usize, b: usize| &s.iter().find(|(k, _)| *k == (a, b)).expect("block computed").1;
-    objectives.iter().map(|o| o.terms.iter().map(|(a, b, gm)| (gm * s_of(*a, *b)).sum()).sum()).collect()
+    let s_of =
+        |a: usize, b: usize| &s.iter().find(|(k, _)| *k == (a, b)).expect("block computed").1;
+    objectives
+        .iter()
+        .map(|o| o.terms.iter().map(|(a, b, gm)| (gm * s_of(*a, *b)).sum()).sum())
+        .collect()
 }
 
 /// ∂ℓ_o/∂Z_a = scale·(G − r ∘ Z_a) in place of G, per objective and domain it touches (in the
 /// layout's row order).
-fn finish_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc: &mut Accumulators<D::Buf>, d: usize, scale: f32) -> Result<(), String> {
+fn finish_gradients<D: Backend>(
+    dev: &D,
+    doms: &[Dom<D::Buf>],
+    acc: &mut Accumulators<D::Buf>,
+    d: usize,
+    scale: f32,
+) -> Result<(), String> {
     for row in acc.iter_mut() {
-        for (dm, (ga, ra)) in doms.iter().zip(row.iter_mut()).filter_map(|(dm, slot)| slot.as_mut().map(|s| (dm, s))) {
+        for (dm, (ga, ra)) in
+            doms.iter().zip(row.iter_mut()).filter_map(|(dm, slot)| slot.as_mut().map(|s| (dm, s)))
+        {
             let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
-            dev.launch(K::GradFinish, dm.n * d, &mut [Arg::Out(ga), Arg::In(&dm.z), Arg::In(ra), n, d_, Arg::F32(scale)])?;
+            dev.launch(
+                K::GradFinish,
+                dm.n * d,
+                &mut [Arg::Out(ga), Arg::In(&dm.z), Arg::In(ra), n, d_, Arg::F32(scale)],
+            )?;
         }
     }
     Ok(())

@@ -55,36 +55,75 @@ pub(super) struct Layout {
 impl Layout {
     /// The layout of domains with these `labels` (n_a × c each), S blocks and objectives, with
     /// tiles of at most `tile` rows. Errors: a domain too long for the device's row order.
-    pub(super) fn new(labels: &[ArrayView2<f32>], s_blocks: &[(usize, usize)], objectives: &[Objective], tile: usize) -> Result<Layout, String> {
+    pub(super) fn new(
+        labels: &[ArrayView2<f32>],
+        s_blocks: &[(usize, usize)],
+        objectives: &[Objective],
+        tile: usize,
+    ) -> Result<Layout, String> {
         let c = labels.first().map_or(0, |y| y.ncols());
         let classes: Option<Vec<Vec<usize>>> = labels.iter().map(|y| one_hot_classes(*y)).collect();
         let mut doms = Vec::with_capacity(labels.len());
         for (a, y) in labels.iter().enumerate() {
             let n = y.nrows();
             doms.push(match &classes {
-                Some(cl) => sorted_domain(&cl[a], c, tile).map_err(|e| format!("domain {a}: {e}"))?,
-                None => DomLayout { order: None, n, tiles: split_even(n, tile.max(1)).into_iter().map(|r| (r, vec![true; c])).collect() },
+                Some(cl) => {
+                    sorted_domain(&cl[a], c, tile).map_err(|e| format!("domain {a}: {e}"))?
+                }
+                None => DomLayout {
+                    order: None,
+                    n,
+                    tiles: split_even(n, tile.max(1))
+                        .into_iter()
+                        .map(|r| (r, vec![true; c]))
+                        .collect(),
+                },
             });
         }
         let mut blocks: Vec<(usize, usize)> = s_blocks.to_vec();
         blocks.extend(objectives.iter().flat_map(|o| o.terms.iter().map(|(a, b, _)| (*a, *b))));
         blocks.sort_unstable();
         blocks.dedup();
-        let gammas: Vec<Vec<(usize, Array2<f64>)>> =
-            blocks.iter().map(|&(a, b)| objectives.iter().enumerate().filter_map(|(o, obj)| obj.gamma_eff(a, b).map(|g| (o, g))).collect()).collect();
+        let gammas: Vec<Vec<(usize, Array2<f64>)>> = blocks
+            .iter()
+            .map(|&(a, b)| {
+                objectives
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(o, obj)| obj.gamma_eff(a, b).map(|g| (o, g)))
+                    .collect()
+            })
+            .collect();
         let mut pairs = Vec::new();
         for (block, &(a, b)) in blocks.iter().enumerate() {
             let full = s_blocks.contains(&(a, b));
             for (i, (ri, ci)) in doms[a].tiles.iter().enumerate() {
-                for (j, (rj, cj)) in doms[b].tiles.iter().enumerate().filter(|(j, _)| a != b || i <= *j) {
-                    let objectives: Vec<usize> = gammas[block].iter().filter(|(_, g)| touches(g, ci, cj)).map(|(o, _)| *o).collect();
+                for (j, (rj, cj)) in
+                    doms[b].tiles.iter().enumerate().filter(|(j, _)| a != b || i <= *j)
+                {
+                    let objectives: Vec<usize> = gammas[block]
+                        .iter()
+                        .filter(|(_, g)| touches(g, ci, cj))
+                        .map(|(o, _)| *o)
+                        .collect();
                     if full || !objectives.is_empty() {
-                        pairs.push(PairPlan { block, ri: ri.clone(), rj: rj.clone(), mirrored: a == b && i < j, objectives });
+                        pairs.push(PairPlan {
+                            block,
+                            ri: ri.clone(),
+                            rj: rj.clone(),
+                            mirrored: a == b && i < j,
+                            objectives,
+                        });
                     }
                 }
             }
         }
-        let tile = doms.iter().flat_map(|d| d.tiles.iter().map(|(r, _)| r.len())).max().unwrap_or(0).max(1);
+        let tile = doms
+            .iter()
+            .flat_map(|d| d.tiles.iter().map(|(r, _)| r.len()))
+            .max()
+            .unwrap_or(0)
+            .max(1);
         Ok(Layout { doms, blocks, gammas, pairs, tile })
     }
 
@@ -103,7 +142,11 @@ fn touches(g: &Array2<f64>, ci: &[bool], cj: &[bool]) -> bool {
 /// A one-hot domain (`classes` per row, `usize::MAX` for none) sorted by class, then tiled.
 fn sorted_domain(classes: &[usize], c: usize, tile: usize) -> Result<DomLayout, String> {
     if classes.len() >= MAX_ORDERED_ROWS {
-        return Err(format!("{} rows: the device sorts at most {} rows by class", classes.len(), MAX_ORDERED_ROWS - 1));
+        return Err(format!(
+            "{} rows: the device sorts at most {} rows by class",
+            classes.len(),
+            MAX_ORDERED_ROWS - 1
+        ));
     }
     let mut order: Vec<usize> = (0..classes.len()).filter(|&i| classes[i] < c).collect();
     order.sort_by_key(|&i| classes[i]);
@@ -134,7 +177,8 @@ mod tests {
         let y = Array2::from_shape_fn((n, c), |(i, k)| (i % 5 != 4 && i % c == k) as u8 as f32);
         let layout_of = |y: &Array2<f32>, g: &Array2<f64>, full: bool| {
             let s_blocks = if full { vec![(0, 0)] } else { vec![] };
-            Layout::new(&[y.view()], &s_blocks, &[Objective { terms: vec![(0, 0, g.clone())] }], 40).unwrap()
+            Layout::new(&[y.view()], &s_blocks, &[Objective { terms: vec![(0, 0, g.clone())] }], 40)
+                .unwrap()
         };
         let diag = Array2::from_diag(&ndarray::arr1(&[1.0, 2.0, 3.0, 4.0]));
         let layout = layout_of(&y, &diag, false);
@@ -162,7 +206,8 @@ mod tests {
         let (ys, yt) = (y(ns), y(nt));
         let count = |g: Array2<f64>| {
             let terms = vec![(0, 0, g.clone()), (1, 1, g.clone()), (0, 1, g)];
-            let layout = Layout::new(&[ys.view(), yt.view()], &[], &[Objective { terms }], 4096).unwrap();
+            let layout =
+                Layout::new(&[ys.view(), yt.view()], &[], &[Objective { terms }], 4096).unwrap();
             (layout.pairs.len(), layout.row_pairs())
         };
         let (tu, du) = (count(Array2::eye(c)), count(Array2::ones((c, c))));

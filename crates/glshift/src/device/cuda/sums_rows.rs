@@ -12,8 +12,8 @@ use ndarray::Array2;
 
 use super::backend::{Arg, Backend, K};
 use super::reduce::{col_reduce, Reduce};
-use super::sums_request::{RowsFrom, Sums};
 use super::sums_layout::{Layout, MAX_ORDERED_ROWS};
+use super::sums_request::{RowsFrom, Sums};
 
 /// One domain on the device, in the layout's row order: centred rows (n×d), labels (n×c),
 /// squared row norms (n). Host rows: where they were reordered, the device row of each of the
@@ -36,15 +36,27 @@ pub(super) type Accumulator<B> = (B, B);
 pub(super) type Accumulators<B> = Vec<Vec<Option<Accumulator<B>>>>;
 
 /// `gather_rows`: the `n` rows (d wide) `idx` names of `src`'s `n_src` rows, zeros for −1.
-pub(super) fn gather<D: Backend>(dev: &D, src: &D::Buf, idx: &D::Buf, (n, d, n_src): (usize, usize, usize)) -> Result<D::Buf, String> {
+pub(super) fn gather<D: Backend>(
+    dev: &D,
+    src: &D::Buf,
+    idx: &D::Buf,
+    (n, d, n_src): (usize, usize, usize),
+) -> Result<D::Buf, String> {
     let mut dst = dev.zeros(n * d)?;
     let [n_, d_, s_] = [n, d, n_src].map(|v| Arg::I32(v as i32));
-    dev.launch(K::GatherRows, n * d, &mut [Arg::Out(&mut dst), Arg::In(src), Arg::In(idx), n_, d_, s_])?;
+    dev.launch(
+        K::GatherRows,
+        n * d,
+        &mut [Arg::Out(&mut dst), Arg::In(src), Arg::In(idx), n_, d_, s_],
+    )?;
     Ok(dst)
 }
 
 /// Row indices as the kernels read them (floats, exact below [`MAX_ORDERED_ROWS`]).
-pub(super) fn indices<D: Backend>(dev: &D, rows: impl Iterator<Item = usize>) -> Result<D::Buf, String> {
+pub(super) fn indices<D: Backend>(
+    dev: &D,
+    rows: impl Iterator<Item = usize>,
+) -> Result<D::Buf, String> {
     dev.upload(&rows.map(|r| r as f32).collect::<Vec<f32>>())
 }
 
@@ -52,7 +64,10 @@ pub(super) fn indices<D: Backend>(dev: &D, rows: impl Iterator<Item = usize>) ->
 /// kernels' float indices.
 pub(super) fn check_rows_in(rows: &[usize], n: usize) -> Result<(), String> {
     if n >= MAX_ORDERED_ROWS {
-        return Err(format!("a device matrix of {n} rows: at most {} are indexed", MAX_ORDERED_ROWS - 1));
+        return Err(format!(
+            "a device matrix of {n} rows: at most {} are indexed",
+            MAX_ORDERED_ROWS - 1
+        ));
     }
     match rows.iter().find(|&&r| r >= n) {
         Some(r) => Err(format!("row {r} of a {n}-row matrix is out of range")),
@@ -80,7 +95,11 @@ fn check_device_rows(rows: &[usize], n: usize, n_labels: usize) -> Result<(), St
 /// (`center_rows`) are the device's work; a domain's rows as the caller gave them are freed once
 /// sorted. Any centre gives the same K and gradients up to rounding; the pooled mean
 /// keeps the expansion ‖a‖² + ‖b‖² − 2⟨a, b⟩ well conditioned.
-pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &Layout) -> Result<Vec<Dom<D::Buf>>, String> {
+pub(super) fn upload_domains<D: Backend>(
+    dev: &D,
+    sums: &Sums<D::Buf>,
+    layout: &Layout,
+) -> Result<Vec<Dom<D::Buf>>, String> {
     let d = sums.d;
     let c = sums.labels.first().map_or(0, |y| y.ncols());
     let mut doms = Vec::with_capacity(sums.rows.len());
@@ -96,15 +115,23 @@ pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &
         let (z, back, dest) = match rows {
             RowsFrom::Host(z) => {
                 if z.dim() != (n_caller, d) {
-                    return Err(format!("domain {a}: rows {:?} for {n_caller} label rows of width {d}", z.dim()));
+                    return Err(format!(
+                        "domain {a}: rows {:?} for {n_caller} label rows of width {d}",
+                        z.dim()
+                    ));
                 }
                 // A view already in standard layout is read in place (`as_standard_layout` borrows it).
-                let z_all = dev.upload(z.as_standard_layout().as_slice().expect("standard layout"))?;
+                let z_all =
+                    dev.upload(z.as_standard_layout().as_slice().expect("standard layout"))?;
                 match (&order, &dl.order) {
                     (Some(idx), Some(o)) => {
                         let mut back = vec![-1f32; n_caller];
                         o.iter().enumerate().for_each(|(at, &row)| back[row] = at as f32);
-                        (gather(dev, &z_all, idx, (dl.n, d, n_caller))?, Some(dev.upload(&back)?), None)
+                        (
+                            gather(dev, &z_all, idx, (dl.n, d, n_caller))?,
+                            Some(dev.upload(&back)?),
+                            None,
+                        )
                     }
                     _ => (z_all, None, None),
                 }
@@ -125,18 +152,30 @@ pub(super) fn upload_domains<D: Backend>(dev: &D, sums: &Sums<D::Buf>, layout: &
         }
         doms.push(Dom { z, y, norms: dev.zeros(dl.n)?, n: dl.n, n_caller, back, dest });
     }
-    let mean: Vec<f32> = col_sums.iter().map(|&s| if counted > 0 { (s / counted as f64) as f32 } else { 0.0 }).collect();
+    let mean: Vec<f32> = col_sums
+        .iter()
+        .map(|&s| if counted > 0 { (s / counted as f64) as f32 } else { 0.0 })
+        .collect();
     let mean = dev.upload(&mean)?;
     for dm in &mut doms {
         let [n, d_] = [dm.n, d].map(|v| Arg::I32(v as i32));
-        dev.launch(K::CenterRows, dm.n, &mut [Arg::Out(&mut dm.z), Arg::In(&mean), Arg::Out(&mut dm.norms), n, d_])?;
+        dev.launch(
+            K::CenterRows,
+            dm.n,
+            &mut [Arg::Out(&mut dm.z), Arg::In(&mean), Arg::Out(&mut dm.norms), n, d_],
+        )?;
     }
     Ok(doms)
 }
 
 /// The finished gradients of host rows, downloaded in the caller's row order (zeros where an
 /// objective does not touch a domain, and on rows the layout left out).
-pub(super) fn download_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc: Accumulators<D::Buf>, d: usize) -> Result<Vec<Vec<Array2<f32>>>, String> {
+pub(super) fn download_gradients<D: Backend>(
+    dev: &D,
+    doms: &[Dom<D::Buf>],
+    acc: Accumulators<D::Buf>,
+    d: usize,
+) -> Result<Vec<Vec<Array2<f32>>>, String> {
     let mut grads = Vec::with_capacity(acc.len());
     for row in acc {
         let mut per_dom = Vec::with_capacity(doms.len());
@@ -145,7 +184,9 @@ pub(super) fn download_gradients<D: Backend>(dev: &D, doms: &[Dom<D::Buf>], acc:
                 None => Array2::zeros((dm.n_caller, d)),
                 Some((ga, _)) => {
                     let mut host = match &dm.back {
-                        Some(back) => dev.download(&gather(dev, &ga, back, (dm.n_caller, d, dm.n))?)?,
+                        Some(back) => {
+                            dev.download(&gather(dev, &ga, back, (dm.n_caller, d, dm.n))?)?
+                        }
                         None => dev.download(&ga)?,
                     };
                     host.truncate(dm.n_caller * d);
@@ -167,8 +208,12 @@ mod tests {
     #[test]
     fn device_rows_are_checked_before_the_kernels_read_them() {
         assert_eq!(check_device_rows(&[4, 0, 2], 5, 3), Ok(()));
-        assert!(check_device_rows(&[4, 5], 5, 2).unwrap_err().contains("row 5 of a 5-row matrix is out of range"));
-        assert!(check_device_rows(&[1, 3, 1], 5, 3).unwrap_err().contains("row 1 of a 5-row matrix is named twice"));
+        assert!(check_device_rows(&[4, 5], 5, 2)
+            .unwrap_err()
+            .contains("row 5 of a 5-row matrix is out of range"));
+        assert!(check_device_rows(&[1, 3, 1], 5, 3)
+            .unwrap_err()
+            .contains("row 1 of a 5-row matrix is named twice"));
         assert!(check_device_rows(&[1, 3], 5, 3).unwrap_err().contains("2 rows for 3 label rows"));
         assert!(check_rows_in(&[0], MAX_ORDERED_ROWS).unwrap_err().contains("at most 16777215"));
         assert_eq!(check_rows_in(&[2, 2], 3), Ok(()));

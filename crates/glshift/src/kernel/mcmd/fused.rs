@@ -140,13 +140,9 @@ pub fn j_tu_du_flops<T: Real>(
             h,
         })
         .flops(),
-        McmdEstimator::RandomFeatures(r) => rff::flops(
-            s.z.nrows() + t.z.nrows(),
-            s.z.ncols(),
-            s.y.ncols(),
-            r,
-            n_obj,
-        ),
+        McmdEstimator::RandomFeatures(r) => {
+            rff::flops(s.z.nrows() + t.z.nrows(), s.z.ncols(), s.y.ncols(), r, n_obj)
+        }
     })
 }
 
@@ -155,7 +151,12 @@ pub fn j_tu_du_flops<T: Real>(
 /// [`j_tu`] weighs the kernel sums with, for a pass whose rows are not on the host (the
 /// device's kept Z, `crate::device::resident`). The label matrices the sums read are the
 /// labels themselves only under the linear label kernel, the one such a pass accepts.
-pub(crate) fn j_tu_objective(ys: ArrayView2<f32>, yt: ArrayView2<f32>, prior: &[f64], p: &McmdParams) -> Result<Objective> {
+pub(crate) fn j_tu_objective(
+    ys: ArrayView2<f32>,
+    yt: ArrayView2<f32>,
+    prior: &[f64],
+    p: &McmdParams,
+) -> Result<Objective> {
     p.validate()?;
     let map = LabelMap::new(&p.label_kernel, &[ys, yt], ys.ncols());
     check_prior(prior, map.c())?;
@@ -167,7 +168,11 @@ pub(crate) fn j_tu_objective(ys: ArrayView2<f32>, yt: ArrayView2<f32>, prior: &[
 
 /// J_DU's objective on block (0, 0) of one domain from its labels alone (`y` n×c), with the
 /// active-class mask of [`j_du`]: as [`j_tu_objective`] for J_DU.
-pub(crate) fn j_du_objective(y: ArrayView2<f32>, p: &McmdParams, active: Option<&[bool]>) -> Result<Objective> {
+pub(crate) fn j_du_objective(
+    y: ArrayView2<f32>,
+    p: &McmdParams,
+    active: Option<&[bool]>,
+) -> Result<Objective> {
     p.validate()?;
     let map = LabelMap::new(&p.label_kernel, &[y, y], y.ncols());
     let act = du_active(&[y], map.c(), active)?;

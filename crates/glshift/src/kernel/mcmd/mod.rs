@@ -3,8 +3,8 @@
 //! random features ([`super::rff`]). MUL's fused J_TU + J_DU pass is in [`fused`].
 
 mod fused;
-pub use fused::{j_tu_du, j_tu_du_flops, DuRows, MulObjectives, TuDuGrad};
 pub(crate) use fused::{j_du_objective, j_tu_objective};
+pub use fused::{j_tu_du, j_tu_du_flops, DuRows, MulObjectives, TuDuGrad};
 
 use super::label_map::{Features, LabelMap};
 use super::tiled::{self, Domain, Objective, Request};
@@ -15,7 +15,11 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 /// One domain's label matrix F as the kernel sums read it and its coefficients W
 /// (bilinear map: F = Y, W = (εnI + BN)⁻¹B; see [`super::label_map`]).
-fn embed<'a, T: Real>(x: &Labelled<'a, T>, map: &LabelMap, eps: f64) -> Result<(Features<'a, T>, Array2<f64>)> {
+fn embed<'a, T: Real>(
+    x: &Labelled<'a, T>,
+    map: &LabelMap,
+    eps: f64,
+) -> Result<(Features<'a, T>, Array2<f64>)> {
     let f = map.features(x.y);
     let w = map.coefficients(f.gram.view(), eps, x.y.nrows())?;
     Ok((f, w))
@@ -34,24 +38,20 @@ fn dom<'b, T>(z: &'b ArrayView2<'_, T>, f: &'b Features<'_, T>) -> Domain<'b, T>
 fn run<T: Real>(req: &Request<T>, est: McmdEstimator) -> tiled::Output<T> {
     match est {
         McmdEstimator::Exact => tiled::run(req),
-        McmdEstimator::RandomFeatures(r) => rff::run(
-            req,
-            rff::RandomFeatures {
-                r,
-                seed: rff::DEFAULT_SEED,
-            },
-        ),
+        McmdEstimator::RandomFeatures(r) => {
+            rff::run(req, rff::RandomFeatures { r, seed: rff::DEFAULT_SEED })
+        }
     }
 }
 
 /// S^{ab} of the requested blocks of `domains`, exact.
-fn kernel_sums<T: Real>(domains: &[Domain<T>], blocks: &[(usize, usize)], h: f64) -> Vec<Array2<f64>> {
-    let out = tiled::run(&Request {
-        domains,
-        s_blocks: blocks.to_vec(),
-        objectives: Vec::new(),
-        h,
-    });
+fn kernel_sums<T: Real>(
+    domains: &[Domain<T>],
+    blocks: &[(usize, usize)],
+    h: f64,
+) -> Vec<Array2<f64>> {
+    let out =
+        tiled::run(&Request { domains, s_blocks: blocks.to_vec(), objectives: Vec::new(), h });
     blocks.iter().map(|&(a, b)| out.s_block(a, b).clone()).collect()
 }
 
@@ -61,7 +61,12 @@ fn same_view<T>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> bool {
 
 /// `Wᵀ S W` of one block against itself (the one-block case of [`embedding_gram`] and
 /// [`mcmd2_matrix`]): S the c′×c′ kernel sum of the block's features, W its coefficients.
-fn one_block_gram<T: Real>(a: &Labelled<T>, fa: &Features<T>, wa: &Array2<f64>, h: f64) -> Array2<f64> {
+fn one_block_gram<T: Real>(
+    a: &Labelled<T>,
+    fa: &Features<T>,
+    wa: &Array2<f64>,
+    h: f64,
+) -> Array2<f64> {
     let s = kernel_sums(&[dom(&a.z, fa)], &[(0, 0)], h).remove(0);
     wa.t().dot(&s).dot(wa)
 }
@@ -74,12 +79,7 @@ pub(super) fn same_block<T>(a: &Labelled<T>, b: &Labelled<T>) -> bool {
 
 /// Validates two blocks that must share d and c, and the parameters; returns the label map
 /// resolved on both blocks' labels (one label kernel for both embeddings).
-fn prepare<T: Real>(
-    a: &Labelled<T>,
-    b: &Labelled<T>,
-    p: &McmdParams,
-    h: f64,
-) -> Result<LabelMap> {
+fn prepare<T: Real>(a: &Labelled<T>, b: &Labelled<T>, p: &McmdParams, h: f64) -> Result<LabelMap> {
     p.validate()?;
     check_h(h)?;
     check_labelled(a, "a", None, None)?;
@@ -126,16 +126,10 @@ pub fn mcmd2_matrix<T: Real>(
     } else {
         let (fb, wb) = embed(b, &map, p.eps)?;
         let s = kernel_sums(&[dom(&a.z, &fa), dom(&b.z, &fb)], &[(0, 0), (1, 1), (0, 1)], h);
-        (
-            wa.t().dot(&s[0]).dot(&wa),
-            wb.t().dot(&s[1]).dot(&wb),
-            wa.t().dot(&s[2]).dot(&wb),
-        )
+        (wa.t().dot(&s[0]).dot(&wa), wb.t().dot(&s[1]).dot(&wb), wa.t().dot(&s[2]).dot(&wb))
     };
     let c = map.c();
-    Ok(Array2::from_shape_fn((c, c), |(k, l)| {
-        gaa[[k, k]] + gbb[[l, l]] - 2.0 * gab[[k, l]]
-    }))
+    Ok(Array2::from_shape_fn((c, c), |(k, l)| gaa[[k, k]] + gbb[[l, l]] - 2.0 * gab[[k, l]]))
 }
 
 /// Active classes of J_DU (mask ∧ label mass > 0) as 0/1 weights, after checking the mask.
@@ -169,11 +163,7 @@ fn du_gamma(w: &Array2<f64>, act: &[f64]) -> Array2<f64> {
 /// −2 diag(prior), Γ = W_a (∂J/∂G) W_bᵀ.
 fn tu_gammas(ws: &Array2<f64>, wt: &Array2<f64>, prior: &[f64]) -> [Array2<f64>; 3] {
     let dp = Array2::from_diag(&Array1::from(prior.to_vec()));
-    [
-        ws.dot(&dp).dot(&ws.t()),
-        wt.dot(&dp).dot(&wt.t()),
-        ws.dot(&dp).dot(&wt.t()) * -2.0,
-    ]
+    [ws.dot(&dp).dot(&ws.t()), wt.dot(&dp).dot(&wt.t()), ws.dot(&dp).dot(&wt.t()) * -2.0]
 }
 
 fn check_prior(prior: &[f64], c: usize) -> Result<()> {
@@ -240,10 +230,7 @@ pub(super) fn j_du_from_coefficients<T: Real>(
         },
         est,
     );
-    TermGrad {
-        value: out.values[0],
-        grad: out.grads[0].remove(0),
-    }
+    TermGrad { value: out.values[0], grad: out.grads[0].remove(0) }
 }
 
 /// J_TU = Σ_k prior_k (G^{ss}_kk + G^{tt}_kk − 2G^{st}_kk) and its gradients from each domain's
@@ -307,12 +294,7 @@ pub fn j_tu_with<T: Real>(
     let out = j_tu_du(
         s,
         t,
-        &MulObjectives {
-            prior: Some(prior),
-            du: None,
-            du_active: None,
-            estimator: est,
-        },
+        &MulObjectives { prior: Some(prior), du: None, du_active: None, estimator: est },
         p,
         h,
     )?;

@@ -25,7 +25,16 @@ pub(super) struct Scratch<T> {
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { k: Vec::new(), hm: Vec::new(), rs: Vec::new(), cs: Vec::new(), p: Vec::new(), q: Vec::new(), yg: Vec::new(), ky: Vec::new() }
+        Scratch {
+            k: Vec::new(),
+            hm: Vec::new(),
+            rs: Vec::new(),
+            cs: Vec::new(),
+            p: Vec::new(),
+            q: Vec::new(),
+            yg: Vec::new(),
+            ky: Vec::new(),
+        }
     }
 }
 
@@ -82,9 +91,7 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
     fn labels(&self, t: usize) -> ArrayView2<'_, T> {
         let tile = &self.plan.tiles[t];
         let first = self.plan.order[tile.dom][tile.offset];
-        self.req.domains[tile.dom]
-            .y
-            .slice(ndarray::s![first..first + tile.len, ..])
+        self.req.domains[tile.dom].y.slice(ndarray::s![first..first + tile.len, ..])
     }
 
     /// Processes tile pair (i, j), i ≤ j: adds to the gradient accumulators of both tiles and
@@ -121,7 +128,14 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
 
     /// One-hot tiles: S part = the kernel total at (class_i, class_j) (and its transpose on a
     /// diagonal block); each objective adds γ·K·Z with γ its Γ entry for the two classes.
-    fn one_hot_pair(&self, tp: &TilePair<'_, T>, rsb: &[T], csb: &[T], pm: &mut Vec<T>, qm: &mut Vec<T>) -> SPart {
+    fn one_hot_pair(
+        &self,
+        tp: &TilePair<'_, T>,
+        rsb: &[T],
+        csb: &[T],
+        pm: &mut Vec<T>,
+        qm: &mut Vec<T>,
+    ) -> SPart {
         let plan = self.plan;
         let (i, j, blk, kv) = (tp.i, tp.j, tp.blk, tp.kv);
         let (ti, tj) = (&plan.tiles[i], &plan.tiles[j]);
@@ -129,8 +143,15 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
         let off = i != j;
         let total: f64 = rsb.iter().map(|v| v.to_f64_()).sum();
         let (m, l) = (ti.class.expect("one-hot tile"), tj.class.expect("one-hot tile"));
-        let s_part = SPart::Entries([Some((m, l, total)), (ti.dom == tj.dom && off).then_some((l, m, total))]);
-        let gammas: Vec<(usize, f64)> = plan.active_objectives(blk, i, j).iter().map(|&o| (o, plan.gamma(o, blk, i, j))).collect();
+        let s_part = SPart::Entries([
+            Some((m, l, total)),
+            (ti.dom == tj.dom && off).then_some((l, m, total)),
+        ]);
+        let gammas: Vec<(usize, f64)> = plan
+            .active_objectives(blk, i, j)
+            .iter()
+            .map(|&o| (o, plan.gamma(o, blk, i, j)))
+            .collect();
         match gammas.len() {
             0 => {}
             1 => {
@@ -143,11 +164,23 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
             }
             _ => {
                 let pbuf = sized(pm, p * d);
-                gemm(ArrayViewMut2::from_shape((p, d), &mut pbuf[..]).expect("shape"), kv, tp.zb, T::one(), false);
+                gemm(
+                    ArrayViewMut2::from_shape((p, d), &mut pbuf[..]).expect("shape"),
+                    kv,
+                    tp.zb,
+                    T::one(),
+                    false,
+                );
                 self.accumulate(i, &gammas, pbuf, rsb);
                 if off {
                     let qbuf = sized(qm, q * d);
-                    gemm(ArrayViewMut2::from_shape((q, d), &mut qbuf[..]).expect("shape"), kv.t(), tp.za, T::one(), false);
+                    gemm(
+                        ArrayViewMut2::from_shape((q, d), &mut qbuf[..]).expect("shape"),
+                        kv.t(),
+                        tp.za,
+                        T::one(),
+                        false,
+                    );
                     self.accumulate(j, &gammas, qbuf, csb);
                 }
             }
@@ -156,7 +189,15 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
     }
 
     /// Soft labels: S part = Y_Iᵀ (K Y_J); per objective H = (Y_I Γ_eff Y_Jᵀ) ∘ K.
-    fn soft_pair(&self, tp: &TilePair<'_, T>, hm: &mut Vec<T>, rs: &mut Vec<T>, cs: &mut Vec<T>, yg: &mut Vec<T>, ky: &mut Vec<T>) -> SPart {
+    fn soft_pair(
+        &self,
+        tp: &TilePair<'_, T>,
+        hm: &mut Vec<T>,
+        rs: &mut Vec<T>,
+        cs: &mut Vec<T>,
+        yg: &mut Vec<T>,
+        ky: &mut Vec<T>,
+    ) -> SPart {
         let plan = self.plan;
         let (i, j, blk, kv) = (tp.i, tp.j, tp.blk, tp.kv);
         let (ti, tj) = (&plan.tiles[i], &plan.tiles[j]);
@@ -165,7 +206,13 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
         let mut s_part = Array2::<f64>::zeros((c, c));
         let (ya, yb) = (self.labels(i), self.labels(j));
         let kyb = sized(ky, p * c);
-        gemm(ArrayViewMut2::from_shape((p, c), &mut kyb[..]).expect("shape"), kv, yb, T::one(), false);
+        gemm(
+            ArrayViewMut2::from_shape((p, c), &mut kyb[..]).expect("shape"),
+            kv,
+            yb,
+            T::one(),
+            false,
+        );
         let mut part_t = Array2::<T>::zeros((c, c));
         gemm(
             part_t.view_mut(),
@@ -182,7 +229,13 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
             let g = plan.gamma_eff[o][blk].as_ref().expect("active objective");
             let gt = g.mapv(T::from_f64_);
             let ygb = sized(yg, p * c);
-            gemm(ArrayViewMut2::from_shape((p, c), &mut ygb[..]).expect("shape"), ya, gt.view(), T::one(), false);
+            gemm(
+                ArrayViewMut2::from_shape((p, c), &mut ygb[..]).expect("shape"),
+                ya,
+                gt.view(),
+                T::one(),
+                false,
+            );
             let hb = sized(hm, p * q);
             gemm(
                 ArrayViewMut2::from_shape((p, q), &mut hb[..]).expect("shape"),
@@ -214,7 +267,15 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
     }
 
     /// acc_o(tile) += γ·m·z and r_o(tile) += γ·sums (one GEMM into the accumulator).
-    fn add_product(&self, tile: usize, o: usize, g: f64, m: ArrayView2<T>, z: ArrayView2<T>, sums: &[T]) {
+    fn add_product(
+        &self,
+        tile: usize,
+        o: usize,
+        g: f64,
+        m: ArrayView2<T>,
+        z: ArrayView2<T>,
+        sums: &[T],
+    ) {
         let d = self.plan.d;
         let mut acc = self.accs[tile].lock().expect("tile lock");
         let acc = &mut *acc;
@@ -247,7 +308,9 @@ impl<T: Real> Ctx<'_, '_, '_, '_, T> {
 /// y += a·x on equal-length slices (vectorised for f32).
 #[inline]
 fn axpy<T: Real>(y: &mut [T], a: T, x: &[T]) {
-    if let (Some(y32), Some(x32)) = (super::super::simd::as_f32_mut(y), super::super::simd::as_f32(x)) {
+    if let (Some(y32), Some(x32)) =
+        (super::super::simd::as_f32_mut(y), super::super::simd::as_f32(x))
+    {
         let a32 = a.to_f64_() as f32;
         for (u, &v) in y32.iter_mut().zip(x32) {
             *u += a32 * v;

@@ -62,12 +62,12 @@ pub(in crate::kernel) fn run_plan<T: Real>(req: &Request<T>, plan: &Plan) -> Out
     let mut acc: Vec<Vec<Vec<T>>> = (0..n_obj)
         .map(|_| doms.iter().map(|dm| written_zeros(dm.z.nrows() * d)).collect())
         .collect();
-    let mut r_acc: Vec<Vec<Vec<f64>>> = (0..n_obj)
-        .map(|_| doms.iter().map(|dm| written_zeros(dm.z.nrows())).collect())
-        .collect();
+    let mut r_acc: Vec<Vec<Vec<f64>>> =
+        (0..n_obj).map(|_| doms.iter().map(|dm| written_zeros(dm.z.nrows())).collect()).collect();
     let mut s_parts: Vec<Array2<f64>> = plan.blocks.iter().map(|_| Array2::zeros((c, c))).collect();
     {
-        let accs: Vec<Mutex<TileAcc<T>>> = tile_accumulators(plan, &mut acc, &mut r_acc).into_iter().map(Mutex::new).collect();
+        let accs: Vec<Mutex<TileAcc<T>>> =
+            tile_accumulators(plan, &mut acc, &mut r_acc).into_iter().map(Mutex::new).collect();
         let ctx = Ctx { req, plan, zc: &zc, norms: &norms, accs: &accs };
         run_rounds(&ctx, &mut s_parts);
         assemble_gradients(accs, plan, &zc, -2.0 / req.h);
@@ -88,9 +88,7 @@ fn centred_rows<T: Real>(req: &Request<T>, plan: &Plan) -> (Vec<Vec<T>>, Vec<Vec
     let mut count = 0usize;
     for t in &plan.tiles {
         for &i in &plan.order[t.dom][t.offset..t.offset + t.len] {
-            mean.iter_mut()
-                .zip(doms[t.dom].z.row(i))
-                .for_each(|(m, v)| *m += v.to_f64_());
+            mean.iter_mut().zip(doms[t.dom].z.row(i)).for_each(|(m, v)| *m += v.to_f64_());
         }
         count += t.len;
     }
@@ -124,7 +122,11 @@ fn centred_rows<T: Real>(req: &Request<T>, plan: &Plan) -> (Vec<Vec<T>>, Vec<Vec
 
 /// Each tile's slices of the gradient (`acc[o][a]`, rows × d) and R (`r_acc[o][a]`)
 /// accumulators of every objective, in tile order.
-fn tile_accumulators<'g, T>(plan: &Plan, acc: &'g mut [Vec<Vec<T>>], r_acc: &'g mut [Vec<Vec<f64>>]) -> Vec<TileAcc<'g, T>> {
+fn tile_accumulators<'g, T>(
+    plan: &Plan,
+    acc: &'g mut [Vec<Vec<T>>],
+    r_acc: &'g mut [Vec<Vec<f64>>],
+) -> Vec<TileAcc<'g, T>> {
     let n_obj = acc.len();
     let d = plan.d;
     let mut accs: Vec<TileAcc<T>> = plan
@@ -153,7 +155,8 @@ fn tile_accumulators<'g, T>(plan: &Plan, acc: &'g mut [Vec<Vec<T>>], r_acc: &'g 
 fn run_rounds<T: Real>(ctx: &Ctx<'_, '_, '_, '_, T>, s_parts: &mut [Array2<f64>]) {
     let plan = ctx.plan;
     let threads = rayon::current_num_threads().max(1);
-    let scratch: Vec<Mutex<Scratch<T>>> = (0..threads).map(|_| Mutex::new(Scratch::default())).collect();
+    let scratch: Vec<Mutex<Scratch<T>>> =
+        (0..threads).map(|_| Mutex::new(Scratch::default())).collect();
     for round in &plan.rounds {
         let parts: Vec<Vec<SPart>> = round
             .par_iter()
@@ -166,7 +169,9 @@ fn run_rounds<T: Real>(ctx: &Ctx<'_, '_, '_, '_, T>, s_parts: &mut [Array2<f64>]
         for (&(i, j), part) in round.iter().flatten().zip(parts.into_iter().flatten()) {
             let blk = plan.block_index(i, j).expect("block");
             match part {
-                SPart::Entries(e) => e.into_iter().flatten().for_each(|(k, l, v)| s_parts[blk][[k, l]] += v),
+                SPart::Entries(e) => {
+                    e.into_iter().flatten().for_each(|(k, l, v)| s_parts[blk][[k, l]] += v)
+                }
                 SPart::Dense(m) => s_parts[blk] += &m,
             }
         }
@@ -174,13 +179,20 @@ fn run_rounds<T: Real>(ctx: &Ctx<'_, '_, '_, '_, T>, s_parts: &mut [Array2<f64>]
 }
 
 /// Final assembly in every tile: ∂ℓ/∂z_i = scale · (R_i z̃_i − Σ (K Z)-parts), scale = −2/h.
-fn assemble_gradients<T: Real>(accs: Vec<Mutex<TileAcc<T>>>, plan: &Plan, zc: &[Vec<T>], scale: f64) {
+fn assemble_gradients<T: Real>(
+    accs: Vec<Mutex<TileAcc<T>>>,
+    plan: &Plan,
+    zc: &[Vec<T>],
+    scale: f64,
+) {
     let d = plan.d;
     accs.into_par_iter().zip(plan.tiles.par_iter()).for_each(|(acc, t)| {
         let acc = acc.into_inner().expect("tile lock");
         let z = &zc[t.dom][t.offset * d..(t.offset + t.len) * d];
         for (out, r) in acc.out.into_iter().zip(acc.r) {
-            for ((orow, zrow), &rv) in out.chunks_exact_mut(d.max(1)).zip(z.chunks_exact(d.max(1))).zip(r.iter()) {
+            for ((orow, zrow), &rv) in
+                out.chunks_exact_mut(d.max(1)).zip(z.chunks_exact(d.max(1))).zip(r.iter())
+            {
                 for (g, &zv) in orow.iter_mut().zip(zrow) {
                     *g = T::from_f64_(scale * (rv * zv.to_f64_() - g.to_f64_()));
                 }
@@ -191,7 +203,12 @@ fn assemble_gradients<T: Real>(accs: Vec<Mutex<TileAcc<T>>>, plan: &Plan, zc: &[
 
 /// The gradient buffers (tile order) as n_a × d arrays in the domains' own row order
 /// (`rows`: each domain's row count).
-fn in_original_order<T: Copy>(acc: Vec<Vec<Vec<T>>>, plan: &Plan, rows: impl Iterator<Item = usize> + Clone, d: usize) -> Vec<Vec<Array2<T>>> {
+fn in_original_order<T: Copy>(
+    acc: Vec<Vec<Vec<T>>>,
+    plan: &Plan,
+    rows: impl Iterator<Item = usize> + Clone,
+    d: usize,
+) -> Vec<Vec<Array2<T>>> {
     acc.into_iter()
         .map(|acc_o| {
             acc_o

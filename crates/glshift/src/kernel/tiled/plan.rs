@@ -84,17 +84,29 @@ fn request_blocks<T: Real>(req: &Request<T>) -> Vec<((usize, usize), bool)> {
 }
 
 /// Effective Γ per objective and block ([`Objective::gamma_eff`](super::Objective::gamma_eff)).
-fn effective_gammas<T: Real>(req: &Request<T>, blocks: &[((usize, usize), bool)], c: usize) -> Vec<Vec<Option<Array2<f64>>>> {
+fn effective_gammas<T: Real>(
+    req: &Request<T>,
+    blocks: &[((usize, usize), bool)],
+    c: usize,
+) -> Vec<Vec<Option<Array2<f64>>>> {
     for (_, _, g) in req.objectives.iter().flat_map(|o| &o.terms) {
         assert_eq!(g.dim(), (c, c), "Γ must be c×c");
     }
-    req.objectives.iter().map(|o| blocks.iter().map(|((a, b), _)| o.gamma_eff(*a, *b)).collect()).collect()
+    req.objectives
+        .iter()
+        .map(|o| blocks.iter().map(|((a, b), _)| o.gamma_eff(*a, *b)).collect())
+        .collect()
 }
 
 /// The tiles of every domain a block uses (by class when every Y is one-hot; a row with no
 /// class is in no tile), and each domain's row order: its tiles' rows first,
 /// then the rows in no tile.
-fn tiles_and_order<T: Real>(req: &Request<T>, used: &[bool], classes: Option<&[Vec<usize>]>, c: usize) -> (Vec<Tile>, Vec<Vec<usize>>) {
+fn tiles_and_order<T: Real>(
+    req: &Request<T>,
+    used: &[bool],
+    classes: Option<&[Vec<usize>]>,
+    c: usize,
+) -> (Vec<Tile>, Vec<Vec<usize>>) {
     let doms = req.domains;
     let mut tiles = Vec::new();
     let mut order = Vec::with_capacity(doms.len());
@@ -138,9 +150,8 @@ impl Plan {
         let gamma_eff = effective_gammas(req, &blocks, c);
         let classes: Option<Vec<Vec<usize>>> =
             doms.iter().map(|dm| one_hot_classes(dm.y)).collect();
-        let used: Vec<bool> = (0..doms.len())
-            .map(|a| blocks.iter().any(|((x, y), _)| *x == a || *y == a))
-            .collect();
+        let used: Vec<bool> =
+            (0..doms.len()).map(|a| blocks.iter().any(|((x, y), _)| *x == a || *y == a)).collect();
         let (tiles, order) = tiles_and_order(req, &used, classes.as_deref(), c);
         let mut plan = Plan {
             tiles,
@@ -162,7 +173,8 @@ impl Plan {
     fn schedule(&self) -> Vec<Vec<Vec<(usize, usize)>>> {
         let b = self.tiles.len();
         let g = (b / 32).clamp(1, GROUP);
-        let groups: Vec<std::ops::Range<usize>> = (0..b).step_by(g).map(|s| s..(s + g).min(b)).collect();
+        let groups: Vec<std::ops::Range<usize>> =
+            (0..b).step_by(g).map(|s| s..(s + g).min(b)).collect();
         let task = |ga: usize, gb: usize| -> Vec<(usize, usize)> {
             let mut pairs = Vec::new();
             for i in groups[ga].clone() {
@@ -176,7 +188,9 @@ impl Plan {
         };
         let mut rounds: Vec<Vec<Vec<(usize, usize)>>> = circle_rounds(groups.len())
             .into_iter()
-            .map(|r| r.into_iter().map(|(x, y)| task(x, y)).filter(|t| !t.is_empty()).collect::<Vec<_>>())
+            .map(|r| {
+                r.into_iter().map(|(x, y)| task(x, y)).filter(|t| !t.is_empty()).collect::<Vec<_>>()
+            })
             .filter(|r| !r.is_empty())
             .collect();
         rounds.push((0..groups.len()).map(|x| task(x, x)).filter(|t| !t.is_empty()).collect());
@@ -214,9 +228,7 @@ impl Plan {
                 if self.one_hot {
                     self.gamma(o, blk, i, j) != 0.0
                 } else {
-                    self.gamma_eff[o][blk]
-                        .as_ref()
-                        .is_some_and(|g| g.iter().any(|&v| v != 0.0))
+                    self.gamma_eff[o][blk].as_ref().is_some_and(|g| g.iter().any(|&v| v != 0.0))
                 }
             })
             .collect()

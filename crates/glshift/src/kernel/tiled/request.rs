@@ -61,12 +61,7 @@ pub(crate) struct Output<T> {
 
 impl<T> Output<T> {
     pub fn s_block(&self, a: usize, b: usize) -> &Array2<f64> {
-        &self
-            .s
-            .iter()
-            .find(|(k, _)| *k == (a, b))
-            .expect("S block was requested")
-            .1
+        &self.s.iter().find(|(k, _)| *k == (a, b)).expect("S block was requested").1
     }
 }
 
@@ -94,7 +89,5 @@ pub(crate) fn split_even(n: usize, max: usize) -> Vec<Range<usize>> {
         return Vec::new();
     }
     let parts = n.div_ceil(max);
-    (0..parts)
-        .map(|k| (k * n / parts)..((k + 1) * n / parts))
-        .collect()
+    (0..parts).map(|k| (k * n / parts)..((k + 1) * n / parts)).collect()
 }

@@ -21,7 +21,10 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use super::BaselineConfig;
-use crate::nn::{weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig, Optimizer, Sgd};
+use crate::nn::{
+    weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig,
+    Optimizer, Sgd,
+};
 use crate::{Real, Result};
 
 /// λ_p = λ·(2/(1 + exp(−γp)) − 1) (Ganin et al. 2016, sec. 5.2.2): the reversal starts at 0,
@@ -85,7 +88,12 @@ pub struct DomainLoss<T: Real> {
 impl<T: Real> Discriminator<T> {
     /// A discriminator on `input_dim` columns: `cfg.discriminator_hidden` ReLU layers with
     /// dropout `cfg.discriminator_dropout`, then a 2-logit head; AdamW as `optimizer`.
-    pub fn new(input_dim: usize, cfg: &BaselineConfig, optimizer: &AdamConfig, seed: u64) -> Result<Self> {
+    pub fn new(
+        input_dim: usize,
+        cfg: &BaselineConfig,
+        optimizer: &AdamConfig,
+        seed: u64,
+    ) -> Result<Self> {
         let arch = NetworkConfig {
             hidden: cfg.discriminator_hidden.clone(),
             activation: Activation::Relu,
@@ -96,7 +104,12 @@ impl<T: Real> Discriminator<T> {
         let mut net = Network::new_generic(input_dim, 2, &arch, seed)?;
         reference_init(&mut net, seed);
         let opt = Optimizer::Adam(Adam::new(optimizer, &net));
-        Ok(Discriminator { net, opt, schedule: None, rng: ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::DiscriminatorDropout)) })
+        Ok(Discriminator {
+            net,
+            opt,
+            schedule: None,
+            rng: ChaCha8Rng::seed_from_u64(stream_seed(seed, Stream::DiscriminatorDropout)),
+        })
     }
 
     /// The network D (read-only).
@@ -107,7 +120,13 @@ impl<T: Real> Discriminator<T> {
     /// The same discriminator stepping with SGD at `cfg`'s annealed learning rate (the papers'
     /// training, `baselines.training = "paper"`).
     pub fn with_sgd(mut self, cfg: &BaselineConfig) -> Self {
-        self.opt = Optimizer::Sgd(Sgd::new(&self.net, cfg.lr, cfg.momentum, cfg.nesterov, cfg.weight_decay));
+        self.opt = Optimizer::Sgd(Sgd::new(
+            &self.net,
+            cfg.lr,
+            cfg.momentum,
+            cfg.nesterov,
+            cfg.weight_decay,
+        ));
         self.schedule = Some(cfg.clone());
         self
     }
@@ -124,7 +143,11 @@ impl<T: Real> Discriminator<T> {
         // Per-row coefficients ω/n of the two domain means; `weighted_cross_entropy` divides by
         // their sum, which is multiplied back so that L_D is the plain sum of the two means.
         let (inv_s, inv_t) = (T::from_f64_(1.0 / ns as f64), T::from_f64_(1.0 / nt as f64));
-        let coef: Vec<T> = weights_s.iter().map(|&w| w * inv_s).chain(weights_t.iter().map(|&w| w * inv_t)).collect();
+        let coef: Vec<T> = weights_s
+            .iter()
+            .map(|&w| w * inv_s)
+            .chain(weights_t.iter().map(|&w| w * inv_t))
+            .collect();
         let total: f64 = coef.iter().map(|c| c.to_f64_()).sum();
         let (mean, mut d_logits) = weighted_cross_entropy(pass.logits.view(), &labels, &coef);
         d_logits.mapv_inplace(|v| v * T::from_f64_(total));

@@ -57,7 +57,9 @@ impl<T: Real> ConditioningMap<T> {
             return ConditioningMap::Multilinear;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut draw = |r, k| Array2::from_shape_simple_fn((r, k), || T::from_f64_(StandardNormal.sample(&mut rng)));
+        let mut draw = |r, k| {
+            Array2::from_shape_simple_fn((r, k), || T::from_f64_(StandardNormal.sample(&mut rng)))
+        };
         let rf = draw(z_dim, random_dim);
         let rg = draw(c, random_dim);
         ConditioningMap::Randomized { rf, rg }
@@ -93,12 +95,14 @@ impl<T: Real> ConditioningMap<T> {
         match self {
             ConditioningMap::Multilinear => {
                 let mut df = Array2::<T>::zeros((dh.nrows(), dh.ncols() / c));
-                Zip::from(df.rows_mut()).and(g.rows()).and(dh.rows()).for_each(|mut dfr, gr, dhr| {
-                    for (a, d) in dfr.iter_mut().enumerate() {
-                        let row = dhr.slice(s![a * c..(a + 1) * c]);
-                        *d = row.iter().zip(gr).fold(T::zero(), |acc, (&v, &gk)| acc + v * gk);
-                    }
-                });
+                Zip::from(df.rows_mut()).and(g.rows()).and(dh.rows()).for_each(
+                    |mut dfr, gr, dhr| {
+                        for (a, d) in dfr.iter_mut().enumerate() {
+                            let row = dhr.slice(s![a * c..(a + 1) * c]);
+                            *d = row.iter().zip(gr).fold(T::zero(), |acc, (&v, &gk)| acc + v * gk);
+                        }
+                    },
+                );
                 df
             }
             ConditioningMap::Randomized { rf, rg } => {
@@ -149,7 +153,13 @@ impl<T: Real> Cdan<T> {
     pub fn new(ctx: &BuildContext, entropy: bool) -> Result<Self> {
         let (b, z_dim, c) = (ctx.baselines, ctx.z_dim, ctx.c);
         let seed = stream_seed(ctx.seed, Stream::CdanDiscriminator);
-        let map = ConditioningMap::for_dims(z_dim, c, b.cdan_max_multilinear_dim, b.cdan_random_dim, seed.wrapping_add(1));
+        let map = ConditioningMap::for_dims(
+            z_dim,
+            c,
+            b.cdan_max_multilinear_dim,
+            b.cdan_random_dim,
+            seed.wrapping_add(1),
+        );
         let input_dim = match &map {
             ConditioningMap::Multilinear => z_dim * c,
             ConditioningMap::Randomized { rf, .. } => rf.ncols(),
@@ -158,7 +168,15 @@ impl<T: Real> Cdan<T> {
         if ctx.minibatch() {
             disc = disc.with_sgd(b);
         }
-        Ok(Cdan { name: ctx.name, class_weights: ctx.info.class_weights, entropy, map, disc, trade_off: b.trade_off, gamma: b.grl_gamma })
+        Ok(Cdan {
+            name: ctx.name,
+            class_weights: ctx.info.class_weights,
+            entropy,
+            map,
+            disc,
+            trade_off: b.trade_off,
+            gamma: b.grl_gamma,
+        })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {
@@ -170,7 +188,11 @@ impl<T: Real> Cdan<T> {
     /// The term with `g` ((n_s + n_t) × c, source rows first) as the probabilities in the map:
     /// a constant of the backward pass. [`Cdan::compute`] passes softmax of the logits; the
     /// tests pass a fixed `g` to check the gradient that does flow by finite differences.
-    pub(crate) fn compute_conditioned(&mut self, inp: &AdaptInputs<T>, g: ArrayView2<T>) -> Result<AdaptOutput<T>> {
+    pub(crate) fn compute_conditioned(
+        &mut self,
+        inp: &AdaptInputs<T>,
+        g: ArrayView2<T>,
+    ) -> Result<AdaptOutput<T>> {
         let lambda = grl_coefficient(inp.progress, self.trade_off, self.gamma);
         let ns = inp.zs.nrows();
         let f = concatenate![Axis(0), inp.zs, inp.zt];

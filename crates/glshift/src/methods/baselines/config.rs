@@ -130,7 +130,11 @@ impl BaselineConfig {
             }
         };
         if !(self.trade_off.is_finite() && self.trade_off >= 0.0) {
-            return Err(Error::param("baselines.trade_off", self.trade_off, "must be finite and >= 0"));
+            return Err(Error::param(
+                "baselines.trade_off",
+                self.trade_off,
+                "must be finite and >= 0",
+            ));
         }
         positive("baselines.grl_gamma", self.grl_gamma)?;
         positive("baselines.jan_prediction_bandwidth", self.jan_prediction_bandwidth)?;
@@ -141,17 +145,31 @@ impl BaselineConfig {
                 "needs at least one layer, every width >= 1",
             ));
         }
-        if !(self.discriminator_dropout.is_finite() && (0.0..1.0).contains(&self.discriminator_dropout)) {
-            return Err(Error::param("baselines.discriminator_dropout", self.discriminator_dropout, "must be in [0, 1)"));
+        if !(self.discriminator_dropout.is_finite()
+            && (0.0..1.0).contains(&self.discriminator_dropout))
+        {
+            return Err(Error::param(
+                "baselines.discriminator_dropout",
+                self.discriminator_dropout,
+                "must be in [0, 1)",
+            ));
         }
         if !(1..=32).contains(&self.mk_kernels) {
-            return Err(Error::param("baselines.mk_kernels", self.mk_kernels, "must lie in 1..=32"));
+            return Err(Error::param(
+                "baselines.mk_kernels",
+                self.mk_kernels,
+                "must lie in 1..=32",
+            ));
         }
         if self.cdan_random_dim == 0 {
             return Err(Error::param("baselines.cdan_random_dim", 0, "must be >= 1"));
         }
         positive("baselines.lr", self.lr)?;
-        for (name, v) in [("baselines.lr_alpha", self.lr_alpha), ("baselines.lr_beta", self.lr_beta), ("baselines.weight_decay", self.weight_decay)] {
+        for (name, v) in [
+            ("baselines.lr_alpha", self.lr_alpha),
+            ("baselines.lr_beta", self.lr_beta),
+            ("baselines.weight_decay", self.weight_decay),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::param(name, v, "must be finite and >= 0"));
             }
@@ -159,7 +177,11 @@ impl BaselineConfig {
         if !(0.0..1.0).contains(&self.momentum) {
             return Err(Error::param("baselines.momentum", self.momentum, "must be in [0, 1)"));
         }
-        for (name, v) in [("baselines.iterations", self.iterations), ("baselines.batch_size", self.batch_size), ("baselines.pada_update_interval", self.pada_update_interval)] {
+        for (name, v) in [
+            ("baselines.iterations", self.iterations),
+            ("baselines.batch_size", self.batch_size),
+            ("baselines.pada_update_interval", self.pada_update_interval),
+        ] {
             if v == 0 {
                 return Err(Error::param(name, 0, "must be >= 1"));
             }
@@ -183,8 +205,8 @@ impl BaselineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::methods::MethodKind;
     use crate::methods::FitConfig;
+    use crate::methods::MethodKind;
 
     #[test]
     fn defaults_validate_and_bad_values_name_the_parameter() {
@@ -203,11 +225,18 @@ mod tests {
             BaselineConfig { iterations: 0, ..Default::default() },
         ];
         for b in bad {
-            let err = FitConfig { baselines: b, ..Default::default() }.validate().unwrap_err().to_string();
+            let err = FitConfig { baselines: b, ..Default::default() }
+                .validate()
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("baselines."), "{err}");
         }
-        let c: FitConfig = toml::from_str("[baselines]\ntrade_off = 0.3\ndiscriminator_hidden = [64]").unwrap();
-        assert_eq!((c.baselines.trade_off, c.baselines.discriminator_hidden.clone()), (0.3, vec![64]));
+        let c: FitConfig =
+            toml::from_str("[baselines]\ntrade_off = 0.3\ndiscriminator_hidden = [64]").unwrap();
+        assert_eq!(
+            (c.baselines.trade_off, c.baselines.discriminator_hidden.clone()),
+            (0.3, vec![64])
+        );
         assert!(toml::from_str::<FitConfig>("[baselines]\nlambda = 1").is_err());
         let c: FitConfig = toml::from_str("[baselines]\ntraining = \"full-batch\"").unwrap();
         assert!(!c.baselines.minibatch(MethodKind::Dann));
@@ -219,7 +248,10 @@ mod tests {
         assert_eq!(b.annealed_lr(0.0), 0.01);
         assert!((b.annealed_lr(1.0) - 0.01 * 11f64.powf(-0.75)).abs() < 1e-15);
         for k in MethodKind::ALL {
-            let want = !matches!(k, MethodKind::Source | MethodKind::Mul | MethodKind::MmdClasswise | MethodKind::Coral);
+            let want = !matches!(
+                k,
+                MethodKind::Source | MethodKind::Mul | MethodKind::MmdClasswise | MethodKind::Coral
+            );
             assert_eq!(b.minibatch(k), want, "{k}");
         }
     }

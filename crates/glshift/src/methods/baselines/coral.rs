@@ -47,11 +47,19 @@ fn centred_covariance<T: Real>(x: ArrayView2<T>) -> (Array2<f64>, Array2<f64>) {
 pub fn coral_loss<T: Real>(zs: ArrayView2<T>, zt: ArrayView2<T>) -> Result<CoralLoss<T>> {
     let d = zs.ncols();
     if zt.ncols() != d {
-        return Err(Error::Shape { what: "CORAL: target Z width".into(), expected: d.to_string(), found: zt.ncols().to_string() });
+        return Err(Error::Shape {
+            what: "CORAL: target Z width".into(),
+            expected: d.to_string(),
+            found: zt.ncols().to_string(),
+        });
     }
     for (domain, n) in [("source", zs.nrows()), ("target", zt.nrows())] {
         if n < 2 {
-            return Err(Error::param("coral", n, format!("the {domain} needs at least 2 rows for a covariance")));
+            return Err(Error::param(
+                "coral",
+                n,
+                format!("the {domain} needs at least 2 rows for a covariance"),
+            ));
         }
     }
     let (xs, cs) = centred_covariance(zs);

@@ -15,7 +15,11 @@ use crate::{Real, Result};
 /// 2018, eq. 3): γ = (1/n_t) Σⱼ ŷⱼ, the average target prediction, normalised by its maximum.
 pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
     let n = target_probs.nrows().max(1) as f64;
-    let gamma: Vec<f64> = target_probs.columns().into_iter().map(|c| c.iter().map(|v| v.to_f64_()).sum::<f64>() / n).collect();
+    let gamma: Vec<f64> = target_probs
+        .columns()
+        .into_iter()
+        .map(|c| c.iter().map(|v| v.to_f64_()).sum::<f64>() / n)
+        .collect();
     let max = gamma.iter().copied().fold(0.0f64, f64::max);
     if max > 0.0 {
         gamma.iter().map(|g| g / max).collect()
@@ -58,12 +62,24 @@ pub struct Dann<T: Real = f32> {
 impl<T: Real> Dann<T> {
     /// DANN, IW-DANN or PADA, as the row's class weights say; a discriminator on Z (`b.z_dim`).
     pub fn new(b: &BuildContext) -> Result<Self> {
-        let mut disc = Discriminator::new(b.z_dim, b.baselines, b.optimizer, stream_seed(b.seed, Stream::DannDiscriminator))?;
+        let mut disc = Discriminator::new(
+            b.z_dim,
+            b.baselines,
+            b.optimizer,
+            stream_seed(b.seed, Stream::DannDiscriminator),
+        )?;
         if b.minibatch() {
             disc = disc.with_sgd(b.baselines);
         }
         let s = b.baselines;
-        Ok(Dann { name: b.name, class_weights: b.info.class_weights, disc, trade_off: s.trade_off, gamma: s.grl_gamma, pada_interval: s.pada_update_interval })
+        Ok(Dann {
+            name: b.name,
+            class_weights: b.info.class_weights,
+            disc,
+            trade_off: s.trade_off,
+            gamma: s.grl_gamma,
+            pada_interval: s.pada_update_interval,
+        })
     }
 
     pub fn compute(&mut self, inp: &AdaptInputs<T>) -> Result<AdaptOutput<T>> {

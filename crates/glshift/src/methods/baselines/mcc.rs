@@ -40,7 +40,11 @@ pub struct MccLoss<T> {
 /// The entropy weights w_i = 1 + e^{−H_i} of the rows of `probs` (n × c), H with the 10⁻⁵
 /// inside the logarithm as in the reference code.
 pub fn entropy_weights(probs: ArrayView2<f64>) -> Array1<f64> {
-    probs.rows().into_iter().map(|r| 1.0 + (r.iter().map(|&p| p * (p + 1e-5).ln()).sum::<f64>()).exp()).collect()
+    probs
+        .rows()
+        .into_iter()
+        .map(|r| 1.0 + (r.iter().map(|&p| p * (p + 1e-5).ln()).sum::<f64>()).exp())
+        .collect()
 }
 
 /// Ŷ = softmax(logits / T) in f64.
@@ -51,7 +55,11 @@ fn tempered_probs<T: Real>(logits: ArrayView2<T>, temperature: f64) -> Array2<f6
 /// L_MCC of `logits` (n × c) with the row weights `w` held fixed (module docs), and its exact
 /// gradient for those weights. Errors on an empty batch, fewer than 2 classes or a weight count
 /// that is not n.
-pub fn mcc_loss_with_weights<T: Real>(logits: ArrayView2<T>, w: ArrayView1<f64>, temperature: f64) -> Result<MccLoss<T>> {
+pub fn mcc_loss_with_weights<T: Real>(
+    logits: ArrayView2<T>,
+    w: ArrayView1<f64>,
+    temperature: f64,
+) -> Result<MccLoss<T>> {
     loss_of_probs(tempered_probs(logits, temperature).view(), w, temperature)
 }
 
@@ -62,13 +70,25 @@ pub fn mcc_loss<T: Real>(logits: ArrayView2<T>, temperature: f64) -> Result<MccL
 }
 
 /// [`mcc_loss_with_weights`] from Ŷ = softmax(logits / T) (n × c), computed once by the caller.
-fn loss_of_probs<T: Real>(p: ArrayView2<f64>, w: ArrayView1<f64>, temperature: f64) -> Result<MccLoss<T>> {
+fn loss_of_probs<T: Real>(
+    p: ArrayView2<f64>,
+    w: ArrayView1<f64>,
+    temperature: f64,
+) -> Result<MccLoss<T>> {
     let (n, c) = p.dim();
     if n == 0 || c < 2 {
-        return Err(Error::param("mcc", format!("{n} × {c}"), "needs at least one target row and two classes"));
+        return Err(Error::param(
+            "mcc",
+            format!("{n} × {c}"),
+            "needs at least one target row and two classes",
+        ));
     }
     if w.len() != n {
-        return Err(Error::Shape { what: "MCC row weights".into(), expected: n.to_string(), found: w.len().to_string() });
+        return Err(Error::Shape {
+            what: "MCC row weights".into(),
+            expected: n.to_string(),
+            found: w.len().to_string(),
+        });
     }
     let s: Array1<f64> = p.t().dot(&w);
     let a: Array1<f64> = (&p * &p).t().dot(&w);
@@ -99,7 +119,11 @@ impl Mcc {
     /// The term with the entropy weights `w` of the target rows given (the tests hold them, as
     /// the backward pass does); [`Mcc::compute`] uses those of the current logits.
     #[cfg(test)]
-    pub(crate) fn compute_with_weights<T: Real>(&mut self, inp: &AdaptInputs<T>, w: ArrayView1<f64>) -> Result<AdaptOutput<T>> {
+    pub(crate) fn compute_with_weights<T: Real>(
+        &mut self,
+        inp: &AdaptInputs<T>,
+        w: ArrayView1<f64>,
+    ) -> Result<AdaptOutput<T>> {
         Ok(self.output(inp, mcc_loss_with_weights(inp.logits_t, w, TEMPERATURE)?))
     }
 
@@ -162,7 +186,11 @@ mod tests {
             let l = logits(seed, 9, 4);
             let w = entropy_weights(tempered_probs(l.view(), TEMPERATURE).view());
             let got = mcc_loss::<f64>(l.view(), TEMPERATURE).unwrap().value;
-            assert!((got - literal(&l, &w)).abs() < 1e-12, "seed {seed}: {got} vs {}", literal(&l, &w));
+            assert!(
+                (got - literal(&l, &w)).abs() < 1e-12,
+                "seed {seed}: {got} vs {}",
+                literal(&l, &w)
+            );
         }
     }
 
@@ -171,7 +199,9 @@ mod tests {
         let l = logits(7, 8, 5);
         let w = entropy_weights(tempered_probs(l.view(), TEMPERATURE).view());
         let r = mcc_loss_with_weights::<f64>(l.view(), w.view(), TEMPERATURE).unwrap();
-        let want = fd(&l, |x| mcc_loss_with_weights::<f64>(x.view(), w.view(), TEMPERATURE).unwrap().value);
+        let want = fd(&l, |x| {
+            mcc_loss_with_weights::<f64>(x.view(), w.view(), TEMPERATURE).unwrap().value
+        });
         let scale = want.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
         let err = r.grad_logits.iter().zip(&want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(err < 1e-6 * scale, "max error {err:e}: {} vs {want}", r.grad_logits);
@@ -189,7 +219,8 @@ mod tests {
         let l = logits(3, 6, c);
         let w = entropy_weights(tempered_probs(l.view(), TEMPERATURE).view());
         let a = mcc_loss_with_weights::<f64>(l.view(), w.view(), TEMPERATURE).unwrap().value;
-        let b = mcc_loss_with_weights::<f64>(l.view(), (&w * 7.5).view(), TEMPERATURE).unwrap().value;
+        let b =
+            mcc_loss_with_weights::<f64>(l.view(), (&w * 7.5).view(), TEMPERATURE).unwrap().value;
         assert!((a - b).abs() < 1e-14);
     }
 
@@ -198,6 +229,7 @@ mod tests {
         assert!(mcc_loss::<f64>(Array2::zeros((0, 3)).view(), TEMPERATURE).is_err());
         assert!(mcc_loss::<f64>(Array2::zeros((4, 1)).view(), TEMPERATURE).is_err());
         let w = Array1::ones(3);
-        assert!(mcc_loss_with_weights::<f64>(Array2::zeros((4, 3)).view(), w.view(), TEMPERATURE).is_err());
+        assert!(mcc_loss_with_weights::<f64>(Array2::zeros((4, 3)).view(), w.view(), TEMPERATURE)
+            .is_err());
     }
 }

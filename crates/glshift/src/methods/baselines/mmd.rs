@@ -1,8 +1,8 @@
 //! The kernel two-sample baselines, DAN and JAN, on `kernel::joint_mmd2`.
 
 use super::{softmax_backward, AdaptInputs, AdaptOutput, BaselineConfig, GRADIENT_NAME};
-use crate::methods::method::{Method, StepOutput};
 use crate::kernel::{bandwidth, joint_mmd2, GaussianFamily};
+use crate::methods::method::{Method, StepOutput};
 use crate::nn::softmax;
 use crate::{Real, Result};
 
@@ -40,7 +40,8 @@ impl Dan {
             Some(h) => h,
             None => bandwidth(&[inp.zs, inp.zt], 1.0)?,
         };
-        let family = GaussianFamily { base: h, count: self.kernels, weight: 1.0 / self.kernels as f64 };
+        let family =
+            GaussianFamily { base: h, count: self.kernels, weight: 1.0 / self.kernels as f64 };
         let r = joint_mmd2(&[inp.zs], &[inp.zt], &[family])?;
         let l = T::from_f64_(self.trade_off);
         Ok(AdaptOutput {

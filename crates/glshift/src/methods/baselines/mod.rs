@@ -31,8 +31,8 @@ use ndarray::{Array2, ArrayView2};
 
 pub use super::method::AdaptInputs;
 use super::method::{CeWeights, StepOutput};
-use super::train::records::TransferRecord;
 use super::method_info::ClassWeights;
+use super::train::records::TransferRecord;
 use crate::{Error, Real, Result};
 
 /// A baseline's term at one iteration (the pure function of each baseline file; the loop sees
@@ -55,7 +55,8 @@ pub struct AdaptOutput<T = f32> {
 }
 
 /// How the loop's error names a baseline's gradient wrt Z when it is not finite.
-pub(crate) const GRADIENT_NAME: &str = "the gradient of the baseline's transfer term with respect to Z";
+pub(crate) const GRADIENT_NAME: &str =
+    "the gradient of the baseline's transfer term with respect to Z";
 
 impl From<AdaptOutput> for StepOutput {
     fn from(o: AdaptOutput) -> StepOutput {
@@ -86,11 +87,18 @@ pub fn softmax_backward<T: Real>(p: ArrayView2<T>, dp: ArrayView2<T>) -> Array2<
 /// Per-class weights of the source terms: BBSE-QP's w for the importance-weighted methods
 /// (Combes et al. 2020), PADA's γ (Cao et al. 2018), none otherwise.
 /// `name` is the method's, for the error.
-pub(crate) fn source_class_weights<T: Real>(weights: ClassWeights, name: &str, inp: &AdaptInputs<T>) -> Result<Option<Vec<f64>>> {
+pub(crate) fn source_class_weights<T: Real>(
+    weights: ClassWeights,
+    name: &str,
+    inp: &AdaptInputs<T>,
+) -> Result<Option<Vec<f64>>> {
     match weights {
         ClassWeights::Importance => match inp.estimate {
             Some(e) => Ok(Some(e.weights.clone())),
-            None => Err(Error::numerical(name, "no BBSE-QP estimate was made for the importance weights")),
+            None => Err(Error::numerical(
+                name,
+                "no BBSE-QP estimate was made for the importance weights",
+            )),
         },
         ClassWeights::Pada => Ok(Some(dann::pada_class_weights(inp.target_probs))),
         ClassWeights::None => Ok(None),

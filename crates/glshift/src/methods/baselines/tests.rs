@@ -11,10 +11,10 @@ use super::coral::Coral;
 use super::dann::{pada_class_weights, Dann};
 use super::mcc::Mcc;
 use super::mmd::{Dan, Jan};
-use crate::methods::MethodKind;
 use super::*;
-use crate::methods::FitConfig;
 use crate::label_shift::ShiftEstimate;
+use crate::methods::FitConfig;
+use crate::methods::MethodKind;
 use crate::nn::softmax;
 use crate::nn::testutil::random_matrix;
 
@@ -48,7 +48,12 @@ impl Any {
 }
 
 fn small_config(method: MethodKind) -> FitConfig {
-    let baselines = BaselineConfig { discriminator_hidden: vec![6], discriminator_dropout: 0.0, trade_off: 0.7, ..Default::default() };
+    let baselines = BaselineConfig {
+        discriminator_hidden: vec![6],
+        discriminator_dropout: 0.0,
+        trade_off: 0.7,
+        ..Default::default()
+    };
     FitConfig { method, seed: 3, baselines, ..Default::default() }
 }
 
@@ -83,11 +88,21 @@ fn data() -> Data {
     let ls = random_matrix(NS, C, &mut rng);
     let lt = random_matrix(NT, C, &mut rng);
     let probs_t = softmax(lt.view());
-    let estimate = ShiftEstimate { weights: vec![1.6, 0.2, 1.0], target_prior: vec![0.5, 0.1, 0.4], ..ShiftEstimate::default() };
+    let estimate = ShiftEstimate {
+        weights: vec![1.6, 0.2, 1.0],
+        target_prior: vec![0.5, 0.1, 0.4],
+        ..ShiftEstimate::default()
+    };
     Data { zs, zt, ls, lt, probs_t, ys: vec![0, 1, 2, 0, 1, 2, 1], estimate }
 }
 
-fn inputs<'a>(d: &'a Data, zs: ArrayView2<'a, f64>, zt: ArrayView2<'a, f64>, ls: ArrayView2<'a, f64>, lt: ArrayView2<'a, f64>) -> AdaptInputs<'a, f64> {
+fn inputs<'a>(
+    d: &'a Data,
+    zs: ArrayView2<'a, f64>,
+    zt: ArrayView2<'a, f64>,
+    ls: ArrayView2<'a, f64>,
+    lt: ArrayView2<'a, f64>,
+) -> AdaptInputs<'a, f64> {
     AdaptInputs {
         zs,
         logits_s: ls,
@@ -120,7 +135,10 @@ pub(super) fn fd(x: &Array2<f64>, f: impl Fn(&Array2<f64>) -> f64) -> Array2<f64
 fn assert_close(got: &Array2<f64>, want: &Array2<f64>, what: &str) {
     let scale = want.iter().fold(1e-8f64, |m, v| m.max(v.abs()));
     let err = got.iter().zip(want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-    assert!(err <= 1e-5 * scale + 1e-9, "{what}: max error {err:e} (scale {scale:e})\ngot {got}\nwant {want}");
+    assert!(
+        err <= 1e-5 * scale + 1e-9,
+        "{what}: max error {err:e} (scale {scale:e})\ngot {got}\nwant {want}"
+    );
 }
 
 /// The objective as the backward pass sees it: CDAN's map takes the probabilities of the
@@ -134,7 +152,9 @@ fn objective_with(b: &Any, g0: &Array2<f64>, inp: &AdaptInputs<f64>) -> f64 {
         Any::Mcc(mut m) => {
             let lt0 = g0.slice(ndarray::s![NS.., ..]).mapv(f64::ln);
             let p0 = softmax((lt0 / super::mcc::TEMPERATURE).view());
-            m.compute_with_weights(inp, super::mcc::entropy_weights(p0.view()).view()).unwrap().objective
+            m.compute_with_weights(inp, super::mcc::entropy_weights(p0.view()).view())
+                .unwrap()
+                .objective
         }
         mut other => other.compute(inp).objective,
     }
@@ -147,14 +167,23 @@ fn check_gradients(method: MethodKind, cfg: &FitConfig) {
     let objective = |zs: &Array2<f64>, zt: &Array2<f64>, ls: &Array2<f64>, lt: &Array2<f64>| {
         objective_with(&fresh, &g0, &inputs(&d, zs.view(), zt.view(), ls.view(), lt.view()))
     };
-    let out = fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
+    let out =
+        fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
     assert!(out.value.is_finite() && out.objective != 0.0, "{method}: {}", out.objective);
     let zero = |n| Array2::<f64>::zeros((n, C));
     let checks = [
         (out.grad_zs.clone(), fd(&d.zs, |x| objective(x, &d.zt, &d.ls, &d.lt)), "Z source"),
         (out.grad_zt.clone(), fd(&d.zt, |x| objective(&d.zs, x, &d.ls, &d.lt)), "Z target"),
-        (out.grad_logits_s.clone().unwrap_or_else(|| zero(NS)), fd(&d.ls, |x| objective(&d.zs, &d.zt, x, &d.lt)), "logits source"),
-        (out.grad_logits_t.clone().unwrap_or_else(|| zero(NT)), fd(&d.lt, |x| objective(&d.zs, &d.zt, &d.ls, x)), "logits target"),
+        (
+            out.grad_logits_s.clone().unwrap_or_else(|| zero(NS)),
+            fd(&d.ls, |x| objective(&d.zs, &d.zt, x, &d.lt)),
+            "logits source",
+        ),
+        (
+            out.grad_logits_t.clone().unwrap_or_else(|| zero(NT)),
+            fd(&d.lt, |x| objective(&d.zs, &d.zt, &d.ls, x)),
+            "logits target",
+        ),
     ];
     for (got, want, what) in checks {
         assert_close(&got, &want, &format!("{method} {what}"));
@@ -169,20 +198,38 @@ fn cdan_map_sends_no_gradient_to_the_logits() {
     let d = data();
     for m in [MethodKind::Cdan, MethodKind::IwCdan, MethodKind::CdanE] {
         let fresh = build_f64(m, &small_config(m));
-        let full = |lt: &Array2<f64>| fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view())).objective;
+        let full = |lt: &Array2<f64>| {
+            fresh
+                .clone()
+                .compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view()))
+                .objective
+        };
         let through_g = fd(&d.lt, full);
-        let out = fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
+        let out =
+            fresh.clone().compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view()));
         let got = out.grad_logits_t.clone().unwrap_or_else(|| Array2::zeros((NT, C)));
         if m == MethodKind::CdanE {
             let g0 = softmax(ndarray::concatenate![ndarray::Axis(0), d.ls, d.lt].view());
-            let held = |lt: &Array2<f64>| objective_with(&fresh, &g0, &inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view()));
+            let held = |lt: &Array2<f64>| {
+                objective_with(
+                    &fresh,
+                    &g0,
+                    &inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), lt.view()),
+                )
+            };
             let want = fd(&d.lt, held);
             assert_close(&got, &want, "cdan-e entropy part");
             let gap = (&through_g - &want).iter().fold(0.0f64, |a, v| a.max(v.abs()));
             assert!(gap > 1e-6, "cdan-e: the map's dependence on g should be visible in the full differences ({gap:e})");
         } else {
-            assert!(out.grad_logits_s.is_none() && out.grad_logits_t.is_none(), "{m}: gradient reached the logits");
-            assert!(through_g.iter().any(|v| v.abs() > 1e-6), "{m}: the objective should depend on the logits through g");
+            assert!(
+                out.grad_logits_s.is_none() && out.grad_logits_t.is_none(),
+                "{m}: gradient reached the logits"
+            );
+            assert!(
+                through_g.iter().any(|v| v.abs() > 1e-6),
+                "{m}: the objective should depend on the logits through g"
+            );
         }
     }
 }
@@ -212,7 +259,9 @@ fn adversarial_objective_is_minus_lambda_times_the_domain_loss() {
     let Any::Dann(mut b) = build_f64(MethodKind::Dann, &cfg) else { unreachable!() };
     let out = b.compute(&inputs(&d, d.zs.view(), d.zt.view(), d.ls.view(), d.lt.view())).unwrap();
     let lambda = grl_coefficient(0.6, 0.7, 10.0);
-    assert!((out.lambda - lambda).abs() < 1e-15 && (out.objective + lambda * out.value).abs() < 1e-12);
+    assert!(
+        (out.lambda - lambda).abs() < 1e-15 && (out.objective + lambda * out.value).abs() < 1e-12
+    );
     let g = Array2::from_shape_fn((2, 2), |(i, j)| (i as f64) - 2.0 * j as f64 + 0.5);
     assert_eq!(reverse_gradient(&g, 0.5), g.mapv(|v| -0.5 * v));
 }
@@ -236,7 +285,11 @@ fn discriminator_learns_to_separate_distinct_domains() {
     let zs = random_matrix(40, 4, &mut rng);
     let zt = random_matrix(40, 4, &mut rng) + 1.5;
     let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
-    let cfg = BaselineConfig { discriminator_hidden: vec![16], discriminator_dropout: 0.0, ..Default::default() };
+    let cfg = BaselineConfig {
+        discriminator_hidden: vec![16],
+        discriminator_dropout: 0.0,
+        ..Default::default()
+    };
     let opt = crate::nn::AdamConfig { lr: 1e-2, ..Default::default() };
     let mut disc = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
     let ones = vec![1.0; 40];
@@ -258,7 +311,12 @@ fn discriminator_with_annealed_sgd_learns_too_and_differs_from_adamw() {
     let zs = random_matrix(40, 4, &mut rng);
     let zt = random_matrix(40, 4, &mut rng) + 1.5;
     let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
-    let cfg = BaselineConfig { discriminator_hidden: vec![16], discriminator_dropout: 0.0, lr: 0.1, ..Default::default() };
+    let cfg = BaselineConfig {
+        discriminator_hidden: vec![16],
+        discriminator_dropout: 0.0,
+        lr: 0.1,
+        ..Default::default()
+    };
     let opt = crate::nn::AdamConfig::default();
     let mut sgd = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap().with_sgd(&cfg);
     let mut adam = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
@@ -321,15 +379,24 @@ fn discriminator_starts_with_the_reference_initialisation() {
     let disc = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
     let std = |v: Vec<f64>| (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt();
     let net = disc.network();
-    assert_eq!(net.g.blocks.iter().map(|b| b.linear.w.ncols()).collect::<Vec<_>>(), cfg.discriminator_hidden);
+    assert_eq!(
+        net.g.blocks.iter().map(|b| b.linear.w.ncols()).collect::<Vec<_>>(),
+        cfg.discriminator_hidden
+    );
     for b in &net.g.blocks {
         let s = std(b.linear.w.iter().copied().collect());
-        assert!((s - adversary::HIDDEN_INIT_STD).abs() < 0.02 * adversary::HIDDEN_INIT_STD, "hidden std {s}");
+        assert!(
+            (s - adversary::HIDDEN_INIT_STD).abs() < 0.02 * adversary::HIDDEN_INIT_STD,
+            "hidden std {s}"
+        );
         assert!(b.linear.b.iter().all(|&v| v == 0.0));
     }
     let logit: Vec<f64> = net.f.w.rows().into_iter().map(|r| r[1] - r[0]).collect();
     let s = std(logit);
-    assert!((s - adversary::HEAD_INIT_STD).abs() < 0.1 * adversary::HEAD_INIT_STD, "logit weight std {s}");
+    assert!(
+        (s - adversary::HEAD_INIT_STD).abs() < 0.1 * adversary::HEAD_INIT_STD,
+        "logit weight std {s}"
+    );
     assert!(net.f.b.iter().all(|&v| v == 0.0));
     let again = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
     assert_eq!(again.network(), net, "same seed, same D");

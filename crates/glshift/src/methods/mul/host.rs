@@ -3,10 +3,10 @@
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
-use crate::methods::mul_config::Discrepancy;
 use super::terms::TermRows;
 use super::MulInputs;
 use crate::kernel::{self, Labelled};
+use crate::methods::mul_config::Discrepancy;
 use crate::Result;
 
 /// The rows of [`MulInputs`] and the gradients on them (scaled as added).
@@ -56,9 +56,12 @@ impl TermRows for HostRows<'_, '_> {
 
     fn j_tu(&mut self, prior: &[f64], h: f64, lambda_tu: f64) -> Result<(f64, f64)> {
         let inp = self.inp;
-        let (source, target) = (Labelled { z: inp.zs, y: inp.ys }, Labelled { z: inp.zt, y: inp.yt });
+        let (source, target) =
+            (Labelled { z: inp.zs, y: inp.ys }, Labelled { z: inp.zt, y: inp.yt });
         let tu = match inp.discrepancy {
-            Discrepancy::Mcmd => kernel::j_tu_with(&source, &target, prior, &inp.params, h, inp.mcmd)?,
+            Discrepancy::Mcmd => {
+                kernel::j_tu_with(&source, &target, prior, &inp.params, h, inp.mcmd)?
+            }
             Discrepancy::ClasswiseMmd => kernel::classwise_j_tu(&source, &target, prior, h)?,
         };
         self.grad_zs.scaled_add(lambda_tu as f32, &tu.grad_s);
@@ -73,7 +76,8 @@ impl TermRows for HostRows<'_, '_> {
     fn du_labels(&mut self, pooled: bool) -> ArrayView2<'_, f32> {
         let (zs, ys) = (self.inp.zs, self.inp.ys);
         let (zt, yt) = self.du_target();
-        self.pooled_rows = pooled.then(|| (concatenate![Axis(0), zs, zt], concatenate![Axis(0), ys, yt]));
+        self.pooled_rows =
+            pooled.then(|| (concatenate![Axis(0), zs, zt], concatenate![Axis(0), ys, yt]));
         self.pooled_rows.as_ref().map_or(ys, |(_, y)| y.view())
     }
 
@@ -86,7 +90,9 @@ impl TermRows for HostRows<'_, '_> {
         };
         let rows = Labelled { z, y };
         let du = match self.inp.discrepancy {
-            Discrepancy::Mcmd => kernel::j_du_with(&rows, &self.inp.params, h, Some(active), self.inp.mcmd)?,
+            Discrepancy::Mcmd => {
+                kernel::j_du_with(&rows, &self.inp.params, h, Some(active), self.inp.mcmd)?
+            }
             Discrepancy::ClasswiseMmd => kernel::classwise_j_du(&rows, h, Some(active))?,
         };
         let value_and_norm = (du.value, norm(du.grad.iter()));

@@ -56,7 +56,11 @@ impl DeviceRows<'_> {
 
 impl TermRows for DeviceRows<'_> {
     fn bandwidth(&mut self, multiplier: f64) -> Result<f64> {
-        kernel::bandwidth_of(self.z.mean_pairwise_sq_dist(&self.rows).map_err(device)?, self.rows.len(), multiplier)
+        kernel::bandwidth_of(
+            self.z.mean_pairwise_sq_dist(&self.rows).map_err(device)?,
+            self.rows.len(),
+            multiplier,
+        )
     }
 
     fn tu_labels(&self) -> Option<(ArrayView2<'_, f32>, ArrayView2<'_, f32>)> {
@@ -89,7 +93,8 @@ impl TermRows for DeviceRows<'_> {
             _ => unreachable!("TermRows::du_labels runs before j_du, with the same `pooled`"),
         };
         let objective = kernel::j_du_objective(y, self.params, Some(active))?;
-        let (value, id) = self.z.kernel_sums(&[(rows, y)], &[objective.terms], h).map_err(device)?[0];
+        let (value, id) =
+            self.z.kernel_sums(&[(rows, y)], &[objective.terms], h).map_err(device)?[0];
         let norm = self.z.grad_sq_norm(id).map_err(device)?.sqrt();
         self.du_grad = Some(id);
         Ok((value, norm))
@@ -105,7 +110,13 @@ impl TermRows for DeviceRows<'_> {
 /// `0..rows.0`, target row i at `rows.1 + i`): J_TU on the source rows and the confident
 /// target rows with their pseudo-labels, J_DU on the source rows or, `settings.du_pooled`, on both;
 /// their gradients added into ∂ℓ/∂Z there.
-pub(super) fn resident_terms(settings: &TermSettings, params: &McmdParams, inp: &AdaptInputs, z: &dyn ResidentZ, (n_train, off): (usize, usize)) -> Result<ResidentTerms> {
+pub(super) fn resident_terms(
+    settings: &TermSettings,
+    params: &McmdParams,
+    inp: &AdaptInputs,
+    z: &dyn ResidentZ,
+    (n_train, off): (usize, usize),
+) -> Result<ResidentTerms> {
     let c = inp.prior.len();
     let mut rows = DeviceRows {
         z,

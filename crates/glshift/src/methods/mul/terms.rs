@@ -72,11 +72,16 @@ pub(super) struct TermValues {
 }
 
 /// λ_TU·J_TU − λ_DU·J_DU on `rows`, with J_TU's class weights from `prior` (length c).
-pub(super) fn terms(rows: &mut dyn TermRows, s: &TermSettings, prior: &[f64]) -> Result<TermValues> {
+pub(super) fn terms(
+    rows: &mut dyn TermRows,
+    s: &TermSettings,
+    prior: &[f64],
+) -> Result<TermValues> {
     let bandwidth = rows.bandwidth(s.bandwidth_multiplier)?;
     let mut v = TermValues { bandwidth, ..TermValues::default() };
     if s.use_tu && s.lambda_tu > 0.0 {
-        if let Some(prior) = rows.tu_labels().and_then(|(ys, yt)| shared_class_prior(prior, ys, yt)) {
+        if let Some(prior) = rows.tu_labels().and_then(|(ys, yt)| shared_class_prior(prior, ys, yt))
+        {
             (v.j_tu, v.tu_norm) = rows.j_tu(&prior, bandwidth, s.lambda_tu)?;
         }
     }
@@ -89,7 +94,8 @@ pub(super) fn terms(rows: &mut dyn TermRows, s: &TermSettings, prior: &[f64]) ->
             let (j_du, norm) = rows.j_du(pooled, &active, bandwidth)?;
             v.j_du = j_du / pairs;
             let du_norm = norm / pairs;
-            v.lambda_du_effective = balanced_lambda_du(s.lambda_du, s.du_balance, v.tu_norm, du_norm);
+            v.lambda_du_effective =
+                balanced_lambda_du(s.lambda_du, s.du_balance, v.tu_norm, du_norm);
             v.du_norm = v.lambda_du_effective * du_norm;
             rows.add_du(-(v.lambda_du_effective / pairs) as f32, pooled)?;
             if !pooled {
@@ -110,7 +116,8 @@ pub(super) fn class_presence(y: ArrayView2<f32>) -> Vec<bool> {
 /// class with weight is shared.
 fn shared_class_prior(prior: &[f64], ys: ArrayView2<f32>, yt: ArrayView2<f32>) -> Option<Vec<f64>> {
     let (src_has, tgt_has) = (class_presence(ys), class_presence(yt));
-    let mut prior: Vec<f64> = (0..prior.len()).map(|k| if src_has[k] && tgt_has[k] { prior[k] } else { 0.0 }).collect();
+    let mut prior: Vec<f64> =
+        (0..prior.len()).map(|k| if src_has[k] && tgt_has[k] { prior[k] } else { 0.0 }).collect();
     let total: f64 = prior.iter().sum();
     if total > 0.0 {
         prior.iter_mut().for_each(|p| *p /= total);

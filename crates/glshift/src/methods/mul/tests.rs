@@ -21,7 +21,12 @@ fn blobs(n: usize, c: usize, shift: f32, seed: u64) -> (Array2<f32>, Array2<f32>
     (z, y)
 }
 
-fn inputs<'a>(s: &'a (Array2<f32>, Array2<f32>), t: &'a (Array2<f32>, Array2<f32>), prior: &'a [f64], balance: bool) -> MulInputs<'a> {
+fn inputs<'a>(
+    s: &'a (Array2<f32>, Array2<f32>),
+    t: &'a (Array2<f32>, Array2<f32>),
+    prior: &'a [f64],
+    balance: bool,
+) -> MulInputs<'a> {
     MulInputs {
         zs: s.0.view(),
         ys: s.1.view(),
@@ -31,7 +36,15 @@ fn inputs<'a>(s: &'a (Array2<f32>, Array2<f32>), t: &'a (Array2<f32>, Array2<f32
         prior,
         params: McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear },
         mcmd: McmdEstimator::Exact,
-        settings: TermSettings { bandwidth_multiplier: 1.0, lambda_tu: 1.0, lambda_du: 0.1, use_tu: true, use_du: true, du_balance: balance, du_pooled: false },
+        settings: TermSettings {
+            bandwidth_multiplier: 1.0,
+            lambda_tu: 1.0,
+            lambda_du: 0.1,
+            use_tu: true,
+            use_du: true,
+            du_balance: balance,
+            du_pooled: false,
+        },
         discrepancy: Discrepancy::Mcmd,
     }
 }
@@ -47,7 +60,14 @@ fn gradient_is_the_weighted_sum_of_the_kernel_terms() {
     let out = mul_terms(&inputs(&s, &t, &prior, false)).unwrap();
     let h = out.bandwidth;
     let p = McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear };
-    let tu = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &prior, &p, h).unwrap();
+    let tu = kernel::j_tu(
+        &Labelled { z: s.0.view(), y: s.1.view() },
+        &Labelled { z: t.0.view(), y: t.1.view() },
+        &prior,
+        &p,
+        h,
+    )
+    .unwrap();
     let du = kernel::j_du(&Labelled { z: s.0.view(), y: s.1.view() }, &p, h, None).unwrap();
     let expect_s = &tu.grad_s - &(du.grad.mapv(|g| g * (0.1 / 6.0) as f32));
     let diff = norm(&(&out.grad_zs - &expect_s)) / norm(&expect_s);
@@ -86,7 +106,14 @@ fn classes_without_target_rows_do_not_enter_j_tu() {
     inp.settings.use_du = false;
     let out = mul_terms(&inp).unwrap();
     let p = McmdParams { eps: 1e-3, label_kernel: LabelKernel::Linear };
-    let direct = kernel::j_tu(&Labelled { z: s.0.view(), y: s.1.view() }, &Labelled { z: t.0.view(), y: t.1.view() }, &[0.5, 0.5, 0.0], &p, out.bandwidth).unwrap();
+    let direct = kernel::j_tu(
+        &Labelled { z: s.0.view(), y: s.1.view() },
+        &Labelled { z: t.0.view(), y: t.1.view() },
+        &[0.5, 0.5, 0.0],
+        &p,
+        out.bandwidth,
+    )
+    .unwrap();
     assert!((out.j_tu - direct.value).abs() < 1e-9, "{} vs {}", out.j_tu, direct.value);
     assert!(out.j_tu > 0.0);
 }
@@ -100,8 +127,16 @@ fn random_feature_terms_follow_the_exact_ones() {
     rf.mcmd = McmdEstimator::RandomFeatures(16_384);
     let approx = mul_terms(&rf).unwrap();
     let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
-    assert!(rel(approx.j_tu, exact.j_tu) < 0.1 && rel(approx.j_du, exact.j_du) < 0.1, "{} {} vs {} {}", approx.j_tu, approx.j_du, exact.j_tu, exact.j_du);
-    let cos = (&approx.grad_zs * &exact.grad_zs).sum() as f64 / (norm(&approx.grad_zs) * norm(&exact.grad_zs));
+    assert!(
+        rel(approx.j_tu, exact.j_tu) < 0.1 && rel(approx.j_du, exact.j_du) < 0.1,
+        "{} {} vs {} {}",
+        approx.j_tu,
+        approx.j_du,
+        exact.j_tu,
+        exact.j_du
+    );
+    let cos = (&approx.grad_zs * &exact.grad_zs).sum() as f64
+        / (norm(&approx.grad_zs) * norm(&exact.grad_zs));
     assert!(cos > 0.9, "gradient direction: cosine {cos}");
 }
 
@@ -109,7 +144,11 @@ fn random_feature_terms_follow_the_exact_ones() {
 fn soft_labels_drop_absent_classes_and_renormalise() {
     let p = ndarray::array![[0.6f32, 0.3, 0.1], [0.0, 0.0, 1.0]];
     let y = soft_labels(p.view(), &[0.5, 0.5, 0.0]);
-    assert!((y[[0, 0]] - 2.0 / 3.0).abs() < 1e-6 && (y[[0, 1]] - 1.0 / 3.0).abs() < 1e-6 && y[[0, 2]] == 0.0);
+    assert!(
+        (y[[0, 0]] - 2.0 / 3.0).abs() < 1e-6
+            && (y[[0, 1]] - 1.0 / 3.0).abs() < 1e-6
+            && y[[0, 2]] == 0.0
+    );
     assert_eq!(y.row(1).sum(), 0.0);
 }
 

@@ -8,18 +8,18 @@
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 
+use super::chunked::EvalNet;
 use super::converge::{AdaptState, AdaptStopper};
+use super::guard::device_error;
 use super::guard::{check_finite, gradient_error};
 use super::layout::Layout;
-use super::shift::ShiftTracker;
 use super::records::{FitData, Fitted, IterRecord, Stage};
+use super::shift::ShiftTracker;
+use crate::device::training::TrainingNet;
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput};
-use super::chunked::EvalNet;
-use super::guard::device_error;
 use crate::nn::{argmax_row, softmax, weighted_cross_entropy, Forward, Network, Pass, Sgd};
-use crate::device::training::TrainingNet;
 use crate::{Error, Result};
 
 /// The state the adaptation iterations share.
@@ -95,7 +95,11 @@ impl Adaptation<'_, '_> {
         let (n_train, off) = (layout.n_train(), layout.target_offset());
         let obs = self.observe()?;
         let target_probs = obs.probs.slice(s![off.., ..]);
-        let estimate = if self.method.needs_shift_estimate() { Some(self.estimate(obs.probs.view())?) } else { None };
+        let estimate = if self.method.needs_shift_estimate() {
+            Some(self.estimate(obs.probs.view())?)
+        } else {
+            None
+        };
         let prior: Vec<f64> = match &estimate {
             Some(e) if cfg.mul.prior_weighting => e.target_prior.clone(),
             _ => layout.source_prior.clone(),
@@ -129,13 +133,20 @@ impl Adaptation<'_, '_> {
         } else {
             self.method.step(&inputs)?
         };
-        let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
+        let (ce, d_train_logits) =
+            source_cross_entropy(logits.slice(s![..n_train, ..]), &layout.y_train, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
         for (what, v) in out.checked_values() {
             check_finite(what, it, Stage::Adapt, v, cfg)?;
         }
-        self.adamw_step(it, rows_seen(layout, self.method.sees_target()), (n_train, off), &d_train_logits, &out)?;
+        self.adamw_step(
+            it,
+            rows_seen(layout, self.method.sees_target()),
+            (n_train, off),
+            &d_train_logits,
+            &out,
+        )?;
         if let Some(stopper) = &mut self.stopper {
             let state = AdaptState {
                 prior: estimate.as_ref().map(|e| e.target_prior.as_slice()),
@@ -155,8 +166,18 @@ impl Adaptation<'_, '_> {
     /// `pass` (of input `x`) and the method's on its source rows (from 0) and target rows (from
     /// `rows.1`), then one SGD step (the baselines' mini-batch schedule). Rows in between (the
     /// hold-out) get no gradient.
-    pub(super) fn sgd_step(&mut self, it: usize, (x, pass): (ArrayView2<f32>, &Pass), rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
-        let (d_logits, d_z) = (logit_gradients(rows, pass.logits.dim(), d_train_logits, out), z_gradients(rows, pass.z.dim(), out));
+    pub(super) fn sgd_step(
+        &mut self,
+        it: usize,
+        (x, pass): (ArrayView2<f32>, &Pass),
+        rows: (usize, usize),
+        d_train_logits: &Array2<f32>,
+        out: &StepOutput,
+    ) -> Result<()> {
+        let (d_logits, d_z) = (
+            logit_gradients(rows, pass.logits.dim(), d_train_logits, out),
+            z_gradients(rows, pass.z.dim(), out),
+        );
         let (net, sgd) = self.trainer.sgd();
         let grads = net.backward(x, pass, d_logits.view(), Some(d_z.view()));
         if !grads.is_finite() {
@@ -169,7 +190,14 @@ impl Adaptation<'_, '_> {
     /// [`Adaptation::sgd_step`] for the AdamW schedules: the pass the trainer keeps (input
     /// `x`), then one AdamW step. Where the forward left Z on the device (`TrainingNet::resident`), the method's ∂ℓ/∂Z
     /// is there too and only ∂ℓ/∂logits goes up.
-    pub(super) fn adamw_step(&mut self, it: usize, x: ArrayView2<f32>, rows: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Result<()> {
+    pub(super) fn adamw_step(
+        &mut self,
+        it: usize,
+        x: ArrayView2<f32>,
+        rows: (usize, usize),
+        d_train_logits: &Array2<f32>,
+        out: &StepOutput,
+    ) -> Result<()> {
         let full = self.trainer.adamw_mut();
         let d_logits = logit_gradients(rows, full.logits().dim(), d_train_logits, out);
         let stepped = match full.z().map(|z| z.dim()) {
@@ -187,7 +215,9 @@ impl Adaptation<'_, '_> {
 
     /// The error of a gradient that is not finite, naming the term it came from.
     fn gradient_error(&self, it: usize, d_train_logits: &Array2<f32>, out: &StepOutput) -> Error {
-        let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite) || out.resident_grad.is_some_and(|g| !g.is_finite()) {
+        let term = if !out.grad_zs.iter().chain(&out.grad_zt).all(all_finite)
+            || out.resident_grad.is_some_and(|g| !g.is_finite())
+        {
             self.method.gradient_name()
         } else if !all_finite(d_train_logits) {
             "the gradient of the cross-entropy"
@@ -196,7 +226,6 @@ impl Adaptation<'_, '_> {
         };
         gradient_error(Stage::Adapt, it, term, self.cfg)
     }
-
 
     /// Forward of the rows the method sees (`[train; hold-out; target]`, or the source rows
     /// for `source`); pseudo-labels and BBSE read evaluation-mode outputs (dropout off;
@@ -209,19 +238,27 @@ impl Adaptation<'_, '_> {
         let keep_z_there = self.method.steps_resident() && !self.tracker.source_fallback();
         let full = self.trainer.adamw_mut();
         let with_z = !(keep_z_there && full.resident().is_some());
-        full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, with_z).map_err(device_error)?;
+        full.forward(x, &Forward { train: true, stats_rows: n_train }, &mut self.rng, with_z)
+            .map_err(device_error)?;
         // Without dropout the training-mode pass is the evaluation-mode one: read in place.
         let eval_pass = if self.cfg.network.dropout > 0.0 {
-            Some(full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng).map_err(device_error)?)
+            Some(
+                full.logits_of(x, &Forward { train: false, stats_rows: n_train }, &mut self.rng)
+                    .map_err(device_error)?,
+            )
         } else {
             None
         };
         let eval_logits = eval_pass.as_ref().map_or(full.logits(), |l| l.view());
-        let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
-            label_shift::fit_temperature(eval_logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
-        } else {
-            1.0
-        };
+        let temperature =
+            if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
+                label_shift::fit_temperature(
+                    eval_logits.slice(s![layout.hold_rows(), ..]),
+                    &layout.y_hold,
+                )?
+            } else {
+                1.0
+            };
         let probs = label_shift::softmax_with_temperature(eval_logits, temperature);
         Ok(Observation { temperature, probs })
     }
@@ -240,32 +277,46 @@ impl Adaptation<'_, '_> {
 
     /// Evaluation-mode outputs of the final network, and the fit.
     /// Errors: a file the rows are read from could not be read, or changed.
-    pub(super) fn finish(self, data: &FitData, history: Vec<IterRecord>, pretraining_reused: bool) -> Result<Fitted> {
+    pub(super) fn finish(
+        self,
+        data: &FitData,
+        history: Vec<IterRecord>,
+        pretraining_reused: bool,
+    ) -> Result<Fitted> {
         let Adaptation { layout, trainer, tracker, cfg, .. } = self;
         let net = trainer.into_network()?;
-        let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) = if layout.is_borrowed() {
-            // Chunked, with the statistics training evaluated with (`chunked`).
-            let stats_rows = super::chunked::bn_stats_rows(layout, cfg);
-            let eval = EvalNet::new(&net, layout, &stats_rows, cfg.minibatch.chunk_rows)?;
-            let (target_z, target_logits) = eval.rows(data.target_x)?;
-            let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
-            let source_z = eval.rows(data.source_x)?.0;
-            let rows = match &layout.borrowed {
-                Some(b) => stats_rows.iter().map(|&r| b.source_order[r]).collect(),
-                None => stats_rows,
+        let (target_probs, holdout_probs, source_z, target_z, bn_stats_rows) =
+            if layout.is_borrowed() {
+                // Chunked, with the statistics training evaluated with (`chunked`).
+                let stats_rows = super::chunked::bn_stats_rows(layout, cfg);
+                let eval = EvalNet::new(&net, layout, &stats_rows, cfg.minibatch.chunk_rows)?;
+                let (target_z, target_logits) = eval.rows(data.target_x)?;
+                let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
+                let source_z = eval.rows(data.source_x)?.0;
+                let rows = match &layout.borrowed {
+                    Some(b) => stats_rows.iter().map(|&r| b.source_order[r]).collect(),
+                    None => stats_rows,
+                };
+                (
+                    softmax(target_logits.view()),
+                    softmax(hold_logits.view()),
+                    source_z,
+                    target_z,
+                    Some(rows),
+                )
+            } else {
+                // Full-batch layouts are built from rows in memory only (`Layout::new`).
+                let held = "full-batch fits hold their rows in memory";
+                let (source_x, target_x) =
+                    (data.source_x.memory().expect(held), data.target_x.memory().expect(held));
+                let stats_x = Some(layout.x_train());
+                let target_probs = net.predict_proba(target_x, stats_x);
+                let holdout_probs =
+                    net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
+                let source_z = net.eval_outputs(source_x, stats_x).0;
+                let target_z = net.eval_outputs(target_x, stats_x).0;
+                (target_probs, holdout_probs, source_z, target_z, None)
             };
-            (softmax(target_logits.view()), softmax(hold_logits.view()), source_z, target_z, Some(rows))
-        } else {
-            // Full-batch layouts are built from rows in memory only (`Layout::new`).
-            let held = "full-batch fits hold their rows in memory";
-            let (source_x, target_x) = (data.source_x.memory().expect(held), data.target_x.memory().expect(held));
-            let stats_x = Some(layout.x_train());
-            let target_probs = net.predict_proba(target_x, stats_x);
-            let holdout_probs = net.predict_proba(layout.x_source().slice(s![layout.n_train().., ..]), stats_x);
-            let source_z = net.eval_outputs(source_x, stats_x).0;
-            let target_z = net.eval_outputs(target_x, stats_x).0;
-            (target_probs, holdout_probs, source_z, target_z, None)
-        };
         Ok(Fitted {
             bn_stats_rows,
             network: net,
@@ -291,12 +342,20 @@ impl Adaptation<'_, '_> {
 /// The rows a full-batch iteration forwards: `[train; hold-out; target]`, or the source rows
 /// for a method that does not see the target (`source`).
 fn rows_seen<'a>(layout: &'a Layout, sees_target: bool) -> ArrayView2<'a, f32> {
-    if sees_target { layout.x_all.view() } else { layout.x_source() }
+    if sees_target {
+        layout.x_all.view()
+    } else {
+        layout.x_source()
+    }
 }
 
 /// τ-confident pseudo-labels (Algorithm 1): target rows whose top probability exceeds `tau`,
 /// excluding classes the prior says are absent. Returns (row indices, labels).
-pub fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> (Vec<usize>, Vec<usize>) {
+pub fn pseudo_labels(
+    target_probs: ArrayView2<f32>,
+    prior: &[f64],
+    tau: f64,
+) -> (Vec<usize>, Vec<usize>) {
     let mut rows = Vec::new();
     let mut labels = Vec::new();
     for (i, row) in target_probs.rows().into_iter().enumerate() {
@@ -312,7 +371,11 @@ pub fn pseudo_labels(target_probs: ArrayView2<f32>, prior: &[f64], tau: f64) -> 
 /// The source cross-entropy J_E on the training rows, weighted as the method asks, and its
 /// gradient wrt their logits. All-zero weights fall back to the plain mean (no labelled mass
 /// would leave the classifier without a loss).
-pub fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &CeWeights) -> (f64, Array2<f32>) {
+pub fn source_cross_entropy(
+    logits: ArrayView2<f32>,
+    y: &[usize],
+    weighting: &CeWeights,
+) -> (f64, Array2<f32>) {
     let uniform = vec![1.0f32; y.len()];
     let (weights, sum_form) = match weighting {
         CeWeights::Uniform => (uniform.clone(), false),
@@ -333,7 +396,12 @@ pub fn source_cross_entropy(logits: ArrayView2<f32>, y: &[usize], weighting: &Ce
 /// ∂/∂logits of every row of the pass (`logits_dim`): the cross-entropy's on the `n_train`
 /// training rows plus the method's on the training rows and the target rows (from `off`); the
 /// rows in between (hold-out) get none.
-fn logit_gradients((n_train, off): (usize, usize), logits_dim: (usize, usize), d_train_logits: &Array2<f32>, out: &StepOutput) -> Array2<f32> {
+fn logit_gradients(
+    (n_train, off): (usize, usize),
+    logits_dim: (usize, usize),
+    d_train_logits: &Array2<f32>,
+    out: &StepOutput,
+) -> Array2<f32> {
     let mut d_logits = Array2::<f32>::zeros(logits_dim);
     d_logits.slice_mut(s![..n_train, ..]).assign(d_train_logits);
     add_rows(&mut d_logits, 0, out.grad_logits_s.as_ref());

@@ -3,17 +3,17 @@
 //! iterations themselves are `adapt` (full-batch), `minibatch` and `bank`.
 
 use super::adapt::{Adaptation, Trainer};
-use super::guard::device_error;
 use super::bank::{view_units, Bank};
 use super::converge::AdaptStopper;
+use super::guard::device_error;
 use super::layout::Layout;
 use super::minibatch::{self, Batches};
 use super::pretrain::PretrainState;
 use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
+use crate::device::training::{gpu_net_maker, HostNet, TrainingNet};
 use crate::methods::config::{build_method, FitConfig};
 use crate::nn::{Adam, Network, Sgd};
-use crate::device::training::{gpu_net_maker, HostNet, TrainingNet};
 use crate::{Error, Result};
 
 /// How the adaptation iterates, with the state that way needs.
@@ -41,7 +41,8 @@ pub(super) fn run_adaptation(
 ) -> Result<Fitted> {
     // AdamW schedules (full-batch, or the bank's batches) train through `TrainingNet`.
     let rows = layout.rows_per_step(cfg, layout.n_rows());
-    let device = gpu_net_maker(rows, layout.d, cfg.network.hidden[0]).filter(|_| !cfg.baselines.minibatch(cfg.method));
+    let device = gpu_net_maker(rows, layout.d, cfg.network.hidden[0])
+        .filter(|_| !cfg.baselines.minibatch(cfg.method));
     adapt_with_fallback(data, layout, state, cfg, pretraining_reused, progress, device)
 }
 
@@ -60,11 +61,21 @@ pub(super) fn adapt_with_fallback<N: TrainingNet + 'static>(
     if let Some(make) = device {
         let make = |net, adam| make(net, adam).map(|n| Box::new(n) as Box<dyn TrainingNet>);
         match adapt_on(data, layout, state.clone(), cfg, pretraining_reused, progress, Some(make)) {
-            Err(Error::Device { reason, .. }) => crate::device::record_failure(format!("adaptation on the GPU: {reason}")),
+            Err(Error::Device { reason, .. }) => {
+                crate::device::record_failure(format!("adaptation on the GPU: {reason}"))
+            }
             done => return done,
         }
     }
-    adapt_on(data, layout, state, cfg, pretraining_reused, progress, None::<fn(Network, Adam) -> std::result::Result<Box<dyn TrainingNet>, String>>)
+    adapt_on(
+        data,
+        layout,
+        state,
+        cfg,
+        pretraining_reused,
+        progress,
+        None::<fn(Network, Adam) -> std::result::Result<Box<dyn TrainingNet>, String>>,
+    )
 }
 
 /// The adaptation, full-batch on the network `device` makes or on the CPU's.
@@ -93,15 +104,26 @@ fn adapt_on(
             Some(make) => make(net, adam).map_err(device_error)?,
             None => Box::new(HostNet::new(net, adam)),
         };
-        let schedule = if layout.is_borrowed() { Schedule::Bank(Bank::new(layout, cfg)) } else { Schedule::Full };
+        let schedule = if layout.is_borrowed() {
+            Schedule::Bank(Bank::new(layout, cfg))
+        } else {
+            Schedule::Full
+        };
         (Trainer::AdamW(full), schedule)
     };
-    let stopper = if matches!(schedule, Schedule::Bank(_)) { AdaptStopper::new(&view_units(cfg)) } else { AdaptStopper::new(cfg) };
-    let mut a = Adaptation { layout, cfg, method, tracker, trainer, rng, stopper, converged: false };
+    let stopper = if matches!(schedule, Schedule::Bank(_)) {
+        AdaptStopper::new(&view_units(cfg))
+    } else {
+        AdaptStopper::new(cfg)
+    };
+    let mut a =
+        Adaptation { layout, cfg, method, tracker, trainer, rng, stopper, converged: false };
     for it in 0..iters {
         let record = match &mut schedule {
             Schedule::Bank(bank) => a.bank_step(bank, it, pretrain_done + it)?,
-            Schedule::Batches(batches) => a.minibatch_step(batches, it, pretrain_done + it, iters)?,
+            Schedule::Batches(batches) => {
+                a.minibatch_step(batches, it, pretrain_done + it, iters)?
+            }
             Schedule::Full => a.step(it, pretrain_done + it)?,
         };
         let loss = record.total;

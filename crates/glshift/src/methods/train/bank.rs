@@ -26,12 +26,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::adapt::{adapt_record, pseudo_labels, source_cross_entropy, Adaptation};
-use super::guard::device_error;
 use super::chunked::{bn_stats_rows, EvalNet, StratifiedSampler};
 use super::converge::AdaptState;
 use super::guard::check_finite;
-use super::minibatch::Sampler;
+use super::guard::device_error;
 use super::layout::Layout;
+use super::minibatch::Sampler;
 use super::records::{IterRecord, Stage};
 use crate::label_shift::{self, ShiftEstimate};
 use crate::methods::config::FitConfig;
@@ -105,7 +105,12 @@ impl Bank {
 
 impl Adaptation<'_, '_> {
     /// One mini-batch step `it` (recorded as `iter`) with the bank; the parameters are updated.
-    pub(super) fn bank_step(&mut self, bank: &mut Bank, it: usize, iter: usize) -> Result<IterRecord> {
+    pub(super) fn bank_step(
+        &mut self,
+        bank: &mut Bank,
+        it: usize,
+        iter: usize,
+    ) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let sees_target = self.method.sees_target();
         if sees_target && it % cfg.minibatch.refresh_every == 0 {
@@ -118,24 +123,44 @@ impl Adaptation<'_, '_> {
             // `source`, or MUL under the prior guard's `source` fallback: cross-entropy alone.
             let x = layout.gather(&src)?;
             let full = self.trainer.adamw_mut();
-            full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
+            full.forward(
+                x.view(),
+                &crate::nn::Forward { train: true, stats_rows: nb },
+                &mut self.rng,
+                true,
+            )
+            .map_err(device_error)?;
             let out = StepOutput::none();
             let (ce, d) = source_cross_entropy(full.logits(), &ys, &out.ce_weights);
             check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
             self.adamw_step(it, x.view(), (nb, nb), &d, &out)?;
-            return Ok(adapt_record(iter, (ce, ce), &out, bank.n_confident, bank.temperature, None));
+            return Ok(adapt_record(
+                iter,
+                (ce, ce),
+                &out,
+                bank.n_confident,
+                bank.temperature,
+                None,
+            ));
         }
         let tgt = bank.target.next(&mut bank.rng);
         let off = layout.target_offset();
         let rows: Vec<usize> = src.iter().copied().chain(tgt.iter().map(|&j| off + j)).collect();
         let x = layout.gather(&rows)?;
         let full = self.trainer.adamw_mut();
-        full.forward(x.view(), &crate::nn::Forward { train: true, stats_rows: nb }, &mut self.rng, true).map_err(device_error)?;
+        full.forward(
+            x.view(),
+            &crate::nn::Forward { train: true, stats_rows: nb },
+            &mut self.rng,
+            true,
+        )
+        .map_err(device_error)?;
         let z = full.z().expect("the forward keeps Z").to_owned();
         update_bank(bank, z.view(), &src, &tgt);
         let out = self.method_on_batch(bank, z.view(), &ys, &tgt, it)?;
         let logits = self.trainer.adamw().logits();
-        let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
+        let (ce, d_train_logits) =
+            source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
         for (what, v) in out.checked_values() {
@@ -151,18 +176,33 @@ impl Adaptation<'_, '_> {
 
     /// The method's term on `[source batch; source context]` and `[target batch; target
     /// context]`, its gradients cut to the batch rows (the context rows are constants).
-    fn method_on_batch(&mut self, bank: &mut Bank, z: ArrayView2<f32>, ys: &[usize], tgt: &[usize], it: usize) -> Result<StepOutput> {
+    fn method_on_batch(
+        &mut self,
+        bank: &mut Bank,
+        z: ArrayView2<f32>,
+        ys: &[usize],
+        tgt: &[usize],
+        it: usize,
+    ) -> Result<StepOutput> {
         let (c, nb, nbt) = (self.layout.c, ys.len(), tgt.len());
         let context = self.cfg.minibatch.context_rows > 0;
         let cs = if context { bank.context_s.next(&mut bank.rng) } else { Vec::new() };
-        let ct = if context && !bank.context_t.is_empty() { bank.context_t.next(&mut bank.rng) } else { Vec::new() };
+        let ct = if context && !bank.context_t.is_empty() {
+            bank.context_t.next(&mut bank.rng)
+        } else {
+            Vec::new()
+        };
         let zs = concatenate![Axis(0), z.slice(s![..nb, ..]), bank.zs_pool.select(Axis(0), &cs)];
         let zt = concatenate![Axis(0), z.slice(s![nb.., ..]), bank.zt.select(Axis(0), &ct)];
         let mut ys_all = ys.to_vec();
         ys_all.extend(cs.iter().map(|&p| self.layout.y_train[bank.pool[p]]));
         let target_rows: Vec<usize> = tgt.iter().chain(&ct).copied().collect();
-        let (confident, labels): (Vec<usize>, Vec<usize>) =
-            target_rows.iter().enumerate().filter(|(_, &j)| bank.label_of[j] != u32::MAX).map(|(r, &j)| (r, bank.label_of[j] as usize)).unzip();
+        let (confident, labels): (Vec<usize>, Vec<usize>) = target_rows
+            .iter()
+            .enumerate()
+            .filter(|(_, &j)| bank.label_of[j] != u32::MAX)
+            .map(|(r, &j)| (r, bank.label_of[j] as usize))
+            .unzip();
         let target_probs = bank.target_probs.select(Axis(0), &target_rows);
         // MUL's family reads Z; the logits of context rows are not kept, and no method of the
         // bank's path reads them (zeros stand in).
@@ -198,20 +238,38 @@ impl Adaptation<'_, '_> {
         let (zs_pool, pool_logits) = eval.rows(crate::data::Rows::Memory(x_pool.view()))?;
         drop(x_pool);
         bank.zs_pool = zs_pool;
-        let calibrate = cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0;
+        let calibrate =
+            cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0;
         let (_, hold_logits) = eval.range(layout, layout.hold_rows())?;
-        bank.temperature = if calibrate { label_shift::fit_temperature(hold_logits.view(), &layout.y_hold)? } else { 1.0 };
+        bank.temperature = if calibrate {
+            label_shift::fit_temperature(hold_logits.view(), &layout.y_hold)?
+        } else {
+            1.0
+        };
         let (zt, target_logits) = eval.range(layout, layout.target_offset()..layout.n_rows())?;
         bank.zt = zt;
-        bank.target_probs = label_shift::softmax_with_temperature(target_logits.view(), bank.temperature);
+        bank.target_probs =
+            label_shift::softmax_with_temperature(target_logits.view(), bank.temperature);
         if self.method.needs_shift_estimate() {
             let estimate = if layout.n_hold() > 0 {
-                let hold = label_shift::softmax_with_temperature(hold_logits.view(), bank.temperature);
-                self.tracker.update(hold.view(), &layout.y_hold, bank.target_probs.view(), &layout.source_prior)?
+                let hold =
+                    label_shift::softmax_with_temperature(hold_logits.view(), bank.temperature);
+                self.tracker.update(
+                    hold.view(),
+                    &layout.y_hold,
+                    bank.target_probs.view(),
+                    &layout.source_prior,
+                )?
             } else {
-                let pool = label_shift::softmax_with_temperature(pool_logits.view(), bank.temperature);
+                let pool =
+                    label_shift::softmax_with_temperature(pool_logits.view(), bank.temperature);
                 let y: Vec<usize> = bank.pool.iter().map(|&r| layout.y_train[r]).collect();
-                self.tracker.update(pool.view(), &y, bank.target_probs.view(), &layout.source_prior)?
+                self.tracker.update(
+                    pool.view(),
+                    &y,
+                    bank.target_probs.view(),
+                    &layout.source_prior,
+                )?
             };
             bank.estimate = Some(estimate);
         }
@@ -223,7 +281,8 @@ impl Adaptation<'_, '_> {
         bank.label_of.fill(u32::MAX);
         confident.iter().zip(&labels).for_each(|(&j, &k)| bank.label_of[j] = k as u32);
         bank.n_confident = confident.len();
-        bank.context_t = StratifiedSampler::new(&confident, &labels, layout.c, cfg.minibatch.context_rows);
+        bank.context_t =
+            StratifiedSampler::new(&confident, &labels, layout.c, cfg.minibatch.context_rows);
         self.observe_view(bank, &confident, &labels);
         Ok(())
     }

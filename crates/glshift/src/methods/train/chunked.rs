@@ -45,7 +45,12 @@ pub(super) struct EvalNet<'n> {
 
 impl<'n> EvalNet<'n> {
     /// Freezes the statistics of `stats_rows` (stacked order) for `net`.
-    pub fn new(net: &'n Network, layout: &Layout, stats_rows: &[usize], chunk: usize) -> Result<Self> {
+    pub fn new(
+        net: &'n Network,
+        layout: &Layout,
+        stats_rows: &[usize],
+        chunk: usize,
+    ) -> Result<Self> {
         Ok(Self::from_rows(net, layout.gather(stats_rows)?.view(), chunk))
     }
 
@@ -56,9 +61,17 @@ impl<'n> EvalNet<'n> {
 
     /// `(Z, logits)` of the stacked rows `range` (`len × z_dim`, `len × c`), chunk by chunk.
     /// Errors: a file the rows are read from could not be read, or changed.
-    pub fn range(&self, layout: &Layout, range: Range<usize>) -> Result<(Array2<f32>, Array2<f32>)> {
+    pub fn range(
+        &self,
+        layout: &Layout,
+        range: Range<usize>,
+    ) -> Result<(Array2<f32>, Array2<f32>)> {
         let start = range.start;
-        self.in_chunks(range.len(), |r| Ok(self.net.eval_frozen(layout.chunk(start + r.start..start + r.end)?.view(), &self.stats)))
+        self.in_chunks(range.len(), |r| {
+            Ok(self
+                .net
+                .eval_frozen(layout.chunk(start + r.start..start + r.end)?.view(), &self.stats))
+        })
     }
 
     /// `(Z, logits)` of `x`'s rows in order (in memory or in a file), chunk by chunk.
@@ -67,7 +80,11 @@ impl<'n> EvalNet<'n> {
     }
 
     /// Runs `eval` on rows `0..n` a chunk at a time and stacks its `(Z, logits)`.
-    fn in_chunks(&self, n: usize, eval: impl Fn(Range<usize>) -> Result<(Array2<f32>, Array2<f32>)>) -> Result<(Array2<f32>, Array2<f32>)> {
+    fn in_chunks(
+        &self,
+        n: usize,
+        eval: impl Fn(Range<usize>) -> Result<(Array2<f32>, Array2<f32>)>,
+    ) -> Result<(Array2<f32>, Array2<f32>)> {
         let mut z = Array2::<f32>::zeros((n, self.net.z_dim()));
         let mut logits = Array2::<f32>::zeros((n, self.net.n_classes()));
         for at in (0..n).step_by(self.chunk) {
@@ -101,7 +118,8 @@ impl StratifiedSampler {
             .into_iter()
             .filter(|v| !v.is_empty())
             .map(|v| {
-                let quota = ((batch as f64 * v.len() as f64 / n).round() as usize).clamp(1, v.len());
+                let quota =
+                    ((batch as f64 * v.len() as f64 / n).round() as usize).clamp(1, v.len());
                 let len = v.len();
                 (v, len, quota)
             })
@@ -134,7 +152,17 @@ mod tests {
 
     #[test]
     fn stratified_batches_hold_every_class_in_its_share_and_are_seeded() {
-        let labels: Vec<usize> = (0..1000).map(|i| if i < 900 { 0 } else if i < 990 { 1 } else { 2 }).collect();
+        let labels: Vec<usize> = (0..1000)
+            .map(|i| {
+                if i < 900 {
+                    0
+                } else if i < 990 {
+                    1
+                } else {
+                    2
+                }
+            })
+            .collect();
         let rows: Vec<usize> = (0..1000).collect();
         let mut s = StratifiedSampler::new(&rows, &labels, 4, 100);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
@@ -142,7 +170,8 @@ mod tests {
         let count = |k: usize| b.iter().filter(|&&r| labels[r] == k).count();
         assert_eq!((count(0), count(1), count(2), count(3)), (90, 9, 1, 0));
         // One pass of class 2 (10 rows, quota 1) visits each of its rows once.
-        let mut seen: Vec<usize> = (0..10).flat_map(|_| s.next(&mut rng)).filter(|&r| labels[r] == 2).collect();
+        let mut seen: Vec<usize> =
+            (0..10).flat_map(|_| s.next(&mut rng)).filter(|&r| labels[r] == 2).collect();
         seen.sort_unstable();
         seen.dedup();
         assert!(seen.len() >= 9, "{seen:?}");

@@ -70,7 +70,8 @@ impl PretrainStopper {
             if self.recent.len() > self.window + 1 {
                 self.recent.pop_front();
             }
-            stop = self.recent.len() == self.window + 1 && self.recent[0] - nll < self.min_gain_se * se;
+            stop = self.recent.len() == self.window + 1
+                && self.recent[0] - nll < self.min_gain_se * se;
         }
         PretrainVerdict { improved, stop }
     }
@@ -157,8 +158,12 @@ impl AdaptStopper {
         };
         let changed = old.1.iter().zip(&new.1).filter(|(a, b)| a != b).count();
         let label_share = changed as f64 / s.n_target.max(1) as f64;
-        let objective_settled = self.cfg.tol_objective.is_none_or(|rho| (old.2 - new.2).abs() <= rho * old.2.abs());
-        pooled_long_enough && prior_move <= self.cfg.tol_prior && label_share <= self.cfg.tol_labels && objective_settled
+        let objective_settled =
+            self.cfg.tol_objective.is_none_or(|rho| (old.2 - new.2).abs() <= rho * old.2.abs());
+        pooled_long_enough
+            && prior_move <= self.cfg.tol_prior
+            && label_share <= self.cfg.tol_labels
+            && objective_settled
     }
 }
 
@@ -251,14 +256,33 @@ mod tests {
         FitConfig { pretrain_min_gain_se: 0.0, ..cfg() }.validate().unwrap();
     }
 
-    fn state<'a>(prior: &'a [f64], confident: &'a [usize], labels: &'a [usize], pooled: bool) -> AdaptState<'a> {
-        AdaptState { prior: Some(prior), confident, labels, n_target: 100, du_pooled: pooled, j_tu: 1.0 }
+    fn state<'a>(
+        prior: &'a [f64],
+        confident: &'a [usize],
+        labels: &'a [usize],
+        pooled: bool,
+    ) -> AdaptState<'a> {
+        AdaptState {
+            prior: Some(prior),
+            confident,
+            labels,
+            n_target: 100,
+            du_pooled: pooled,
+            j_tu: 1.0,
+        }
     }
 
     #[test]
     fn adaptation_stops_once_prior_labels_and_pooling_have_settled() {
         let mut c = cfg();
-        c.adapt_stop = AdaptStopConfig { enabled: true, window: 5, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: None };
+        c.adapt_stop = AdaptStopConfig {
+            enabled: true,
+            window: 5,
+            tol_prior: 0.01,
+            tol_labels: 0.01,
+            min_iters: 0,
+            tol_objective: None,
+        };
         let mut s = AdaptStopper::new(&c).unwrap();
         let rows: Vec<usize> = (0..90).collect();
         let labels = vec![1usize; 90];
@@ -281,7 +305,14 @@ mod tests {
     #[test]
     fn moving_prior_or_labels_keep_adaptation_going_and_off_switch_disables() {
         let mut c = cfg();
-        c.adapt_stop = AdaptStopConfig { enabled: true, window: 3, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: None };
+        c.adapt_stop = AdaptStopConfig {
+            enabled: true,
+            window: 3,
+            tol_prior: 0.01,
+            tol_labels: 0.01,
+            min_iters: 0,
+            tol_objective: None,
+        };
         let mut s = AdaptStopper::new(&c).unwrap();
         let rows: Vec<usize> = (0..90).collect();
         for it in 0..40 {
@@ -309,7 +340,14 @@ mod tests {
     #[test]
     fn a_set_objective_tolerance_waits_for_j_tu_to_settle() {
         let mut c = cfg();
-        c.adapt_stop = AdaptStopConfig { enabled: true, window: 3, tol_prior: 0.01, tol_labels: 0.01, min_iters: 0, tol_objective: Some(0.05) };
+        c.adapt_stop = AdaptStopConfig {
+            enabled: true,
+            window: 3,
+            tol_prior: 0.01,
+            tol_labels: 0.01,
+            min_iters: 0,
+            tol_objective: Some(0.05),
+        };
         let rows: Vec<usize> = (0..90).collect();
         let labels = vec![1usize; 90];
         let p = [0.5, 0.5];
@@ -317,7 +355,9 @@ mod tests {
         let j_at = |it: usize| 0.9f64.powi(it.min(20) as i32);
         let run = |c: &FitConfig| {
             let mut s = AdaptStopper::new(c).unwrap();
-            (0..60).find(|&it| s.observe(it, &AdaptState { j_tu: j_at(it), ..state(&p, &rows, &labels, true) }))
+            (0..60).find(|&it| {
+                s.observe(it, &AdaptState { j_tu: j_at(it), ..state(&p, &rows, &labels, true) })
+            })
         };
         // Without ρ the frozen state stops at the first full window; with ρ = 5% only once the
         // window lies on the flat part (iteration 20 + W).
@@ -325,7 +365,12 @@ mod tests {
         assert_eq!(run(&c), Some(23));
         // A rising J_TU is a change too.
         let mut s = AdaptStopper::new(&c).unwrap();
-        let rising = (0..40).any(|it| s.observe(it, &AdaptState { j_tu: 1.1f64.powi(it as i32), ..state(&p, &rows, &labels, true) }));
+        let rising = (0..40).any(|it| {
+            s.observe(
+                it,
+                &AdaptState { j_tu: 1.1f64.powi(it as i32), ..state(&p, &rows, &labels, true) },
+            )
+        });
         assert!(!rising);
         for bad in [-0.1, f64::NAN, f64::INFINITY] {
             let err = cfg_with(&c, Some(bad)).validate().expect_err("must be refused");

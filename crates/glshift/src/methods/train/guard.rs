@@ -13,29 +13,44 @@ use crate::{Error, Result};
 /// papers' mini-batch baselines with `baselines.lr` and their transfer weight
 /// `baselines.trade_off`; MUL and class-wise MMD weigh their terms with `mul.lambda_*`.
 pub(super) fn divergence_advice(cfg: &FitConfig, stage: Stage) -> String {
-    let features = format!("or check the scale of the features (`preprocess`, now {})", cfg.preprocess);
+    let features =
+        format!("or check the scale of the features (`preprocess`, now {})", cfg.preprocess);
     let lr = format!("`optimizer.lr` (now {:?})", cfg.optimizer.lr);
     let k = cfg.method;
     let what = match (stage, k.info().family) {
         (Stage::Pretrain, _) | (Stage::Adapt, Family::Source) => lr,
         (Stage::Adapt, Family::Mul) => {
-            format!("{lr} or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?})", cfg.mul.lambda_tu, cfg.mul.lambda_du)
+            format!(
+                "{lr} or `mul.lambda_tu`/`mul.lambda_du` (now {:?}/{:?})",
+                cfg.mul.lambda_tu, cfg.mul.lambda_du
+            )
         }
         (Stage::Adapt, Family::Baseline) if cfg.baselines.minibatch(k) => format!(
             "`baselines.lr` (now {:?}, {k}'s mini-batch SGD) or `baselines.trade_off` (now {:?})",
             cfg.baselines.lr, cfg.baselines.trade_off
         ),
-        (Stage::Adapt, _) => format!("{lr} or `baselines.trade_off` (now {:?})", cfg.baselines.trade_off),
+        (Stage::Adapt, _) => {
+            format!("{lr} or `baselines.trade_off` (now {:?})", cfg.baselines.trade_off)
+        }
     };
     format!("training diverged; lower {what}, {features}")
 }
 
 /// Stops training when a loss term is NaN/Inf, naming the stage, iteration and term.
-pub(super) fn check_finite(what: &str, iter: usize, stage: Stage, v: f64, cfg: &FitConfig) -> Result<()> {
+pub(super) fn check_finite(
+    what: &str,
+    iter: usize,
+    stage: Stage,
+    v: f64,
+    cfg: &FitConfig,
+) -> Result<()> {
     if v.is_finite() {
         Ok(())
     } else {
-        Err(Error::numerical(format!("{stage:?} iteration {iter}"), format!("{what} is {v}: {}", divergence_advice(cfg, stage))))
+        Err(Error::numerical(
+            format!("{stage:?} iteration {iter}"),
+            format!("{what} is {v}: {}", divergence_advice(cfg, stage)),
+        ))
     }
 }
 
@@ -47,7 +62,10 @@ pub(super) fn device_error(reason: String) -> Error {
 
 /// The error of a non-finite gradient: `term` names the culprit.
 pub(super) fn gradient_error(stage: Stage, iter: usize, term: &str, cfg: &FitConfig) -> Error {
-    Error::numerical(format!("{stage:?} iteration {iter}"), format!("{term} is not finite: {}", divergence_advice(cfg, stage)))
+    Error::numerical(
+        format!("{stage:?} iteration {iter}"),
+        format!("{term} is not finite: {}", divergence_advice(cfg, stage)),
+    )
 }
 
 /// Resident memory of the process before the data (binary, runtime, thread pools), in bytes.
@@ -94,7 +112,13 @@ pub fn minibatch_memory_estimate_bytes(n_rows: usize, d: usize, c: usize, cfg: &
 
 /// [`minibatch_memory_estimate_bytes`] of a fit whose feature rows are in memory
 /// (`rows_in_memory`) or read from files a batch and a chunk at a time (then no `n × d` term).
-pub fn minibatch_memory_estimate_bytes_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> f64 {
+pub fn minibatch_memory_estimate_bytes_of(
+    n_rows: usize,
+    d: usize,
+    c: usize,
+    cfg: &FitConfig,
+    rows_in_memory: bool,
+) -> f64 {
     let (n, df) = (n_rows as f64, d as f64);
     let (params, widths) = network_size(d, c, cfg);
     let z_dim = *cfg.network.hidden.last().unwrap_or(&0) as f64;
@@ -126,7 +150,13 @@ fn network_size(d: usize, c: usize, cfg: &FitConfig) -> (f64, f64) {
 /// [`minibatch_memory_estimate_bytes_of`] when it trains by mini-batch) exceeds
 /// `cfg.max_memory_gib`; its feature rows are in memory or, when not `rows_in_memory`, read
 /// from files (mini-batch fits only).
-pub fn check_memory_of(n_rows: usize, d: usize, c: usize, cfg: &FitConfig, rows_in_memory: bool) -> Result<()> {
+pub fn check_memory_of(
+    n_rows: usize,
+    d: usize,
+    c: usize,
+    cfg: &FitConfig,
+    rows_in_memory: bool,
+) -> Result<()> {
     let minibatch = cfg.uses_minibatch(n_rows, d);
     let bytes = if minibatch {
         minibatch_memory_estimate_bytes_of(n_rows, d, c, cfg, rows_in_memory)
@@ -170,7 +200,10 @@ mod tests {
         assert!(iw.contains("`baselines.lr`") && iw.contains("`baselines.trade_off`"), "{iw}");
         assert!(!iw.contains("optimizer.lr") && !iw.contains("mul.lambda"), "{iw}");
         let coral = advice(MethodKind::Coral, Stage::Adapt);
-        assert!(coral.contains("`optimizer.lr`") && coral.contains("`baselines.trade_off`"), "{coral}");
+        assert!(
+            coral.contains("`optimizer.lr`") && coral.contains("`baselines.trade_off`"),
+            "{coral}"
+        );
         assert!(advice(MethodKind::Source, Stage::Adapt).contains("`optimizer.lr`"));
     }
 }

@@ -79,7 +79,10 @@ impl<'a> Layout<'a> {
         }
         let (x_all, borrowed) = if minibatch {
             let source_order = train_idx.iter().chain(&hold_idx).copied().collect();
-            (Array2::zeros((0, d)), Some(Borrowed { source: data.source_x, target: data.target_x, source_order }))
+            (
+                Array2::zeros((0, d)),
+                Some(Borrowed { source: data.source_x, target: data.target_x, source_order }),
+            )
         } else {
             (stack_rows(data, &train_idx, &hold_idx, d)?, None)
         };
@@ -93,7 +96,8 @@ impl<'a> Layout<'a> {
         let Some(b) = &self.borrowed else { return Ok(self.x_all.select(Axis(0), rows)) };
         let off = self.target_offset();
         let mut x = Array2::<f32>::zeros((rows.len(), self.d));
-        let (src_pos, tgt_pos): (Vec<usize>, Vec<usize>) = (0..rows.len()).partition(|&i| rows[i] < off);
+        let (src_pos, tgt_pos): (Vec<usize>, Vec<usize>) =
+            (0..rows.len()).partition(|&i| rows[i] < off);
         let src: Vec<usize> = src_pos.iter().map(|&i| b.source_order[rows[i]]).collect();
         let tgt: Vec<usize> = tgt_pos.iter().map(|&i| rows[i] - off).collect();
         if tgt.is_empty() {
@@ -114,7 +118,11 @@ impl<'a> Layout<'a> {
     /// Rows one training step forwards, for choosing its device: a mini-batch when the rows are
     /// borrowed, else `full` (the full-batch pass's rows).
     pub fn rows_per_step(&self, cfg: &FitConfig, full: usize) -> usize {
-        if self.is_borrowed() { cfg.minibatch.batch_size } else { full }
+        if self.is_borrowed() {
+            cfg.minibatch.batch_size
+        } else {
+            full
+        }
     }
 
     /// Rows `range` of the stacked order, copied when borrowed (a chunk of a full pass).
@@ -168,7 +176,12 @@ impl<'a> Layout<'a> {
 }
 
 /// `[source rows train_idx; source rows hold_idx; target]` in one allocation, row by row.
-fn stack_rows(data: &FitData, train_idx: &[usize], hold_idx: &[usize], d: usize) -> Result<Array2<f32>> {
+fn stack_rows(
+    data: &FitData,
+    train_idx: &[usize],
+    hold_idx: &[usize],
+    d: usize,
+) -> Result<Array2<f32>> {
     let ns = train_idx.len() + hold_idx.len();
     let mut x = Array2::<f32>::zeros((ns + data.target_x.nrows(), d));
     let source_rows: Vec<usize> = train_idx.iter().chain(hold_idx).copied().collect();
@@ -188,18 +201,31 @@ fn split(data: &FitData, cfg: &FitConfig) -> Result<(Vec<usize>, Vec<usize>)> {
         let mut is_hold = vec![false; ns_all];
         for &i in h {
             if i >= ns_all || is_hold[i] {
-                return Err(Error::param("holdout", i, format!("hold-out rows must be distinct and < {ns_all}")));
+                return Err(Error::param(
+                    "holdout",
+                    i,
+                    format!("hold-out rows must be distinct and < {ns_all}"),
+                ));
             }
             is_hold[i] = true;
         }
         if h.is_empty() || h.len() == ns_all {
-            return Err(Error::param("holdout", h.len(), "the hold-out must leave rows on both sides"));
+            return Err(Error::param(
+                "holdout",
+                h.len(),
+                "the hold-out must leave rows on both sides",
+            ));
         }
         let mut hold = h.to_vec();
         hold.sort_unstable();
         Ok(((0..ns_all).filter(|&i| !is_hold[i]).collect(), hold))
     } else if cfg.label_shift.confusion == ConfusionRows::Holdout {
-        label_shift::stratified_holdout(data.source_y, c, cfg.label_shift.holdout_fraction, cfg.seed)
+        label_shift::stratified_holdout(
+            data.source_y,
+            c,
+            cfg.label_shift.holdout_fraction,
+            cfg.seed,
+        )
     } else {
         Ok(((0..ns_all).collect(), Vec::new()))
     }

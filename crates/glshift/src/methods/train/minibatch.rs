@@ -100,7 +100,13 @@ impl Batches {
 
 impl Adaptation<'_, '_> {
     /// One mini-batch iteration `it` of `iters` (recorded as `iter`); the parameters are updated.
-    pub(super) fn minibatch_step(&mut self, batches: &mut Batches, it: usize, iter: usize, iters: usize) -> Result<IterRecord> {
+    pub(super) fn minibatch_step(
+        &mut self,
+        batches: &mut Batches,
+        it: usize,
+        iter: usize,
+        iters: usize,
+    ) -> Result<IterRecord> {
         let (layout, cfg) = (self.layout, self.cfg);
         let progress = it as f64 / iters as f64;
         let temperature = self.refresh_full_view(batches, it)?;
@@ -126,7 +132,8 @@ impl Adaptation<'_, '_> {
             pseudo_labels: &[],
             prior: &layout.source_prior,
         })?;
-        let (ce, d_train_logits) = source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
+        let (ce, d_train_logits) =
+            source_cross_entropy(logits.slice(s![..nb, ..]), &ys, &out.ce_weights);
         let total = out.terms.iter().fold(ce, |t, v| t + v);
         check_finite("cross-entropy", it, Stage::Adapt, ce, cfg)?;
         for (what, v) in out.checked_values() {
@@ -151,13 +158,21 @@ impl Adaptation<'_, '_> {
         let logits = if layout.is_borrowed() {
             // Large data (`training`): in chunks, BatchNorm frozen on the sample of `chunked`.
             let stats_rows = super::chunked::bn_stats_rows(layout, self.cfg);
-            let eval = super::chunked::EvalNet::new(self.trainer.sgd().0, layout, &stats_rows, self.cfg.minibatch.chunk_rows)?;
+            let eval = super::chunked::EvalNet::new(
+                self.trainer.sgd().0,
+                layout,
+                &stats_rows,
+                self.cfg.minibatch.chunk_rows,
+            )?;
             eval.range(layout, 0..layout.n_rows())?.1
         } else {
             let fw = Forward::evaluation(layout.n_train());
             self.trainer.sgd().0.forward(layout.x_all.view(), &fw, &mut self.rng).logits
         };
-        let temperature = if self.cfg.label_shift.calibrate && self.method.calibrates() && layout.n_hold() > 0 {
+        let temperature = if self.cfg.label_shift.calibrate
+            && self.method.calibrates()
+            && layout.n_hold() > 0
+        {
             label_shift::fit_temperature(logits.slice(s![layout.hold_rows(), ..]), &layout.y_hold)?
         } else {
             1.0

@@ -16,15 +16,21 @@ use super::guard::{check_finite, device_error, gradient_error};
 use super::layout::Layout;
 use super::pretrain::{holdout_record, PretrainState};
 use super::records::{IterRecord, Progress, Stage};
+use crate::device::training::Snapshots;
 use crate::label_shift;
 use crate::methods::config::FitConfig;
-use crate::device::training::Snapshots;
 use crate::nn::{weighted_cross_entropy, Forward};
 use crate::Result;
 
 /// Mini-batch pre-training on `net` (the CPU's or a device's, `pretrain_full::pretrain_on`);
 /// the state has the same meaning as full-batch pre-training's.
-pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), mut net: N) -> Result<PretrainState> {
+pub(super) fn run<N: Snapshots>(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    mut net: N,
+) -> Result<PretrainState> {
     let mb = &cfg.minibatch;
     let n_train = layout.n_train();
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, Stream::Pretrain));
@@ -54,11 +60,17 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
         let idx = sampler.next(&mut batch_rng);
         let y: Vec<usize> = idx.iter().map(|&i| layout.y_train[i]).collect();
         let x = layout.gather(&idx)?;
-        net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false).map_err(device_error)?;
+        net.forward(x.view(), &Forward { train: true, stats_rows: idx.len() }, &mut rng, false)
+            .map_err(device_error)?;
         let (ce, d_logits) = weighted_cross_entropy(net.logits(), &y, &vec![1.0f32; y.len()]);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         if !net.step(x.view(), d_logits.view(), None).map_err(device_error)? {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
+            return Err(gradient_error(
+                Stage::Pretrain,
+                it,
+                "the gradient of the cross-entropy",
+                cfg,
+            ));
         }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });
@@ -73,5 +85,9 @@ pub(super) fn run<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, 
 /// The stopping rule's settings counted in hold-out evaluations instead of steps.
 fn evaluation_units(cfg: &FitConfig) -> FitConfig {
     let every = cfg.minibatch.eval_every;
-    FitConfig { pretrain_patience: cfg.pretrain_patience.div_ceil(every), pretrain_iters: cfg.pretrain_iters.div_ceil(every), ..cfg.clone() }
+    FitConfig {
+        pretrain_patience: cfg.pretrain_patience.div_ceil(every),
+        pretrain_iters: cfg.pretrain_iters.div_ceil(every),
+        ..cfg.clone()
+    }
 }

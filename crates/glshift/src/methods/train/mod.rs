@@ -33,20 +33,27 @@ mod pretrain_full;
 pub(crate) mod records;
 mod shift;
 
-
 use super::config::FitConfig;
-pub use records::{FitData, Fitted, HoldoutRecord, IterRecord, Progress, Stage, TransferRecord};
 use crate::{Error, Result};
-pub use guard::{check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
-pub use minibatch::Sampler;
 pub use adapt::{pseudo_labels, source_cross_entropy};
+pub use guard::{
+    check_memory_of, memory_estimate_bytes, minibatch_memory_estimate_bytes,
+    minibatch_memory_estimate_bytes_of,
+};
 use layout::Layout;
-use pretrain::{PretrainKey, PretrainState};
+pub use minibatch::Sampler;
 pub use pretrain::{PretrainCache, Pretrained};
+use pretrain::{PretrainKey, PretrainState};
+pub use records::{FitData, Fitted, HoldoutRecord, IterRecord, Progress, Stage, TransferRecord};
 
 /// Pre-training, full-batch or by mini-batch as the layout says (rows borrowed: mini-batch),
 /// on the scope's GPU where it pays (`pretrain_full::run_pretraining`).
-fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
+fn run_pretraining(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PretrainState> {
     pretrain_full::run_pretraining(layout, cfg, total, progress)
 }
 
@@ -64,7 +71,11 @@ fn check_fit(data: &FitData, cfg: &FitConfig) -> Result<()> {
 /// Pre-training alone (Algorithm 1, first stage): the checks of [`fit`], the hold-out split,
 /// and cross-entropy on the source training rows with early stopping on the hold-out. Reads
 /// neither the method nor the target rows' values beyond their shape.
-pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Pretrained> {
+pub fn pretrain(
+    data: &FitData,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Pretrained> {
     check_fit(data, cfg)?;
     let (pre, _) = crate::device::scoped_with(cfg.device, cfg.device_options(), || {
         let layout = Layout::new(data, cfg)?;
@@ -77,7 +88,12 @@ pub fn pretrain(data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progre
 /// Adaptation (Algorithm 1, second stage) of `cfg.method` from a pre-trained state, which must
 /// come from [`pretrain`] on the same source rows and pre-training settings (an error names
 /// the mismatch otherwise). `pretrain` then `adapt` gives [`fit`]'s result bit for bit.
-pub fn adapt(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+pub fn adapt(
+    pre: &Pretrained,
+    data: &FitData,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
     check_fit(data, cfg)?;
     on_device(cfg, || adapt_here(pre, data, cfg, progress))
 }
@@ -89,7 +105,12 @@ fn on_device(cfg: &FitConfig, fit: impl FnOnce() -> Result<Fitted>) -> Result<Fi
     Ok(fitted)
 }
 
-fn adapt_here(pre: &Pretrained, data: &FitData, cfg: &FitConfig, progress: &mut dyn FnMut(Progress)) -> Result<Fitted> {
+fn adapt_here(
+    pre: &Pretrained,
+    data: &FitData,
+    cfg: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
     let layout = Layout::new(data, cfg)?;
     if PretrainKey::new(cfg, &layout)? != pre.key {
         return Err(Error::param(

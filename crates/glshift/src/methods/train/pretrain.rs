@@ -50,7 +50,10 @@ impl PretrainKey {
         let n = layout.target_offset();
         let chunk = cfg.minibatch.chunk_rows.max(1);
         for start in (0..n).step_by(chunk) {
-            layout.chunk(start..(start + chunk).min(n))?.iter().for_each(|v| v.to_bits().hash(&mut h));
+            layout
+                .chunk(start..(start + chunk).min(n))?
+                .iter()
+                .for_each(|v| v.to_bits().hash(&mut h));
         }
         layout.y_train.hash(&mut h);
         layout.y_hold.hash(&mut h);
@@ -120,8 +123,13 @@ impl PretrainCache {
 
 /// The hold-out's record for the history: mean NLL and its standard error (the stopping rule's
 /// inputs) and the accuracy.
-pub(super) fn holdout_record(nll_rows: &[f64], logits: ArrayView2<f32>, labels: &[usize]) -> HoldoutRecord {
+pub(super) fn holdout_record(
+    nll_rows: &[f64],
+    logits: ArrayView2<f32>,
+    labels: &[usize],
+) -> HoldoutRecord {
     let (nll, nll_se) = mean_and_se(nll_rows);
-    let hits = logits.rows().into_iter().zip(labels).filter(|(row, &y)| argmax_row(*row).0 == y).count();
+    let hits =
+        logits.rows().into_iter().zip(labels).filter(|(row, &y)| argmax_row(*row).0 == y).count();
     HoldoutRecord { nll, nll_se, accuracy: hits as f64 / labels.len().max(1) as f64 }
 }

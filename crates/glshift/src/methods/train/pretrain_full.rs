@@ -25,8 +25,17 @@ use crate::{Error, Result};
 /// Pre-training, full-batch or by mini-batch as the layout says, on the scope's GPU where it
 /// pays (a pass of at least `GPU_MIN_MACS` multiply-adds in the first layer), else on the CPU.
 /// `total` is the iteration count the progress callback reports against.
-pub(super) fn run_pretraining(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress)) -> Result<PretrainState> {
-    let device = gpu_net_maker(layout.rows_per_step(cfg, layout.n_train() + layout.n_hold()), layout.d, cfg.network.hidden[0]);
+pub(super) fn run_pretraining(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PretrainState> {
+    let device = gpu_net_maker(
+        layout.rows_per_step(cfg, layout.n_train() + layout.n_hold()),
+        layout.d,
+        cfg.network.hidden[0],
+    );
     pretrain_on(layout, cfg, total, progress, device)
 }
 
@@ -43,8 +52,13 @@ pub(super) fn pretrain_on<N: Snapshots>(
     let net = Network::new(layout.d, layout.c, &cfg.network, cfg.seed)?;
     let adam = Adam::new(&cfg.optimizer, &net);
     if let Some(make) = device {
-        match make(net.clone(), adam.clone()).map_err(device_error).and_then(|dev| run_stage(layout, cfg, total, progress, dev)) {
-            Err(Error::Device { reason, .. }) => crate::device::record_failure(format!("pre-training on the GPU: {reason}")),
+        match make(net.clone(), adam.clone())
+            .map_err(device_error)
+            .and_then(|dev| run_stage(layout, cfg, total, progress, dev))
+        {
+            Err(Error::Device { reason, .. }) => {
+                crate::device::record_failure(format!("pre-training on the GPU: {reason}"))
+            }
             done => return done,
         }
     }
@@ -52,7 +66,13 @@ pub(super) fn pretrain_on<N: Snapshots>(
 }
 
 /// The full-batch loop, or the mini-batch one (`minibatch_pretrain`) for borrowed rows.
-fn run_stage<N: Snapshots>(layout: &Layout, cfg: &FitConfig, total: usize, progress: &mut dyn FnMut(Progress), net: N) -> Result<PretrainState> {
+fn run_stage<N: Snapshots>(
+    layout: &Layout,
+    cfg: &FitConfig,
+    total: usize,
+    progress: &mut dyn FnMut(Progress),
+    net: N,
+) -> Result<PretrainState> {
     if layout.is_borrowed() {
         super::minibatch_pretrain::run(layout, cfg, total, progress, net)
     } else {
@@ -83,12 +103,20 @@ fn run<N: Snapshots>(
     let mut best = None;
     for it in 0..cfg.pretrain_iters {
         net.forward(x_source, &train_fw, &mut rng, false).map_err(device_error)?;
-        let (ce, d_train_logits) = weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
+        let (ce, d_train_logits) =
+            weighted_cross_entropy(net.logits().slice(s![..n_train, ..]), y_train, &uniform);
         check_finite("cross-entropy", it, Stage::Pretrain, ce, cfg)?;
         let mut holdout = None;
         if n_hold > 0 {
-            let eval_logits = if needs_eval_pass { Some(net.logits_of(x_source, &eval_fw, &mut rng).map_err(device_error)?) } else { None };
-            let hold_logits = eval_logits.as_ref().map_or(net.logits(), |l| l.view()).slice_move(s![n_train.., ..]);
+            let eval_logits = if needs_eval_pass {
+                Some(net.logits_of(x_source, &eval_fw, &mut rng).map_err(device_error)?)
+            } else {
+                None
+            };
+            let hold_logits = eval_logits
+                .as_ref()
+                .map_or(net.logits(), |l| l.view())
+                .slice_move(s![n_train.., ..]);
             let rows = label_shift::calibration::nll_rows(hold_logits, y_hold, 1.0);
             let verdict = stopper.observe(&rows);
             if verdict.improved {
@@ -101,7 +129,12 @@ fn run<N: Snapshots>(
         }
         // Only the training rows (first) carry a gradient; the hold-out rows are skipped.
         if !net.step(x_source, d_train_logits.view(), None).map_err(device_error)? {
-            return Err(gradient_error(Stage::Pretrain, it, "the gradient of the cross-entropy", cfg));
+            return Err(gradient_error(
+                Stage::Pretrain,
+                it,
+                "the gradient of the cross-entropy",
+                cfg,
+            ));
         }
         history.push(IterRecord::pretrain(it, ce, holdout));
         progress(Progress { done: it + 1, total, stage: Stage::Pretrain, loss: ce });

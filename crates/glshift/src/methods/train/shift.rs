@@ -15,7 +15,10 @@
 
 use ndarray::ArrayView2;
 
-use crate::label_shift::{self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse, PriorGuard, ShiftEstimate};
+use crate::label_shift::{
+    self, DiagnosticsParams, DisagreementResponse, GuardFallback, GuardParams, GuardResponse,
+    PriorGuard, ShiftEstimate,
+};
 use crate::label_shift::{Mlls, ShiftEstimator, ShiftInputs};
 use crate::methods::config::{FitConfig, LoopEstimator, LoopFloor, SupportFrom};
 use crate::Result;
@@ -44,10 +47,23 @@ pub(super) struct ShiftTracker {
 impl ShiftTracker {
     pub fn new(cfg: &FitConfig, c: usize) -> ShiftTracker {
         let g = &cfg.label_shift.guard;
-        let guarded = g.enabled && cfg.method.is_mul_family() && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
-        let bootstrap = DiagnosticsParams { tau: cfg.mul.tau, soft: cfg.label_shift.soft, resamples: g.resamples, seed: cfg.seed };
+        let guarded = g.enabled
+            && cfg.method.is_mul_family()
+            && (cfg.mul.importance_weighting || cfg.mul.prior_weighting);
+        let bootstrap = DiagnosticsParams {
+            tau: cfg.mul.tau,
+            soft: cfg.label_shift.soft,
+            resamples: g.resamples,
+            seed: cfg.seed,
+        };
         let floor = cfg.loop_floor_for(c);
-        let params = GuardParams { bootstrap, alpha: g.alpha, level: g.level, min_confident_share: g.min_confident_share, resolution: floor.base };
+        let params = GuardParams {
+            bootstrap,
+            alpha: g.alpha,
+            level: g.level,
+            min_confident_share: g.min_confident_share,
+            resolution: floor.base,
+        };
         ShiftTracker {
             floor,
             soft: cfg.label_shift.soft,
@@ -67,7 +83,9 @@ impl ShiftTracker {
 
     /// What the loop does with the guard's verdict (`Use` before the guard ran or without it).
     pub fn response(&self) -> GuardResponse {
-        self.guard.as_ref().map_or(GuardResponse::Use, |g| g.response(self.fallback, self.on_disagreement))
+        self.guard
+            .as_ref()
+            .map_or(GuardResponse::Use, |g| g.response(self.fallback, self.on_disagreement))
     }
 
     /// The response is the `source` fallback: the method adds nothing.
@@ -92,12 +110,23 @@ impl ShiftTracker {
                 label_shift::bbse_qp(conf.matrix.view(), &q, source_prior)?
             }
             LoopEstimator::Mlls => {
-                let inputs = ShiftInputs { source_probs: conf_probs, source_labels: conf_labels, target_probs, source_prior: Some(source_prior) };
+                let inputs = ShiftInputs {
+                    source_probs: conf_probs,
+                    source_labels: conf_labels,
+                    target_probs,
+                    source_prior: Some(source_prior),
+                };
                 Mlls::default().estimate(&inputs)?
             }
         };
         if let (Some((params, _)), None) = (&self.guard_params, &self.guard) {
-            self.guard = Some(label_shift::prior_guard(conf_probs, conf_labels, target_probs, source_prior, params)?);
+            self.guard = Some(label_shift::prior_guard(
+                conf_probs,
+                conf_labels,
+                target_probs,
+                source_prior,
+                params,
+            )?);
         }
         if let (Some(g), Some((_, cap))) = (&self.guard, &self.guard_params) {
             match self.response() {
@@ -108,11 +137,13 @@ impl ShiftTracker {
                     return Ok(est);
                 }
                 GuardResponse::Shrink(lambda) => {
-                    raw.target_prior = label_shift::shrink_towards(&raw.target_prior, source_prior, lambda);
+                    raw.target_prior =
+                        label_shift::shrink_towards(&raw.target_prior, source_prior, lambda);
                     raw.weights = ratio(&raw.target_prior, source_prior);
                 }
                 GuardResponse::Use if *cap => {
-                    raw.target_prior = label_shift::project_to_box(&raw.target_prior, &g.low, &g.high);
+                    raw.target_prior =
+                        label_shift::project_to_box(&raw.target_prior, &g.low, &g.high);
                     raw.weights = ratio(&raw.target_prior, source_prior);
                 }
                 GuardResponse::Use => {}
@@ -131,7 +162,8 @@ impl ShiftTracker {
             self.support = Some(keep);
         }
         let c = raw.target_prior.len();
-        self.floored = (0..c).filter(|&k| raw.target_prior[k] > 0.0 && est.target_prior[k] == 0.0).collect();
+        self.floored =
+            (0..c).filter(|&k| raw.target_prior[k] > 0.0 && est.target_prior[k] == 0.0).collect();
         self.last = Some(est.clone());
         Ok(est)
     }
@@ -215,8 +247,11 @@ mod support_tests {
 
     /// One-hot rows of `counts[k]` rows per class k (`Σcounts × c`).
     fn one_hot(counts: &[usize]) -> ndarray::Array2<f32> {
-        let labels: Vec<usize> = counts.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat_n(k, n)).collect();
-        ndarray::Array2::from_shape_fn((labels.len(), counts.len()), |(i, k)| f32::from(u8::from(labels[i] == k)))
+        let labels: Vec<usize> =
+            counts.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat_n(k, n)).collect();
+        ndarray::Array2::from_shape_fn((labels.len(), counts.len()), |(i, k)| {
+            f32::from(u8::from(labels[i] == k))
+        })
     }
 
     /// By default a class floored at the first iteration comes back once its estimate clears
@@ -233,9 +268,18 @@ mod support_tests {
             cfg.label_shift.guard.enabled = false;
             let mut t = ShiftTracker::new(&cfg, 4);
             let a = t.update(hold.view(), &labels, first.view(), &ps).unwrap();
-            assert_eq!((a.target_prior[3], t.floored.clone()), (0.0, vec![3]), "0.01 is under the floor 1/16");
+            assert_eq!(
+                (a.target_prior[3], t.floored.clone()),
+                (0.0, vec![3]),
+                "0.01 is under the floor 1/16"
+            );
             let b = t.update(hold.view(), &labels, later.view(), &ps).unwrap();
-            assert_eq!(b.target_prior[3] > 0.2, !fixed, "fixed support {fixed}: {:?}", b.target_prior);
+            assert_eq!(
+                b.target_prior[3] > 0.2,
+                !fixed,
+                "fixed support {fixed}: {:?}",
+                b.target_prior
+            );
             assert!((b.target_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         }
     }
@@ -250,16 +294,26 @@ mod support_tests {
         let labels: Vec<usize> = (0..10).flat_map(|k| [k, k]).collect();
         let ps = [0.1; 10];
         assert!((evidence_floor(68, 0.05) - 20f64.ln() / 68.0).abs() < 1e-15);
-        assert_eq!((evidence_floor(0, 0.05), evidence_floor(68, 0.0), evidence_floor(68, 1.0)), (0.0, 0.0, 0.0));
-        for (scale, given, floored) in [(1, None, true), (10, None, false), (1, Some(0.025), false)] {
-            let counts: Vec<usize> = [20, 20, 14, 12, 2, 0, 0, 0, 0, 0].iter().map(|n| n * scale).collect();
+        assert_eq!(
+            (evidence_floor(0, 0.05), evidence_floor(68, 0.0), evidence_floor(68, 1.0)),
+            (0.0, 0.0, 0.0)
+        );
+        for (scale, given, floored) in [(1, None, true), (10, None, false), (1, Some(0.025), false)]
+        {
+            let counts: Vec<usize> =
+                [20, 20, 14, 12, 2, 0, 0, 0, 0, 0].iter().map(|n| n * scale).collect();
             let mut cfg = FitConfig::default();
             cfg.label_shift.guard.enabled = false;
             cfg.label_shift.prior_floor = given;
             let mut t = ShiftTracker::new(&cfg, 10);
             let est = t.update(hold.view(), &labels, one_hot(&counts).view(), &ps).unwrap();
             assert!(2.0 / 68.0 > t.floor.base, "the share clears 1/(4c)");
-            assert_eq!(est.target_prior[4] == 0.0, floored, "{scale}× rows, floor {given:?}: {:?}", est.target_prior);
+            assert_eq!(
+                est.target_prior[4] == 0.0,
+                floored,
+                "{scale}× rows, floor {given:?}: {:?}",
+                est.target_prior
+            );
             assert_eq!(t.floored.contains(&4), floored, "{:?}", t.floored);
         }
     }
@@ -271,14 +325,24 @@ mod support_tests {
         use crate::methods::config::MethodKind;
         let mut cfg = FitConfig::default();
         assert_eq!(cfg.label_shift.fixed_support, None);
-        for (m, fixed) in [(MethodKind::Mul, false), (MethodKind::MmdClasswise, false), (MethodKind::IwDann, true), (MethodKind::IwCdan, true)] {
+        for (m, fixed) in [
+            (MethodKind::Mul, false),
+            (MethodKind::MmdClasswise, false),
+            (MethodKind::IwDann, true),
+            (MethodKind::IwCdan, true),
+        ] {
             assert_eq!(cfg.label_shift.fixed_support_for(m), fixed, "{m:?}");
         }
         for given in [true, false] {
             cfg.label_shift.fixed_support = Some(given);
-            assert!([MethodKind::Mul, MethodKind::IwDann].iter().all(|&m| cfg.label_shift.fixed_support_for(m) == given));
+            assert!([MethodKind::Mul, MethodKind::IwDann]
+                .iter()
+                .all(|&m| cfg.label_shift.fixed_support_for(m) == given));
         }
-        assert!(!toml::to_string(&FitConfig::default()).unwrap().contains("fixed_support"), "absent from written configs when unset");
+        assert!(
+            !toml::to_string(&FitConfig::default()).unwrap().contains("fixed_support"),
+            "absent from written configs when unset"
+        );
     }
 
     /// The option is written to a config only when set, so records of earlier builds match.

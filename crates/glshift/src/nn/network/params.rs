@@ -34,33 +34,15 @@ impl<T: Real> Network<T> {
     pub fn params(&self) -> Vec<(ParamKind, &[T])> {
         let mut out = Vec::new();
         for b in &self.g.blocks {
-            out.push((
-                ParamKind::Weight,
-                b.linear.w.as_slice().expect("standard layout"),
-            ));
-            out.push((
-                ParamKind::Bias,
-                b.linear.b.as_slice().expect("standard layout"),
-            ));
+            out.push((ParamKind::Weight, b.linear.w.as_slice().expect("standard layout")));
+            out.push((ParamKind::Bias, b.linear.b.as_slice().expect("standard layout")));
             if let Some(bn) = &b.bn {
-                out.push((
-                    ParamKind::BnScale,
-                    bn.gamma.as_slice().expect("standard layout"),
-                ));
-                out.push((
-                    ParamKind::BnShift,
-                    bn.beta.as_slice().expect("standard layout"),
-                ));
+                out.push((ParamKind::BnScale, bn.gamma.as_slice().expect("standard layout")));
+                out.push((ParamKind::BnShift, bn.beta.as_slice().expect("standard layout")));
             }
         }
-        out.push((
-            ParamKind::Weight,
-            self.f.w.as_slice().expect("standard layout"),
-        ));
-        out.push((
-            ParamKind::Bias,
-            self.f.b.as_slice().expect("standard layout"),
-        ));
+        out.push((ParamKind::Weight, self.f.w.as_slice().expect("standard layout")));
+        out.push((ParamKind::Bias, self.f.b.as_slice().expect("standard layout")));
         out
     }
 
@@ -68,33 +50,15 @@ impl<T: Real> Network<T> {
     pub fn params_mut(&mut self) -> Vec<(ParamKind, &mut [T])> {
         let mut out = Vec::new();
         for b in &mut self.g.blocks {
-            out.push((
-                ParamKind::Weight,
-                b.linear.w.as_slice_mut().expect("standard layout"),
-            ));
-            out.push((
-                ParamKind::Bias,
-                b.linear.b.as_slice_mut().expect("standard layout"),
-            ));
+            out.push((ParamKind::Weight, b.linear.w.as_slice_mut().expect("standard layout")));
+            out.push((ParamKind::Bias, b.linear.b.as_slice_mut().expect("standard layout")));
             if let Some(bn) = &mut b.bn {
-                out.push((
-                    ParamKind::BnScale,
-                    bn.gamma.as_slice_mut().expect("standard layout"),
-                ));
-                out.push((
-                    ParamKind::BnShift,
-                    bn.beta.as_slice_mut().expect("standard layout"),
-                ));
+                out.push((ParamKind::BnScale, bn.gamma.as_slice_mut().expect("standard layout")));
+                out.push((ParamKind::BnShift, bn.beta.as_slice_mut().expect("standard layout")));
             }
         }
-        out.push((
-            ParamKind::Weight,
-            self.f.w.as_slice_mut().expect("standard layout"),
-        ));
-        out.push((
-            ParamKind::Bias,
-            self.f.b.as_slice_mut().expect("standard layout"),
-        ));
+        out.push((ParamKind::Weight, self.f.w.as_slice_mut().expect("standard layout")));
+        out.push((ParamKind::Bias, self.f.b.as_slice_mut().expect("standard layout")));
         out
     }
 }
@@ -134,9 +98,7 @@ impl<T: Real> Grads<T> {
 
     /// True when no gradient entry is NaN or infinite.
     pub fn is_finite(&self) -> bool {
-        self.tensors()
-            .iter()
-            .all(|t| t.iter().all(|v| v.is_finite()))
+        self.tensors().iter().all(|t| t.iter().all(|v| v.is_finite()))
     }
 
     /// Euclidean norm of all gradient entries together, accumulated in f64.

@@ -131,20 +131,14 @@ fn network_gradient_with_batchnorm_and_dropout_matches_finite_differences() {
 
 #[test]
 fn network_gradient_single_relu_layer_matches_finite_differences() {
-    let cfg = NetworkConfig {
-        hidden: vec![5],
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![5], ..Default::default() };
     let net = net_f64(&cfg, 26);
     Problem::new(5, N, 27).check(&net, "relu");
 }
 
 #[test]
 fn d_z_extra_is_added_to_the_gradient_through_f() {
-    let cfg = NetworkConfig {
-        hidden: vec![6, 5],
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![6, 5], ..Default::default() };
     let net = net_f64(&cfg, 28);
     let p = Problem::new(5, N, 29);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -161,7 +155,8 @@ fn d_z_extra_is_added_to_the_gradient_through_f() {
 #[test]
 fn input_gradient_matches_finite_differences_and_parameter_gradients_are_unchanged() {
     for (hidden, dropout) in [(vec![6, 5], 0.0), (vec![5], 0.4)] {
-        let cfg = NetworkConfig { hidden, dropout, activation: Activation::Tanh, ..Default::default() };
+        let cfg =
+            NetworkConfig { hidden, dropout, activation: Activation::Tanh, ..Default::default() };
         let net = net_f64(&cfg, 30);
         let p = Problem::new(5, N, 31);
         let ce_at = |x: &Array2<f64>| {
@@ -174,19 +169,17 @@ fn input_gradient_matches_finite_differences_and_parameter_gradients_are_unchang
         let (_, dl) = weighted_cross_entropy(pass.logits.view(), &p.labels, &p.weights);
         let (grads, dx) = net.backward_with_input(p.x.view(), &pass, dl.view());
         assert_eq!(grads, net.backward(p.x.view(), &pass, dl.view(), None));
-        let num = fd_grad(p.x.as_slice().unwrap(), |v| ce_at(&Array2::from_shape_vec((N, D_IN), v.to_vec()).unwrap()));
+        let num = fd_grad(p.x.as_slice().unwrap(), |v| {
+            ce_at(&Array2::from_shape_vec((N, D_IN), v.to_vec()).unwrap())
+        });
         assert_grad_close(dx.as_slice().unwrap(), &num, "dx");
     }
 }
 
 #[test]
 fn same_seed_gives_identical_init_and_forward_different_seeds_differ() {
-    let cfg = NetworkConfig {
-        hidden: vec![16, 8],
-        dropout: 0.2,
-        batch_norm: true,
-        ..Default::default()
-    };
+    let cfg =
+        NetworkConfig { hidden: vec![16, 8], dropout: 0.2, batch_norm: true, ..Default::default() };
     let a = Network::new(10, 3, &cfg, 42).unwrap();
     let b = Network::new(10, 3, &cfg, 42).unwrap();
     let c = Network::new(10, 3, &cfg, 43).unwrap();
@@ -206,10 +199,7 @@ fn same_seed_gives_identical_init_and_forward_different_seeds_differ() {
 
 #[test]
 fn f32_and_f64_networks_from_the_same_seed_agree() {
-    let cfg = NetworkConfig {
-        hidden: vec![6, 4],
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![6, 4], ..Default::default() };
     let a = Network::new(5, 3, &cfg, 7).unwrap();
     let b = Network::<f64>::new_generic(5, 3, &cfg, 7).unwrap();
     for ((_, pa), (_, pb)) in a.params().iter().zip(b.params()) {
@@ -222,11 +212,7 @@ fn f32_and_f64_networks_from_the_same_seed_agree() {
 #[test]
 fn init_scale_is_he_for_relu_and_xavier_for_tanh() {
     let std_of = |act: Activation| {
-        let cfg = NetworkConfig {
-            hidden: vec![400],
-            activation: act,
-            ..Default::default()
-        };
+        let cfg = NetworkConfig { hidden: vec![400], activation: act, ..Default::default() };
         let net = Network::new(300, 2, &cfg, 3).unwrap();
         let w = &net.g.blocks[0].linear.w;
         (w.mapv(|v| (v as f64).powi(2)).mean().unwrap()).sqrt()
@@ -239,11 +225,7 @@ fn init_scale_is_he_for_relu_and_xavier_for_tanh() {
 
 #[test]
 fn eval_mode_has_no_dropout() {
-    let cfg = NetworkConfig {
-        hidden: vec![16, 8],
-        dropout: 0.5,
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![16, 8], dropout: 0.5, ..Default::default() };
     let net = Network::new(6, 3, &cfg, 1).unwrap();
     let x = random_matrix(10, 6, &mut ChaCha8Rng::seed_from_u64(2)).mapv(|v| v as f32);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
@@ -263,11 +245,7 @@ fn eval_mode_has_no_dropout() {
 
 #[test]
 fn batchnorm_uses_statistics_of_the_stats_rows_only() {
-    let cfg = NetworkConfig {
-        hidden: vec![12, 6],
-        batch_norm: true,
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![12, 6], batch_norm: true, ..Default::default() };
     let net = Network::<f64>::new_generic(5, 3, &cfg, 4).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let xs = random_matrix(9, 5, &mut rng);
@@ -275,29 +253,15 @@ fn batchnorm_uses_statistics_of_the_stats_rows_only() {
     let both = stack_rows(xs.view(), xt.view());
 
     for train in [false, true] {
-        let fw = |m| Forward {
-            train,
-            stats_rows: m,
-        };
+        let fw = |m| Forward { train, stats_rows: m };
         let alone = net.forward(xs.view(), &fw(9), &mut rng);
         let joint = net.forward(both.view(), &fw(9), &mut rng);
         let head = joint.logits.slice(s![..9, ..]);
-        assert!(
-            alone
-                .logits
-                .iter()
-                .zip(head)
-                .all(|(a, b)| (a - b).abs() < 1e-12),
-            "train={train}"
-        );
+        assert!(alone.logits.iter().zip(head).all(|(a, b)| (a - b).abs() < 1e-12), "train={train}");
         // Statistics over all rows do change the source rows' outputs.
         let pooled = net.forward(both.view(), &fw(13), &mut rng);
         let pooled_head = pooled.logits.slice(s![..9, ..]);
-        assert!(alone
-            .logits
-            .iter()
-            .zip(pooled_head)
-            .any(|(a, b)| (a - b).abs() > 1e-3));
+        assert!(alone.logits.iter().zip(pooled_head).any(|(a, b)| (a - b).abs() > 1e-3));
     }
 
     // predict_proba with stats_x = source gives the target rows of the joint eval forward.
@@ -306,10 +270,7 @@ fn batchnorm_uses_statistics_of_the_stats_rows_only() {
     let p = net.predict_proba(xt.view(), Some(xs.view()));
     assert!(p.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-12));
     let (z, _) = net.eval_outputs(xt.view(), Some(xs.view()));
-    assert!(z
-        .iter()
-        .zip(joint.z.slice(s![9.., ..]))
-        .all(|(a, b)| (a - b).abs() < 1e-12));
+    assert!(z.iter().zip(joint.z.slice(s![9.., ..])).all(|(a, b)| (a - b).abs() < 1e-12));
     // Without stats_x, the target is normalised with its own statistics: different.
     let own = net.predict_proba(xt.view(), None);
     assert!(own.iter().zip(&p).any(|(a, b)| (a - b).abs() > 1e-3));
@@ -318,11 +279,7 @@ fn batchnorm_uses_statistics_of_the_stats_rows_only() {
 #[test]
 fn eval_outputs_match_forward_when_bn_is_only_in_early_blocks() {
     // Exercise the path where statistics rows stop being propagated after the last BN block.
-    let cfg = NetworkConfig {
-        hidden: vec![7, 5, 4],
-        batch_norm: true,
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![7, 5, 4], batch_norm: true, ..Default::default() };
     let mut net = Network::<f64>::new_generic(3, 2, &cfg, 9).unwrap();
     net.g.blocks[2].bn = None;
     net.g.blocks[0].bn = None;
@@ -332,60 +289,27 @@ fn eval_outputs_match_forward_when_bn_is_only_in_early_blocks() {
     let both = stack_rows(xs.view(), xt.view());
     let joint = net.forward(both.view(), &Forward::evaluation(6), &mut rng);
     let (z, logits) = net.eval_outputs(xt.view(), Some(xs.view()));
-    assert!(z
-        .iter()
-        .zip(joint.z.slice(s![6.., ..]))
-        .all(|(a, b)| (a - b).abs() < 1e-12));
-    assert!(logits
-        .iter()
-        .zip(joint.logits.slice(s![6.., ..]))
-        .all(|(a, b)| (a - b).abs() < 1e-12));
+    assert!(z.iter().zip(joint.z.slice(s![6.., ..])).all(|(a, b)| (a - b).abs() < 1e-12));
+    assert!(logits.iter().zip(joint.logits.slice(s![6.., ..])).all(|(a, b)| (a - b).abs() < 1e-12));
 }
 
 #[test]
 fn network_config_validation_rejects_bad_values() {
     assert!(NetworkConfig::default().validate().is_ok());
     let bad = [
-        NetworkConfig {
-            hidden: vec![],
-            ..Default::default()
-        },
-        NetworkConfig {
-            hidden: vec![8, 0],
-            ..Default::default()
-        },
-        NetworkConfig {
-            dropout: 1.0,
-            ..Default::default()
-        },
-        NetworkConfig {
-            dropout: -0.1,
-            ..Default::default()
-        },
-        NetworkConfig {
-            dropout: f32::NAN,
-            ..Default::default()
-        },
+        NetworkConfig { hidden: vec![], ..Default::default() },
+        NetworkConfig { hidden: vec![8, 0], ..Default::default() },
+        NetworkConfig { dropout: 1.0, ..Default::default() },
+        NetworkConfig { dropout: -0.1, ..Default::default() },
+        NetworkConfig { dropout: f32::NAN, ..Default::default() },
     ];
     for cfg in bad {
         assert!(cfg.validate().is_err(), "{cfg:?} accepted");
         assert!(Network::new(4, 2, &cfg, 0).is_err());
     }
     let ok = NetworkConfig::default();
-    assert!(matches!(
-        Network::new(0, 2, &ok, 0),
-        Err(Error::Param {
-            name: "input_dim",
-            ..
-        })
-    ));
-    assert!(matches!(
-        Network::new(4, 1, &ok, 0),
-        Err(Error::Param {
-            name: "n_classes",
-            ..
-        })
-    ));
+    assert!(matches!(Network::new(0, 2, &ok, 0), Err(Error::Param { name: "input_dim", .. })));
+    assert!(matches!(Network::new(4, 1, &ok, 0), Err(Error::Param { name: "n_classes", .. })));
 }
 
 #[test]
@@ -393,21 +317,11 @@ fn network_config_serde_defaults_and_unknown_fields() {
     let cfg: NetworkConfig = toml::from_str("hidden = [64]\nactivation = \"leaky-relu\"").unwrap();
     assert_eq!(
         cfg,
-        NetworkConfig {
-            hidden: vec![64],
-            activation: Activation::LeakyRelu,
-            ..Default::default()
-        }
+        NetworkConfig { hidden: vec![64], activation: Activation::LeakyRelu, ..Default::default() }
     );
     let d = NetworkConfig::default();
     assert_eq!(
-        (
-            d.hidden.clone(),
-            d.activation,
-            d.dropout,
-            d.batch_norm,
-            d.activation_on_z
-        ),
+        (d.hidden.clone(), d.activation, d.dropout, d.batch_norm, d.activation_on_z),
         (vec![512, 256], Activation::Relu, 0.0, true, true)
     );
     assert!(toml::from_str::<NetworkConfig>("hiden = [64]").is_err());
@@ -415,38 +329,21 @@ fn network_config_serde_defaults_and_unknown_fields() {
 
 #[test]
 fn n_params_counts_weights_biases_and_bn() {
-    let cfg = NetworkConfig {
-        hidden: vec![4, 3],
-        batch_norm: true,
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![4, 3], batch_norm: true, ..Default::default() };
     let net = Network::new(10, 2, &cfg, 0).unwrap();
     // (10·4 + 4 + 2·4) + (4·3 + 3 + 2·3) + (3·2 + 2)
     assert_eq!(net.n_params(), 52 + 21 + 8);
     assert_eq!((net.input_dim(), net.z_dim(), net.n_classes()), (10, 3, 2));
-    let cfg = NetworkConfig {
-        batch_norm: false,
-        ..cfg
-    };
-    assert_eq!(
-        Network::new(10, 2, &cfg, 0).unwrap().n_params(),
-        44 + 15 + 8
-    );
+    let cfg = NetworkConfig { batch_norm: false, ..cfg };
+    assert_eq!(Network::new(10, 2, &cfg, 0).unwrap().n_params(), 44 + 15 + 8);
 }
 
 #[test]
 fn grads_norm_and_finiteness() {
-    let cfg = NetworkConfig {
-        hidden: vec![3],
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![3], ..Default::default() };
     let net = Network::new(2, 2, &cfg, 0).unwrap();
     let x = Array2::<f32>::ones((2, 2));
-    let pass = net.forward(
-        x.view(),
-        &Forward::training(2),
-        &mut ChaCha8Rng::seed_from_u64(0),
-    );
+    let pass = net.forward(x.view(), &Forward::training(2), &mut ChaCha8Rng::seed_from_u64(0));
     let mut g = net.backward(x.view(), &pass, Array2::zeros((2, 2)).view(), None);
     for t in g.tensors_mut() {
         t.iter_mut().for_each(|v| *v = 2.0);
@@ -462,11 +359,7 @@ fn grads_norm_and_finiteness() {
 
 #[test]
 fn network_serde_round_trip() {
-    let cfg = NetworkConfig {
-        hidden: vec![4],
-        batch_norm: true,
-        ..Default::default()
-    };
+    let cfg = NetworkConfig { hidden: vec![4], batch_norm: true, ..Default::default() };
     let net = Network::new(3, 2, &cfg, 1).unwrap();
     let json = serde_json::to_string(&net).unwrap();
     let back: Network = serde_json::from_str(&json).unwrap();
@@ -527,7 +420,8 @@ fn backward_on_the_leading_rows_equals_the_full_backward_with_zero_rows_bit_for_
         let x = random_matrix(n, d_in, &mut rng).mapv(|v| v as f32);
         let labels: Vec<usize> = (0..r).map(|i| (i * 7) % c).collect();
         let pass = net.forward(x.view(), &Forward::training(r), &mut rng);
-        let (_, d_train) = weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
+        let (_, d_train) =
+            weighted_cross_entropy(pass.logits.slice(s![..r, ..]), &labels, &vec![1.0f32; r]);
         let mut d_full = Array2::<f32>::zeros((n, c));
         d_full.slice_mut(s![..r, ..]).assign(&d_train);
         let full = net.backward(x.view(), &pass, d_full.view(), None);
@@ -545,7 +439,13 @@ fn backward_on_the_leading_rows_equals_the_full_backward_with_zero_rows_bit_for_
 #[test]
 #[should_panic(expected = "BatchNorm::backward")]
 fn backward_on_fewer_rows_than_the_batchnorm_statistics_is_refused() {
-    let net = Network::<f64>::new_generic(D_IN, C, &NetworkConfig { hidden: vec![6], ..Default::default() }, 1).unwrap();
+    let net = Network::<f64>::new_generic(
+        D_IN,
+        C,
+        &NetworkConfig { hidden: vec![6], ..Default::default() },
+        1,
+    )
+    .unwrap();
     let p = Problem::new(6, N, 2);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let pass = net.forward(p.x.view(), &p.fw, &mut rng);
@@ -557,7 +457,13 @@ fn backward_on_fewer_rows_than_the_batchnorm_statistics_is_refused() {
 #[test]
 #[should_panic(expected = "not the array the forward pass read")]
 fn backward_refuses_an_input_other_than_the_forwards() {
-    let net = Network::<f64>::new_generic(D_IN, C, &NetworkConfig { hidden: vec![6], ..Default::default() }, 1).unwrap();
+    let net = Network::<f64>::new_generic(
+        D_IN,
+        C,
+        &NetworkConfig { hidden: vec![6], ..Default::default() },
+        1,
+    )
+    .unwrap();
     let p = Problem::new(6, N, 2);
     let pass = net.forward(p.x.view(), &p.fw, &mut ChaCha8Rng::seed_from_u64(0));
     let copy = p.x.clone();

@@ -18,13 +18,18 @@ fn statistics_of_selected_rows_equal_those_of_their_copy_at_every_block_size() {
     for batch_norm in [true, false] {
         let cfg = NetworkConfig { hidden: vec![16, 8], batch_norm, ..Default::default() };
         let net = Network::<f32>::new(10, 3, &cfg, 3).unwrap();
-        let x: Array2<f32> = random_matrix(50, 10, &mut ChaCha8Rng::seed_from_u64(2)).mapv(|v| v as f32);
+        let x: Array2<f32> =
+            random_matrix(50, 10, &mut ChaCha8Rng::seed_from_u64(2)).mapv(|v| v as f32);
         let rows: Vec<usize> = (0..50).filter(|i| i % 4 != 1).collect();
         let copy = net.batch_norm_stats(x.select(Axis(0), &rows).view());
         assert_eq!(copy.iter().any(Option::is_some), batch_norm);
         for block in [1, 3, 7, 37, 38, 1000] {
             let direct = net.g.batch_norm_stats_rows_blocked(x.view(), &rows, block);
-            assert_eq!(bits(&direct), bits(&copy), "batch_norm {batch_norm}, {block} rows per block");
+            assert_eq!(
+                bits(&direct),
+                bits(&copy),
+                "batch_norm {batch_norm}, {block} rows per block"
+            );
         }
         assert_eq!(bits(&net.batch_norm_stats_rows(x.view(), &rows)), bits(&copy));
         // Frozen evaluation of a view (here a row slice) equals that of an owned copy.
