@@ -2,8 +2,9 @@
 
 use anyhow::Result;
 use clap::Args;
+use glshift::config::FitConfig;
 use glshift::eval::mean_std;
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::MethodKind;
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 

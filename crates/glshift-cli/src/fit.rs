@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use glshift::methods::{ConfigOverrides, ConfigSource, FitConfig};
+use glshift::config::{ConfigOverrides, ConfigSource, FitConfig};
 use glshift::output::{write_files_atomically_with, StagedFile};
 use glshift::pipeline;
 use glshift::records::Protocol;
@@ -121,7 +121,7 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     if let Some(t) = bar.iteration_times() {
         eprintln!("time per iteration: {t}");
     }
-    let n_adapt = r.history.iter().filter(|h| h.stage == glshift::methods::Stage::Adapt).count();
+    let n_adapt = r.history.iter().filter(|h| h.stage == glshift::train::Stage::Adapt).count();
     eprintln!(
         "{}: pre-training {} of {}, adaptation {n_adapt} of {}",
         if r.minibatch_training { "mini-batch steps (`training`)" } else { "iterations" },

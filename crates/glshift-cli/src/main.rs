@@ -15,7 +15,6 @@ mod progress;
 mod report;
 mod select;
 mod shift;
-mod shift_test;
 
 use std::process::ExitCode;
 

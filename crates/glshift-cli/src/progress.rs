@@ -1,6 +1,6 @@
 //! One indicatif progress bar on stderr for a training run (hidden when stderr is not a terminal).
 
-use glshift::methods::{Progress, Stage};
+use glshift::train::{Progress, Stage};
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct TrainBar {

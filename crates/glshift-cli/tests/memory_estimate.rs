@@ -1,4 +1,4 @@
-//! The memory check (`glshift::methods::train::memory_estimate_bytes`, which refuses a fit over
+//! The memory check (`glshift::train::memory_estimate_bytes`, which refuses a fit over
 //! `max_memory_gib`) held against what a fit really uses: `glshift fit` on a generated task of
 //! 8 000 rows × 1 024 dims with the default network, in a child process whose peak resident
 //! set is read from the kernel (`wait4`'s `ru_maxrss`). The estimate must not be below the
@@ -11,8 +11,8 @@ mod common;
 use std::path::Path;
 
 use common::{glshift, run, stderr};
-use glshift::methods::train::{memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
-use glshift::methods::{FitConfig, Training};
+use glshift::config::{FitConfig, Training};
+use glshift::train::{memory_estimate_bytes, minibatch_memory_estimate_bytes_of};
 
 /// Runs `glshift ARGS` and returns (success, peak RSS in bytes) from `wait4`.
 fn run_measured(args: &[&str]) -> (bool, f64) {

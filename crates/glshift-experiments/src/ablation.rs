@@ -1,10 +1,11 @@
 //! The paper's ablation table (J_TU only; w,y + J_TU; w,y + J_DU; J_TU + J_DU; full MUL; full
 //! MUL with class-wise MMD) as grid variants over MUL: one [`Variant`] per row of
-//! `glshift::methods::ABLATION_ROWS` (and per label kernel of MCMD when several are asked
+//! `glshift::config::ABLATION_ROWS` (and per label kernel of MCMD when several are asked
 //! for), run by [`crate::grid::run_grid`].
 
+use glshift::config::{FitConfig, ABLATION_ROWS};
 use glshift::kernel::LabelKernel;
-use glshift::methods::{Discrepancy, FitConfig, ABLATION_ROWS};
+use glshift::methods::Discrepancy;
 
 use crate::grid::Variant;
 use crate::{Error, Result};

@@ -23,9 +23,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::{Error, Result};
+use glshift::config::FitConfig;
 use glshift::data::Domain;
 use glshift::label_shift::stratified_folds;
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::MethodKind;
 use glshift::pipeline;
 
 /// Out-of-fold source probabilities and the matching target probabilities.

@@ -9,9 +9,10 @@
 //! regions drawn are exactly the classifier's decisions, not an approximation of a
 //! high-dimensional boundary.
 
+use glshift::config::FitConfig;
 use glshift::data::Domain;
 use glshift::eval::metrics::{class_means, ScaledRows};
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::MethodKind;
 use glshift::pipeline;
 use ndarray::Array2;
 use serde::Serialize;

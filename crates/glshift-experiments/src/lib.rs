@@ -17,7 +17,7 @@
 //! - [`error`]: the crate's one error type.
 
 pub mod ablation;
-pub mod cond_test;
+pub mod cond_shift;
 pub mod crossfit;
 pub mod error;
 pub mod grid;

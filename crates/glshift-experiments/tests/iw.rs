@@ -1,6 +1,7 @@
 //! The training half of the importance-weighting ablation on the synthetic GLS task.
 
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::config::FitConfig;
+use glshift::methods::MethodKind;
 use glshift_experiments::iw::{iw_ablation, IwOptions};
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 

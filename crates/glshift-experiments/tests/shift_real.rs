@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use glshift::config::FitConfig;
 use glshift::data::load_domain;
 use glshift::label_shift::IntervalMethod;
-use glshift::methods::FitConfig;
 use glshift_experiments::simulate::PriorSpec;
 use glshift_experiments::study::{run_study, StudyConfig};
 

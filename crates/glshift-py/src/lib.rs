@@ -1,6 +1,6 @@
 //! `glshift._core`: the Python extension of glshift. A thin layer over the core's estimator API
 //! (`glshift::model`), model selection (`glshift::select`, in [`select`]), label-shift suite
-//! (`glshift::label_shift::suite`) and per-class conditional test (`glshift::kernel::cond_test`):
+//! (`glshift::label_shift::suite`) and per-class conditional test (`glshift::kernel::cond_shift`):
 //! array conversions, error mapping and GIL handling only. The scikit-learn conventions
 //! (parameters, label encoding, `sample_domain`) live in the pure-Python package `glshift`
 //! around it.
@@ -17,8 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use glshift::methods::{ConfigOverrides, ConfigSource, FitConfig, MethodKind, Progress};
+use glshift::config::{ConfigOverrides, ConfigSource, FitConfig};
+use glshift::methods::MethodKind;
 use glshift::model::{CheckedParams, Dataset, FitOptions, FitOutcome, FitParams, FittedModel};
+use glshift::train::Progress;
 use ndarray::{Array2, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};

@@ -1,13 +1,13 @@
 //! `glshift._core`'s label-shift functions: the estimator suite on saved probabilities
 //! (`glshift::label_shift::suite`) and the per-class conditional test on arrays
-//! (`glshift::kernel::cond_test`).
+//! (`glshift::kernel::cond_shift`).
 
-use glshift::kernel::cond_test::{
+use glshift::config::FitConfig;
+use glshift::kernel::cond_shift::{
     conditional_shift_test as conditional_shift_test_core, CondTestParams,
 };
 use glshift::label_shift::suite::{resolve_names, run_suite, BootstrapSpec, EstimatorOutcome};
 use glshift::label_shift::{IntervalMethod, ShiftInputs};
-use glshift::methods::FitConfig;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -59,7 +59,7 @@ pub fn estimate_shift(
         .collect()
 }
 
-/// Per-class MCMD² permutation test (`glshift shift test` on arrays, `kernel::cond_test`):
+/// Per-class MCMD² permutation test (`glshift shift test` on arrays, `kernel::cond_shift`):
 /// rows `xa` (n_a × d) with class assignments `ya`, rows `xb` (n_b × d) with `yb`, `n_classes`
 /// classes. `eps` defaults to the fit's ε for `n_classes` (MUL's default settings), `bandwidth`
 /// to the mean pairwise squared distance of the pooled rows (the rule `glshift shift test` uses).

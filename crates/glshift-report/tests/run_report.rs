@@ -7,7 +7,8 @@ mod common;
 use std::path::Path;
 
 use common::assert_figure;
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::config::FitConfig;
+use glshift::methods::MethodKind;
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 use glshift_report::run::{write_run_report, FigureOptions};

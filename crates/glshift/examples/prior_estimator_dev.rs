@@ -18,9 +18,10 @@
 use std::path::Path;
 
 use glshift::label_shift::{
-    bootstrap, restrict_to_support, Bbse, FitPrior, IntervalMethod, Mlls, PriorEstimator,
-    ShiftEstimate, ShiftEstimator, ShiftInputs,
+    bootstrap, restrict_to_support, Bbse, IntervalMethod, Mlls, ShiftEstimate, ShiftEstimator,
+    ShiftInputs,
 };
+use glshift::prior_policy::{FitPrior, PriorEstimator};
 use glshift::Result;
 
 #[path = "support/saved_run.rs"]

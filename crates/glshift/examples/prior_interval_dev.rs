@@ -24,9 +24,9 @@
 use std::path::Path;
 
 use glshift::label_shift::{
-    bootstrap, softmax_with_temperature, FitPrior, Interval, IntervalMethod, ShiftEstimator,
-    ShiftInputs,
+    bootstrap, softmax_with_temperature, Interval, IntervalMethod, ShiftEstimator, ShiftInputs,
 };
+use glshift::prior_policy::FitPrior;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

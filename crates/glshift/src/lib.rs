@@ -9,7 +9,6 @@
 //! - [`methods`]: `source` and `mul` as losses plugged into one training loop.
 //! - [`model`]: the estimator API: fit on arrays, predict, save and load a model.
 //! - [`eval`]: scores computed from target labels (evaluation only).
-//! - [`scorers`]: label-free scores of a fitted candidate (label-shift IWCV, DEV, SND, entropy).
 //! - [`pipeline`]: preprocessing → fit → predictions → report, shared by the CLI and tests.
 //! - [`records`]: record types of the files written and read back (`results.json` entries, the
 //!   protocol of a task).
@@ -18,6 +17,7 @@
 //! Task construction, synthetic data, simulated label shift, studies, bench grids and perf
 //! workloads live in the `glshift-experiments` crate.
 
+pub mod config;
 pub mod data;
 pub mod device;
 pub mod error;
@@ -29,11 +29,12 @@ pub mod model;
 pub mod nn;
 pub mod output;
 pub mod pipeline;
+pub mod prior_policy;
 pub mod real;
 pub mod records;
-pub mod scorers;
 pub mod seeds;
 pub mod select;
+pub mod train;
 
 pub use error::{Error, Result};
 pub use real::Real;

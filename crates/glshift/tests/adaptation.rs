@@ -3,9 +3,11 @@
 
 use std::path::PathBuf;
 
+use glshift::config::FitConfig;
 use glshift::data;
-use glshift::methods::{FitConfig, MethodKind, PretrainCache};
+use glshift::methods::MethodKind;
 use glshift::pipeline;
+use glshift::train::PretrainCache;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 
 fn accuracy(

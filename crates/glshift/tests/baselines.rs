@@ -1,7 +1,8 @@
 //! Every method end to end on the synthetic GLS task: finite losses, reproducible with the
 //! seed, and (for an importance-weighted conditional baseline) blind to the target labels.
 
-use glshift::methods::{BaselineConfig, FitConfig, MethodKind};
+use glshift::config::FitConfig;
+use glshift::methods::{BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
@@ -34,7 +35,7 @@ fn every_method_runs_finite_and_is_deterministic_with_the_seed() {
         assert_eq!(a.target_probs, b.target_probs, "{method}: same seed, different predictions");
         assert!(a.target_probs.iter().all(|p| p.is_finite()), "{method}");
         let adapt: Vec<_> =
-            a.report.history.iter().filter(|r| r.stage == glshift::methods::Stage::Adapt).collect();
+            a.report.history.iter().filter(|r| r.stage == glshift::train::Stage::Adapt).collect();
         // The papers' baselines take `baselines.iterations` mini-batch steps, the rest `adapt_iters`.
         let want = if cfg.baselines.minibatch(method) { 11 } else { 15 };
         assert_eq!(adapt.len(), want, "{method}");
@@ -51,7 +52,7 @@ fn every_method_runs_finite_and_is_deterministic_with_the_seed() {
         let other =
             pipeline::run(&task.source, &task.target, &small(method, 8), &mut |_| {}).unwrap();
         assert_ne!(a.target_probs, other.target_probs, "{method}: the seed must matter");
-        let estimates = glshift::methods::build_method(&cfg, 16, 6).unwrap().needs_shift_estimate();
+        let estimates = glshift::config::build_method(&cfg, 16, 6).unwrap().needs_shift_estimate();
         assert_eq!(a.report.estimated_target_prior.is_some(), estimates, "{method}");
     }
 }
@@ -115,7 +116,7 @@ fn paper_training_steps_on_mini_batches_with_annealed_sgd() {
         o.report
             .history
             .iter()
-            .filter(|r| r.stage == glshift::methods::Stage::Adapt)
+            .filter(|r| r.stage == glshift::train::Stage::Adapt)
             .map(|r| r.ce)
             .collect::<Vec<_>>()
     };

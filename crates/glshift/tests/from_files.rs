@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
+use glshift::config::{FitConfig, MiniBatchConfig, Training};
 use glshift::data::{self, Domain};
-use glshift::methods::{FitConfig, MethodKind, MiniBatchConfig, Training};
+use glshift::methods::MethodKind;
 use glshift::pipeline::{self, RunOutput};
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
 use ndarray_npy::write_npy;

@@ -1,8 +1,9 @@
-//! Mini-batch training (`training = "mini-batch"`, `methods::training`): MUL still gains over
+//! Mini-batch training (`training = "mini-batch"`, `config::training`): MUL still gains over
 //! `source` on the synthetic GLS task, a fit is deterministic per seed, its kept model predicts
 //! what the fit predicted (the frozen BatchNorm sample), and `auto` leaves small data full-batch.
 
-use glshift::methods::{FitConfig, MethodKind, MiniBatchConfig, Training};
+use glshift::config::{FitConfig, MiniBatchConfig, Training};
+use glshift::methods::MethodKind;
 use glshift::model::{Dataset, FitOptions, FitParams};
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
@@ -71,7 +72,7 @@ fn a_minibatch_fit_is_deterministic_and_its_model_predicts_what_it_predicted() {
     // Pre-training records the hold-out every `eval_every` steps only.
     let evaluated = a.fitted.history.iter().filter(|r| r.holdout.is_some()).count();
     let pretrain =
-        a.fitted.history.iter().filter(|r| r.stage == glshift::methods::Stage::Pretrain).count();
+        a.fitted.history.iter().filter(|r| r.stage == glshift::train::Stage::Pretrain).count();
     assert_eq!(evaluated, pretrain.div_ceil(cfg.minibatch.eval_every));
 }
 

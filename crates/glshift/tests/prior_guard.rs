@@ -5,10 +5,12 @@
 //! the disagreement response above it (the same fallback by default, or MUL's terms with w ≡ 1
 //! or with shrunk estimates); `source` never runs it.
 
-use glshift::label_shift::GuardResponse;
-use glshift::methods::train::fit;
-use glshift::methods::{DisagreementResponse, FitConfig, Fitted, GuardFallback, MethodKind, Stage};
+use glshift::config::{DisagreementResponse, FitConfig, GuardFallback};
+use glshift::methods::MethodKind;
 use glshift::nn::NetworkConfig;
+use glshift::prior_policy::GuardResponse;
+use glshift::train::fit;
+use glshift::train::{Fitted, Stage};
 
 mod support;
 
@@ -31,7 +33,7 @@ fn fingerprint(f: &Fitted) -> String {
     .to_string()
 }
 
-fn adapt_records(f: &Fitted) -> impl Iterator<Item = &glshift::methods::IterRecord> {
+fn adapt_records(f: &Fitted) -> impl Iterator<Item = &glshift::train::IterRecord> {
     f.history.iter().filter(|r| r.stage == Stage::Adapt)
 }
 

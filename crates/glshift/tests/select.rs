@@ -3,8 +3,8 @@
 //! shared pre-training changes nothing (the chosen run equals a plain fit of its
 //! configuration), and the thread count changes nothing.
 
+use glshift::config::FitConfig;
 use glshift::data::Domain;
-use glshift::methods::FitConfig;
 use glshift::nn::NetworkConfig;
 use glshift::pipeline::{self, RunOutput};
 use glshift::select::{SelectOutcome, SelectParams, SelectRule};

@@ -2,9 +2,11 @@
 //! method of each kind (no term, MUL, an adversarial baseline, CORAL); `adapt` refuses a
 //! pre-trained state made on other rows or settings.
 
-use glshift::methods::train::{adapt, fit, pretrain};
-use glshift::methods::{BaselineConfig, FitConfig, Fitted, MethodKind};
+use glshift::config::FitConfig;
+use glshift::methods::{BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
+use glshift::train::Fitted;
+use glshift::train::{adapt, fit, pretrain};
 
 mod support;
 
@@ -45,7 +47,7 @@ fn pretrain_then_adapt_is_fit_bit_for_bit() {
         let pre = pretrain(&data, &cfg, &mut |_| {}).unwrap();
         assert_eq!(
             pre.history().len(),
-            whole.history.iter().filter(|r| r.stage == glshift::methods::Stage::Pretrain).count()
+            whole.history.iter().filter(|r| r.stage == glshift::train::Stage::Pretrain).count()
         );
         let staged = adapt(&pre, &data, &cfg, &mut |_| {}).unwrap();
         assert_eq!(fingerprint(&whole), fingerprint(&staged), "{method}");

@@ -4,9 +4,11 @@
 //! result does not depend on the number of threads; J_TU has settled at the adaptation stop;
 //! turning the rules off runs every iteration.
 
-use glshift::methods::train::fit;
-use glshift::methods::{Discrepancy, FitConfig, Fitted, MethodKind, Stage};
+use glshift::config::FitConfig;
+use glshift::methods::{Discrepancy, MethodKind};
 use glshift::nn::NetworkConfig;
+use glshift::train::fit;
+use glshift::train::{Fitted, Stage};
 
 mod support;
 

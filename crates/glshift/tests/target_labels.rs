@@ -6,8 +6,9 @@
 //! Only the scores may change. (Reversing the labels, as earlier tests did, keeps the class
 //! counts, so a leak through the counts would go unseen.)
 
+use glshift::config::FitConfig;
 use glshift::data::Domain;
-use glshift::methods::{BaselineConfig, FitConfig, MethodKind};
+use glshift::methods::{BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline::{self, RunOutput};
 use glshift_experiments::synthetic::{generate, SyntheticConfig};

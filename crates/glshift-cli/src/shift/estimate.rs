@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use glshift::config::FitConfig;
 use glshift::data::Domain;
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::label_shift::l1_distance;
@@ -13,7 +14,6 @@ use glshift::label_shift::suite::{
     resolve_names, run_suite, suite_outcomes, BootstrapSpec, EstimatorOutcome,
 };
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
-use glshift::methods::FitConfig;
 use glshift::output::{npy_bytes, write_files_atomically};
 use glshift::pipeline;
 use glshift::records::{

@@ -2,6 +2,7 @@
 //! the source classifier itself), known-truth simulation (`simulate`), the estimation study
 //! (`study`) and the conditional shift test (`test`, `test-calibration`).
 
+mod conditional;
 mod estimate;
 mod study;
 
@@ -32,9 +33,9 @@ pub enum ShiftCommand {
     Study(StudyArgs),
     /// Per-class conditional two-sample test after a fit: MCMD² between the source hold-out
     /// rows and the target rows the model assigns to each class, permutation p-values, Holm.
-    Test(crate::shift_test::TestArgs),
+    Test(conditional::TestArgs),
     /// Level and power of `shift test` on one domain split in two (and against a real domain).
-    TestCalibration(crate::shift_test::CalibrationArgs),
+    TestCalibration(conditional::CalibrationArgs),
 }
 
 /// How a bootstrap interval is formed from the replicates (`--interval`).
@@ -60,7 +61,7 @@ pub fn run(args: ShiftArgs) -> Result<()> {
         ShiftCommand::Estimate(a) => estimate::estimate(a),
         ShiftCommand::Simulate(a) => study::simulate_cmd(a),
         ShiftCommand::Study(a) => study::study_cmd(a),
-        ShiftCommand::Test(a) => crate::shift_test::test_cmd(a),
-        ShiftCommand::TestCalibration(a) => crate::shift_test::calibration_cmd(a),
+        ShiftCommand::Test(a) => conditional::test_cmd(a),
+        ShiftCommand::TestCalibration(a) => conditional::calibration_cmd(a),
     }
 }

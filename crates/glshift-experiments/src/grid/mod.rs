@@ -8,11 +8,13 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use glshift::config::FitConfig;
 use glshift::data;
-use glshift::methods::{FitConfig, MethodKind, PretrainCache};
+use glshift::methods::MethodKind;
 use glshift::output::write_files_atomically;
 use glshift::pipeline;
 use glshift::records::{BenchRecord, FailedRun};
+use glshift::train::PretrainCache;
 
 use crate::protocol::{self, Protocol};
 use crate::{Error, Result};

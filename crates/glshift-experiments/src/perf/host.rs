@@ -13,10 +13,10 @@
 
 use std::time::Instant;
 
+use glshift::config::FitConfig;
 use glshift::label_shift::{self, calibration::nll_rows};
 use glshift::methods::method::CeWeights;
-use glshift::methods::train::{pseudo_labels, source_cross_entropy};
-use glshift::methods::FitConfig;
+use glshift::train::{pseudo_labels, source_cross_entropy};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -10,9 +10,10 @@ mod workload;
 use std::path::Path;
 use std::time::Instant;
 
+use glshift::config::FitConfig;
 use glshift::device::{self, Device, DeviceUsed};
 use glshift::kernel::{self, McmdEstimator, TuDuGrad};
-use glshift::methods::{FitConfig, Stage};
+use glshift::train::Stage;
 use serde::Serialize;
 use serde_json::Value;
 

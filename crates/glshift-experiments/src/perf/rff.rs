@@ -114,7 +114,7 @@ fn network_z_set(
     s_name: &str,
     t_name: &str,
 ) -> Result<(String, RffInput)> {
-    let cfg = glshift::methods::FitConfig {
+    let cfg = glshift::config::FitConfig {
         method: glshift::methods::MethodKind::Source,
         ..Default::default()
     };

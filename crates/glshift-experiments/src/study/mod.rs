@@ -26,11 +26,12 @@ use serde::Serialize;
 use crate::crossfit::cross_fit;
 use crate::simulate::{resample_to_prior, split_domain, subset, PriorSpec};
 use crate::{Error, Result};
+use glshift::config::FitConfig;
 use glshift::data::{self, Domain};
 use glshift::eval::mean_std;
 use glshift::label_shift::suite::{run_estimator, BootstrapSpec, SuiteEntry, SUITE};
 use glshift::label_shift::{class_prior, l1_distance, IntervalMethod, ShiftInputs};
-use glshift::methods::{FitConfig, MethodKind};
+use glshift::methods::MethodKind;
 use glshift::pipeline;
 
 mod markdown;

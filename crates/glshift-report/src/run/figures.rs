@@ -2,8 +2,8 @@
 
 use ndarray::{concatenate, Array2, Axis};
 
-use glshift::methods::Stage;
 use glshift::pipeline::{PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
+use glshift::train::Stage;
 
 use super::load::{setting, Embedding, RunData};
 use crate::error::Result;

@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
+use glshift::config::FitConfig;
 use glshift::data::load_pair;
 use glshift::label_shift::{
     fit_temperature, softmax_with_temperature, stratified_holdout, ShiftInputs,
 };
-use glshift::methods::FitConfig;
 use glshift::model::FittedModel;
 use ndarray::{Array2, Axis};
 

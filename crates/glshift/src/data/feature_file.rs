@@ -145,5 +145,4 @@ fn stamp(meta: &Metadata) -> (u64, Option<SystemTime>) {
 }
 
 #[cfg(test)]
-#[path = "tests/feature_file.rs"]
 mod tests;

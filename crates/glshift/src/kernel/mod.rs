@@ -22,7 +22,7 @@
 mod bandwidth;
 mod classwise;
 mod cme;
-pub mod cond_test;
+pub mod cond_shift;
 mod gemm;
 mod gram;
 mod joint;
@@ -33,10 +33,6 @@ pub mod rff;
 mod simd;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_label;
-#[cfg(test)]
-mod tests_mmd;
 pub(crate) mod tiled;
 
 pub(crate) use bandwidth::bandwidth_of;

@@ -10,13 +10,13 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// Row indices of each class 0..c (c lists; a class without rows has an empty one).
-pub(super) fn rows_by_class(labels: &[usize], c: usize) -> Vec<Vec<usize>> {
+pub(crate) fn rows_by_class(labels: &[usize], c: usize) -> Vec<Vec<usize>> {
     (0..c).map(|k| (0..labels.len()).filter(|&i| labels[i] == k).collect()).collect()
 }
 
 /// One within-class resample of the hold-out: as many rows of each class as it has, drawn with
 /// replacement, class by class.
-pub(super) fn resample_within_class(by_class: &[Vec<usize>], rng: &mut ChaCha8Rng) -> Vec<usize> {
+pub(crate) fn resample_within_class(by_class: &[Vec<usize>], rng: &mut ChaCha8Rng) -> Vec<usize> {
     let mut rows = Vec::with_capacity(by_class.iter().map(Vec::len).sum());
     for members in by_class {
         rows.extend((0..members.len()).map(|_| members[rng.random_range(0..members.len())]));
@@ -25,7 +25,7 @@ pub(super) fn resample_within_class(by_class: &[Vec<usize>], rng: &mut ChaCha8Rn
 }
 
 /// The classes a synthetic target can draw (those with hold-out rows) with their prior mass.
-pub(super) struct Drawable {
+pub(crate) struct Drawable {
     classes: Vec<(usize, f64)>,
     mass: f64,
 }
@@ -63,7 +63,7 @@ impl Drawable {
 }
 
 /// Share of rows (of n × c probabilities) whose top probability exceeds τ; 0 for no rows.
-pub(super) fn confident_share(probs: ArrayView2<f32>, tau: f64) -> f64 {
+pub(crate) fn confident_share(probs: ArrayView2<f32>, tau: f64) -> f64 {
     let confident = probs
         .rows()
         .into_iter()

@@ -409,5 +409,4 @@ impl Mlls {
 }
 
 #[cfg(test)]
-#[path = "mlls_tests.rs"]
 mod tests;

@@ -27,26 +27,20 @@ mod bbse_qp;
 pub mod bcts;
 mod bootstrap;
 pub mod calibration;
-mod confusion;
+pub(crate) mod confusion;
 mod diagnostics;
-#[cfg(test)]
-mod estimator_tests;
-mod estimators;
-mod exact_shift;
-mod fit_diagnostics;
-mod fit_estimator;
-mod fit_interval;
+pub(crate) mod estimators;
+pub(crate) mod exact_shift;
 mod floor;
-mod guard;
 mod holdout;
 pub mod mlls;
 mod polish;
-mod prior;
-mod resample;
+pub(crate) mod prior;
+pub(crate) mod resample;
 mod rlls;
 pub mod suite;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 
@@ -58,17 +52,7 @@ pub use calibration::{fit_temperature, softmax_with_temperature};
 pub use confusion::{confusion_matrix, Confusion};
 pub use diagnostics::{confusion_diagnostics, Diagnostics, COND_WARN};
 pub use estimators::{ShiftEstimator, ShiftInputs};
-pub use fit_diagnostics::{fit_diagnostics, DiagnosticsParams, FitDiagnostics};
-pub use fit_estimator::{FinalPrior, PriorEstimator};
-pub(crate) use fit_interval::hull_with_report;
-pub use fit_interval::{
-    fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval,
-};
 pub use floor::{apply_prior_floor, restrict_to_support};
-pub use guard::{
-    prior_guard, project_to_box, shrink_towards, DisagreementResponse, GuardFallback, GuardParams,
-    GuardResponse, PriorGuard,
-};
 pub use holdout::{stratified_folds, stratified_holdout};
 pub use mlls::{em_prior, EmFit, Mlls};
 pub use prior::{class_prior, l1_distance, predicted_distribution};

@@ -120,9 +120,8 @@ mod tests {
     #[test]
     fn the_counted_estimators_give_the_estimate_of_the_drawn_rows() {
         use super::super::test_support::{draw, rows};
-        use super::super::{
-            FinalPrior, FitPrior, Mlls, PriorEstimator, ShiftEstimate, ShiftEstimator,
-        };
+        use super::super::{Mlls, ShiftEstimate, ShiftEstimator};
+        use crate::prior_policy::{FinalPrior, FitPrior, PriorEstimator};
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let labels = draw([60, 40, 20]);

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::baselines::{cdan, dann, mmd};
 use super::method::{BuildContext, Method, SourceOnly};
 use super::method_info::{info, ClassWeights, Family, MethodInfo};
+use super::mul::config::Discrepancy;
 use super::mul::Mul;
-use super::mul_config::Discrepancy;
 use crate::{Error, Result};
 
 type Constructor = fn(&BuildContext) -> Result<Box<dyn Method>>;
@@ -131,7 +131,7 @@ impl std::fmt::Display for MethodKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::methods::config::{build_method, FitConfig};
+    use crate::config::{build_method, FitConfig};
 
     #[test]
     fn every_method_name_round_trips_through_parse_display_and_serde() {

@@ -13,8 +13,7 @@ use ndarray::{Array2, ArrayView2};
 
 use super::baselines::config::BaselineConfig;
 use super::method_info::MethodInfo;
-use super::mul_config::MulConfig;
-use super::train::records::TransferRecord;
+use super::mul::config::MulConfig;
 use crate::device::ResidentZ;
 use crate::label_shift::ShiftEstimate;
 use crate::nn::AdamConfig;
@@ -76,6 +75,13 @@ pub enum CeWeights {
     WeightedMean(Vec<f64>),
     /// (1/n_s)·Σᵢ w_{yᵢ}·CEᵢ, as the baselines' papers write it (IW-DANN, IW-CDAN, PADA).
     WeightedSum(Vec<f64>),
+}
+
+/// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TransferRecord {
+    pub value: f64,
+    pub lambda: f64,
 }
 
 /// A method's contribution to one adaptation iteration.

@@ -15,11 +15,11 @@
 use ndarray::{Array2, ArrayView2, Axis};
 
 use super::method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput};
-use super::mul_config::{Discrepancy, MulConfig};
 use crate::device::ResidentZ;
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
 use crate::nn::one_hot;
 use crate::Result;
+use config::{Discrepancy, MulConfig};
 pub use terms::TermSettings;
 
 /// Inputs of one evaluation of the MUL terms.
@@ -285,6 +285,7 @@ impl Method for Mul {
     }
 }
 
+pub mod config;
 mod host;
 mod resident;
 mod terms;

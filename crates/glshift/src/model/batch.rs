@@ -5,7 +5,7 @@
 //! of `n_b` rows with the model's probabilities P_b (`n_b × c`), the label-shift estimator of the
 //! fit (`label_shift.prior_estimator`; `tracker` → `final-qp`, the loop is over) runs on the
 //! temperature-calibrated hold-out and batch outputs, exactly as for the fit's own reported prior
-//! (`label_shift::FinalOutputs`), giving π̂_b. Then:
+//! (`prior_policy::FinalOutputs`), giving π̂_b. Then:
 //!
 //! - **interval:** `resamples` bootstrap replicates π*_r (hold-out and batch rows resampled with
 //!   replacement), the per-class percentile interval at `level` widened to hold π̂_b (as the
@@ -32,24 +32,23 @@
 //!   pixels, lost 0.8 to 6.1 points of batch accuracy to the re-weighting, read from the batches'
 //!   labels.)
 //! - **residual test:** the label-shift residual test of the fit's diagnostics
-//!   (`label_shift::fit_diagnostics`) with the batch as the target: small p-values say the batch
+//!   (`prior_policy::fit_diagnostics`) with the batch as the target: small p-values say the batch
 //!   is not a label shift of the *source*. A domain-adapted model's own target may already fail
 //!   it (conditional shift is why it was adapted), so compare with the fit's own
 //!   `diagnostics.label_shift_p_value` before reading it as a new change.
 //! - **target test** (models of format version 3): is the batch a label shift of the *fitted
 //!   target*? The batch's preprocessed features are compared with the model's sample of its
-//!   target, re-weighted to π̂_b (`model::target_test`); a small p-value says the batch differs beyond
+//!   target, re-weighted to π̂_b (`model::target_match`); a small p-value says the batch differs beyond
 //!   class proportions, and a warning says to refit. The re-weighting itself does not depend on it.
 
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::fitted::FittedModel;
-use super::target_test::{batch_test_rows, target_shift_test, TargetShiftTest};
-use crate::label_shift::{
-    self, bootstrap_replicates, hull_with_report, l1_distance, DiagnosticsParams, FinalOutputs,
-    PriorEstimator,
-};
+use super::target_match::{batch_test_rows, target_shift_test, TargetShiftTest};
+use crate::label_shift::{bootstrap_replicates, l1_distance};
+use crate::prior_policy;
+use crate::prior_policy::{hull_with_report, DiagnosticsParams, FinalOutputs, PriorEstimator};
 use crate::{Error, Result};
 
 /// Settings of [`FittedModel::adapt_batch`] (`resamples` < 2 is refused by the bootstrap).
@@ -171,7 +170,7 @@ impl FittedModel {
             resamples: params.resamples,
             seed: params.seed,
         };
-        let diag = label_shift::fit_diagnostics(
+        let diag = prior_policy::fit_diagnostics(
             hold.probs.view(),
             &hold.labels,
             probs,

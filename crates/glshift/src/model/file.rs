@@ -36,7 +36,7 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 
 use super::fitted::{FittedModel, ModelInfo, SourceHoldout};
-use super::target_test::TargetSample;
+use super::target_match::TargetSample;
 use crate::data::{Preprocess, PreprocessStats};
 use crate::nn::{BnStats, Network};
 use crate::{Error, Result};

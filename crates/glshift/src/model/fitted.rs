@@ -8,11 +8,12 @@
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-use super::target_test::TargetSample;
+use super::target_match::TargetSample;
+use crate::config::FitConfig;
 use crate::data::{check_features, PreprocessStats, Rows};
-use crate::methods::train::Fitted;
-use crate::methods::{FitConfig, IterRecord};
 use crate::nn::{argmax_row, softmax, BnStats, Network};
+use crate::train::Fitted;
+use crate::train::IterRecord;
 use crate::{Error, Result};
 
 /// What a model records about its fit besides the arrays: settings, classes, estimates.
@@ -67,7 +68,7 @@ pub struct FittedModel {
     /// fits without a hold-out): what [`FittedModel::adapt_batch`] estimates from.
     pub(super) holdout: Option<SourceHoldout>,
     /// A seeded sample of the fitted target's preprocessed rows and probabilities (format version 3; `None` in
-    /// earlier files): what a batch is compared with ([`super::target_test`]).
+    /// earlier files): what a batch is compared with ([`super::target_match`]).
     pub(super) target: Option<TargetSample>,
 }
 

@@ -42,7 +42,7 @@ pub mod dataset;
 pub mod file;
 mod fitted;
 mod params;
-mod target_test;
+mod target_match;
 
 pub use batch::{BatchAdaptation, BatchParams, BatchPrior, TARGET_ALARM_P};
 pub use dataset::Dataset;
@@ -50,11 +50,7 @@ pub use file::{FORMAT_NAME, FORMAT_VERSION};
 pub use fitted::{FittedModel, ModelInfo};
 pub use params::{CheckedParams, FitOptions, FitOutcome, FitParams, ReportedPrior};
 pub(crate) use params::{FitFeatures, FitInput};
-pub use target_test::{batch_test_rows, TargetShiftTest, BATCH_TEST_ROWS, TARGET_SAMPLE_ROWS};
+pub use target_match::{batch_test_rows, TargetShiftTest, BATCH_TEST_ROWS, TARGET_SAMPLE_ROWS};
 
-#[cfg(test)]
-mod batch_tests;
-#[cfg(test)]
-mod target_tests;
 #[cfg(test)]
 mod tests;

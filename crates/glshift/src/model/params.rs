@@ -6,11 +6,14 @@ use ndarray::{CowArray, Ix2};
 
 use super::dataset::Dataset;
 use super::fitted::FittedModel;
+use crate::config::FitConfig;
 use crate::data::Preprocess;
 use crate::data::{self, FeatureFile, PreprocessStats, Rows};
-use crate::label_shift::{FinalOutputs, ShiftEstimate};
-use crate::methods::train::{fit_checked, FitData, Fitted};
-use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress};
+use crate::label_shift::ShiftEstimate;
+use crate::methods::MethodKind;
+use crate::prior_policy::FinalOutputs;
+use crate::train::{fit_checked, FitData, Fitted};
+use crate::train::{PretrainCache, Progress};
 use crate::Result;
 
 /// Unchecked settings of a fit: every [`FitConfig`] field, with the defaults of `glshift fit`.
@@ -175,7 +178,7 @@ impl CheckedParams {
         let FitInput { features, source_y, class_names } = input;
         let (n, d) = features.shape();
         let in_memory = matches!(features, FitFeatures::Memory(..));
-        crate::methods::train::check_memory_of(n, d, class_names.len(), cfg, in_memory)?;
+        crate::train::check_memory_of(n, d, class_names.len(), cfg, in_memory)?;
         let borrowed;
         let (source_x, target_x) = match features {
             FitFeatures::Memory(xs, xt) => {

@@ -77,7 +77,7 @@ impl<T: Real> Linear<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::testutil::{assert_grad_close, fd_grad, random_matrix};
+    use crate::nn::test_support::{assert_grad_close, fd_grad, random_matrix};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

@@ -106,7 +106,7 @@ pub fn argmax_row(row: ndarray::ArrayView1<f32>) -> (usize, f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::testutil::{assert_grad_close, fd_grad, random_matrix};
+    use crate::nn::test_support::{assert_grad_close, fd_grad, random_matrix};
     use ndarray::array;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;

@@ -330,7 +330,7 @@ pub struct BnStats<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nn::testutil::{assert_grad_close, fd_grad, random_matrix};
+    use crate::nn::test_support::{assert_grad_close, fd_grad, random_matrix};
     use rand::SeedableRng;
 
     #[test]

@@ -23,7 +23,7 @@ mod network;
 pub(crate) mod rows;
 mod sgd;
 #[cfg(test)]
-pub(crate) mod testutil;
+pub(crate) mod test_support;
 
 pub use activation::{Activation, LEAKY_RELU_SLOPE};
 pub use adam::{Adam, AdamConfig};

@@ -324,5 +324,3 @@ pub fn stack_rows<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>) -> Array2<T> {
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_stats;

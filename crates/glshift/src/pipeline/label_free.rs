@@ -1,17 +1,17 @@
 //! What a fit reports about itself without target labels, after training: the diagnostics of
-//! [`label_shift::fit_diagnostics`], the estimated target prior (`label_shift.prior_estimator`)
+//! [`prior_policy::fit_diagnostics`], the estimated target prior (`label_shift.prior_estimator`)
 //! and its bootstrap interval.
 
-use crate::label_shift;
-use crate::methods::FitConfig;
+use crate::config::FitConfig;
 use crate::model::ReportedPrior;
+use crate::prior_policy;
 use crate::seeds::{stream_seed, Stream};
 use crate::Result;
 
 /// What a fit reports without target labels.
 pub(super) struct LabelFree {
-    pub diagnostics: Option<label_shift::FitDiagnostics>,
-    pub prior_ci: Option<label_shift::FitPriorInterval>,
+    pub diagnostics: Option<prior_policy::FitDiagnostics>,
+    pub prior_ci: Option<prior_policy::FitPriorInterval>,
     /// The reported prior: `label_shift.prior_estimator` on the final network, or the
     /// tracker's last estimate where no interval could be built (no hold-out).
     pub estimated: Option<Vec<f64>>,
@@ -20,7 +20,7 @@ pub(super) struct LabelFree {
 /// The diagnostics, the prior estimate and its interval of a fit (`holdout_labels`: the
 /// hold-out rows' source labels); a distrusted prior guard adds its summary to `warnings`.
 pub(super) fn label_free(
-    fitted: &crate::methods::Fitted,
+    fitted: &crate::train::Fitted,
     prior: Option<&ReportedPrior>,
     holdout_labels: &[usize],
     cfg: &FitConfig,
@@ -38,23 +38,23 @@ pub(super) fn label_free(
 /// Bootstrap replicates of the label-shift residual in a fit's diagnostics.
 pub const DIAGNOSTICS_RESAMPLES: usize = 200;
 
-/// [`label_shift::fit_diagnostics`] of a fit's final network, or a warning saying why not.
+/// [`prior_policy::fit_diagnostics`] of a fit's final network, or a warning saying why not.
 fn diagnose(
-    fitted: &crate::methods::Fitted,
+    fitted: &crate::train::Fitted,
     holdout_labels: &[usize],
     cfg: &FitConfig,
     warnings: &mut Vec<String>,
-) -> Option<label_shift::FitDiagnostics> {
+) -> Option<prior_policy::FitDiagnostics> {
     if fitted.n_holdout == 0 {
         return None;
     }
-    let params = label_shift::DiagnosticsParams {
+    let params = prior_policy::DiagnosticsParams {
         tau: cfg.mul.tau,
         soft: cfg.label_shift.soft,
         resamples: DIAGNOSTICS_RESAMPLES,
         seed: cfg.seed,
     };
-    let d = label_shift::fit_diagnostics(
+    let d = prior_policy::fit_diagnostics(
         fitted.holdout_probs.view(),
         holdout_labels,
         fitted.target_probs.view(),
@@ -74,7 +74,7 @@ pub const PRIOR_CI_LEVEL: f64 = 0.9;
 fn prior_interval(
     prior: &ReportedPrior,
     cfg: &FitConfig,
-) -> Result<Option<label_shift::FitPriorInterval>> {
+) -> Result<Option<prior_policy::FitPriorInterval>> {
     let Some(outputs) = &prior.outputs else { return Ok(None) };
     let ls = &cfg.label_shift;
     let seed = stream_seed(cfg.seed, Stream::PriorInterval);

@@ -7,15 +7,16 @@ use std::time::Instant;
 use ndarray::Array2;
 use serde::Serialize;
 
+use crate::config::FitConfig;
 use crate::data::Domain;
 use crate::data::{FilePair, Rows};
-use crate::methods::{FitConfig, PretrainCache, Progress};
 use crate::model::dataset::check_domain_rows;
 use crate::model::{
     CheckedParams, FitFeatures, FitInput, FitOptions, FitOutcome, FitParams, FittedModel,
 };
 use crate::nn::argmax_row;
 use crate::output::StagedFile;
+use crate::train::{PretrainCache, Progress};
 use crate::{Error, Result};
 
 mod evaluate;

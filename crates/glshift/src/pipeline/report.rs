@@ -3,11 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::label_free::LabelFree;
+use crate::config::FitConfig;
 use crate::data::{Domain, LabelRule};
 use crate::eval::EmbeddingMetrics;
-use crate::label_shift;
-use crate::methods::{FitConfig, IterRecord};
+use crate::prior_policy;
 use crate::records::Protocol;
+use crate::train::IterRecord;
 
 /// Everything `report.json` holds: written by `glshift fit`, read back by `glshift report`.
 /// Reading is lenient where older versions wrote less.
@@ -38,7 +39,7 @@ pub struct FitReport {
     /// final network's outputs; `tracker`: the training loop's last estimate).
     pub estimated_target_prior: Option<Vec<f64>>,
     /// 90% bootstrap interval of `estimated_target_prior`, per class
-    /// ([`label_shift::fit_prior_interval`]); absent without an estimate.
+    /// ([`prior_policy::fit_prior_interval`]); absent without an estimate.
     #[serde(default)]
     pub estimated_target_prior_ci_low: Option<Vec<f64>>,
     #[serde(default)]
@@ -87,13 +88,13 @@ pub struct FitReport {
     /// features after z-score); the CLI prints them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Label-free diagnostics of the final network ([`label_shift::fit_diagnostics`]): absent
+    /// Label-free diagnostics of the final network ([`prior_policy::fit_diagnostics`]): absent
     /// without a source hold-out, or when they could not be computed (a warning says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<label_shift::FitDiagnostics>,
+    pub diagnostics: Option<prior_policy::FitDiagnostics>,
     /// The prior guard's test and box on the pre-trained network (MUL with the guard on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior_guard: Option<label_shift::PriorGuard>,
+    pub prior_guard: Option<prior_policy::PriorGuard>,
 }
 
 /// `report.json` of a fit before evaluation (no target label read): the task, the settings,
@@ -103,7 +104,7 @@ pub(super) fn fit_report(
     source: &Domain,
     target: &Domain,
     cfg: &FitConfig,
-    fitted: &crate::methods::Fitted,
+    fitted: &crate::train::Fitted,
     shape: (usize, usize, usize),
     label_free: LabelFree,
     predicted_class_counts: Vec<usize>,

@@ -6,14 +6,14 @@
 //! [`crate::select::SelectionFile`].
 
 mod bench;
+mod cond_shift;
 mod protocol;
 mod shift_estimate;
-mod shift_test;
 
 pub use bench::{BenchRecord, FailedRun};
+pub use cond_shift::{ClassTestRecord, ShiftTestFile, TestSeconds};
 pub use protocol::Protocol;
 pub use shift_estimate::{
     ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile,
     TrainRows, TrainedInput,
 };
-pub use shift_test::{ClassTestRecord, ShiftTestFile, TestSeconds};

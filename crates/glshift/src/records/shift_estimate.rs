@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::FitConfig;
 use crate::label_shift::suite::{BootstrapSpec, EstimatorOutcome};
 use crate::label_shift::Diagnostics;
-use crate::methods::FitConfig;
 
 /// The whole file.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::methods::{FitConfig, MethodKind};
+use crate::config::FitConfig;
+use crate::methods::MethodKind;
 use crate::{Error, Result};
 
 /// One candidate configuration: `method` with optional overrides over the base configuration.

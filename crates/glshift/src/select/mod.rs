@@ -32,6 +32,7 @@
 mod candidates;
 mod linear;
 mod record;
+pub mod scorers;
 mod scores;
 #[cfg(test)]
 mod tests;
@@ -42,11 +43,13 @@ pub use candidates::{default_candidates, read_candidates_file, Candidate};
 pub use record::SelectionFile;
 pub use scores::{CandidateScores, SelectRule, SAFE_IWCV_MARGIN, SND_MAX_ROWS, SND_TEMPERATURE};
 
+use crate::config::FitConfig;
 use crate::data::Domain;
-use crate::label_shift::FitDiagnostics;
-use crate::methods::{FitConfig, MethodKind, PretrainCache, Progress, Stage};
+use crate::methods::MethodKind;
 use crate::model::Dataset;
 use crate::pipeline::{self, RunOutput};
+use crate::prior_policy::FitDiagnostics;
+use crate::train::{PretrainCache, Progress, Stage};
 use crate::{eval, Error, Result};
 
 /// Unchecked settings of a selection: the base configuration (seed, network, pre-training and
@@ -94,7 +97,7 @@ impl SelectParams {
     /// cannot work with (no source hold-out).
     pub fn check(self) -> Result<CheckedSelectParams> {
         self.base.validate()?;
-        if self.base.label_shift.confusion != crate::methods::config::ConfusionRows::Holdout {
+        if self.base.label_shift.confusion != crate::config::ConfusionRows::Holdout {
             return Err(Error::param(
                 "label_shift.confusion",
                 "train",

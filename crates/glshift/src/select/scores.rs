@@ -1,5 +1,5 @@
 //! Each candidate's label-free scores (higher is better for all) and the rule that turns them
-//! into a choice. The scorers are those of [`crate::scorers`] plus circular validation; their
+//! into a choice. The scorers are those of [`super::scorers`] plus circular validation; their
 //! inputs are a candidate's fitted outputs: source hold-out probabilities and labels, its Z of
 //! the source and target rows, its target probabilities. No target label.
 
@@ -11,8 +11,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::linear::Linear;
+use super::scorers;
 use crate::pipeline::RunOutput;
-use crate::{scorers, Error, Result};
+use crate::{Error, Result};
 
 /// SND's temperature (Saito et al., 2021) and the most target rows it compares (its n × n
 /// similarity matrix; larger targets are subsampled, the same rows for every candidate).

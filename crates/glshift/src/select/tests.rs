@@ -55,7 +55,7 @@ fn params_check_refuses_empty_lists_and_no_holdout_and_the_defaults_pass() {
     assert_eq!(checked.configs()[0].adapt_iters, 0);
     assert!(SelectParams::default().candidates(vec![]).check().is_err());
     let mut base = FitConfig::default();
-    base.label_shift.confusion = crate::methods::config::ConfusionRows::Train;
+    base.label_shift.confusion = crate::config::ConfusionRows::Train;
     assert!(SelectParams::new(base).check().is_err());
     let seeded = SelectParams::default().seed(9).check().unwrap();
     assert!(seeded.configs().iter().all(|c| c.seed == 9));

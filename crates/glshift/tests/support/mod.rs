@@ -1,6 +1,6 @@
 //! What the integration tests of the training loop share: a seeded synthetic task as `FitData`.
 
-use glshift::methods::train::FitData;
+use glshift::train::FitData;
 use glshift_experiments::synthetic::{generate, SyntheticConfig, SyntheticTask};
 
 /// The synthetic generalized-label-shift task with these sizes and seed (defaults otherwise).

@@ -205,7 +205,7 @@ impl BaselineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::methods::FitConfig;
+    use crate::config::FitConfig;
     use crate::methods::MethodKind;
 
     #[test]

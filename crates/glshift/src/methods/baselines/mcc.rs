@@ -161,7 +161,7 @@ impl Method for Mcc {
 mod tests {
     use super::*;
     use crate::methods::baselines::tests::fd;
-    use crate::nn::testutil::random_matrix;
+    use crate::nn::test_support::random_matrix;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 

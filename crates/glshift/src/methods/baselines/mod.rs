@@ -30,9 +30,9 @@ pub use config::{BaselineConfig, BaselineTraining};
 use ndarray::{Array2, ArrayView2};
 
 pub use super::method::AdaptInputs;
+use super::method::TransferRecord;
 use super::method::{CeWeights, StepOutput};
 use super::method_info::ClassWeights;
-use super::train::records::TransferRecord;
 use crate::{Error, Real, Result};
 
 /// A baseline's term at one iteration (the pure function of each baseline file; the loop sees

@@ -12,11 +12,11 @@ use super::dann::{pada_class_weights, Dann};
 use super::mcc::Mcc;
 use super::mmd::{Dan, Jan};
 use super::*;
+use crate::config::FitConfig;
 use crate::label_shift::ShiftEstimate;
-use crate::methods::FitConfig;
 use crate::methods::MethodKind;
 use crate::nn::softmax;
-use crate::nn::testutil::random_matrix;
+use crate::nn::test_support::random_matrix;
 
 const NS: usize = 7;
 const NT: usize = 5;

@@ -6,7 +6,7 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use super::terms::TermRows;
 use super::MulInputs;
 use crate::kernel::{self, Labelled};
-use crate::methods::mul_config::Discrepancy;
+use crate::methods::mul::config::Discrepancy;
 use crate::Result;
 
 /// The rows of [`MulInputs`] and the gradients on them (scaled as added).
