@@ -101,6 +101,24 @@ pub struct LabelShiftConfig {
 }
 
 impl LabelShiftConfig {
+    /// Checks every field of the section (`label_shift.*`).
+    pub fn validate(&self) -> Result<()> {
+        let ls = self;
+        if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9)
+            && ls.confusion == ConfusionRows::Holdout
+        {
+            return Err(Error::param(
+                "label_shift.holdout_fraction",
+                ls.holdout_fraction,
+                "must lie in (0, 0.9) when the confusion uses a hold-out",
+            ));
+        }
+        if let Some(f) = ls.prior_floor {
+            Error::check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
+        }
+        ls.guard.validate()
+    }
+
     /// Whether the tracker of `method` fixes the support at the first iteration: the setting
     /// when given, else only for methods outside the MUL family (see `fixed_support`).
     pub fn fixed_support_for(&self, method: crate::config::MethodKind) -> bool {

@@ -18,7 +18,6 @@ pub use ablation::{AblationRow, ABLATION_ROWS};
 pub use resolve::{ConfigOverrides, ConfigSource};
 
 use crate::data::Preprocess;
-use crate::kernel::LabelKernel;
 pub use crate::methods::baselines::config::BaselineConfig;
 use crate::methods::method_info::Family;
 pub use crate::methods::MethodKind;
@@ -172,40 +171,7 @@ impl FitConfig {
                 format!("{} adapts in the adaptation stage: set adapt_iters >= 1", self.method),
             ));
         }
-        let m = &self.mul;
-        Error::check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
-        Error::check_range("mul.lambda_du", m.lambda_du, 0.0, f64::MAX, "must be finite and >= 0")?;
-        if !(m.tau > 0.0 && m.tau < 1.0) {
-            return Err(Error::param("mul.tau", m.tau, "confidence threshold must lie in (0, 1)"));
-        }
-        if let Some(eps) = m.eps {
-            if !(eps.is_finite() && eps > 0.0) {
-                return Err(Error::param("mul.eps", eps, "CME regulariser must be > 0"));
-            }
-        }
-        if let LabelKernel::Gaussian { sigma } = m.label_kernel {
-            if !(sigma.is_finite() && sigma > 0.0) {
-                return Err(Error::param("mul.label_kernel.sigma", sigma, "must be > 0"));
-            }
-        }
-        m.mcmd.validate()?;
-        if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
-            return Err(Error::param(
-                "mul.bandwidth_multiplier",
-                m.bandwidth_multiplier,
-                "must be > 0",
-            ));
-        }
-        Error::check_range(
-            "mul.du_stable_tol",
-            m.du_stable_tol,
-            0.0,
-            f64::MAX,
-            "must be finite and >= 0",
-        )?;
-        if m.du_window == 0 {
-            return Err(Error::param("mul.du_window", 0, "must be >= 1"));
-        }
+        self.mul.validate()?;
         Error::check_range(
             "pretrain_min_gain_se",
             self.pretrain_min_gain_se,
@@ -223,20 +189,7 @@ impl FitConfig {
         )?;
         self.baselines.validate()?;
         self.minibatch.validate()?;
-        let ls = &self.label_shift;
-        if !(ls.holdout_fraction > 0.0 && ls.holdout_fraction < 0.9)
-            && ls.confusion == ConfusionRows::Holdout
-        {
-            return Err(Error::param(
-                "label_shift.holdout_fraction",
-                ls.holdout_fraction,
-                "must lie in (0, 0.9) when the confusion uses a hold-out",
-            ));
-        }
-        if let Some(f) = ls.prior_floor {
-            Error::check_range("label_shift.prior_floor", f, 0.0, 0.5, "must lie in [0, 0.5]")?;
-        }
-        ls.guard.validate()
+        self.label_shift.validate()
     }
 
     /// Reads a TOML file of (partial) settings over the defaults; unknown keys are errors.
@@ -334,6 +287,7 @@ pub fn build_method(cfg: &FitConfig, z_dim: usize, c: usize) -> Result<Box<dyn M
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::LabelKernel;
     use crate::kernel::McmdEstimator;
 
     #[test]

@@ -125,6 +125,30 @@ impl FittedModel {
         self.adapt_batch(probs.view(), Some(test_rows.view()), params)
     }
 
+    /// The label-free diagnostics of a batch (`n_b × c` probabilities) against the kept
+    /// source hold-out, with the fit's τ and estimator settings.
+    fn batch_diagnostics(
+        &self,
+        hold: &super::fitted::SourceHoldout,
+        probs: ArrayView2<f32>,
+        params: &BatchParams,
+    ) -> Result<prior_policy::FitDiagnostics> {
+        let diag_params = DiagnosticsParams {
+            tau: self.info.config.mul.tau,
+            soft: self.info.config.label_shift.soft,
+            resamples: params.resamples,
+            seed: params.seed,
+        };
+        let source_prior = self.source_prior();
+        prior_policy::fit_diagnostics(
+            hold.probs.view(),
+            &hold.labels,
+            probs,
+            source_prior,
+            &diag_params,
+        )
+    }
+
     /// [`FittedModel::predict_proba_adapted`] from the model's plain probabilities of the batch
     /// (`n_b × c`, from [`FittedModel::predict_proba`] or its blocks) and, for the target test,
     /// the raw feature rows [`batch_test_rows`]`(n_b, params.seed)` of the batch (`None`: no
@@ -164,19 +188,7 @@ impl FittedModel {
         let moved = l1_distance(&point, &reference);
         let reached = reps.replicates.iter().filter(|r| l1_distance(r, &point) >= moved).count();
         let move_p = (1 + reached) as f64 / (1 + reps.replicates.len()) as f64;
-        let diag_params = DiagnosticsParams {
-            tau: self.info.config.mul.tau,
-            soft: ls.soft,
-            resamples: params.resamples,
-            seed: params.seed,
-        };
-        let diag = prior_policy::fit_diagnostics(
-            hold.probs.view(),
-            &hold.labels,
-            probs,
-            source_prior,
-            &diag_params,
-        )?;
+        let diag = self.batch_diagnostics(hold, probs, params)?;
         let floor = ls.guard.min_confident_share;
         let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let reweighted = guard_trusted && diag.confident_target_share >= floor;

@@ -240,6 +240,14 @@ impl FittedModel {
     /// priors' lengths, finite values), so that prediction cannot panic. `what` names the
     /// model (its file) in errors.
     pub(super) fn check_consistent(&self, what: &str) -> Result<()> {
+        self.check_shapes(what)?;
+        self.check_bn_stats(what)?;
+        self.check_kept_rows(what)?;
+        self.check_finite(what)
+    }
+
+    /// Dimensions, class count and the priors' lengths agree.
+    fn check_shapes(&self, what: &str) -> Result<()> {
         let bad = |reason: String| Error::bad_data(what, reason);
         let (i, net) = (&self.info, &self.network);
         let c = i.class_names.len();
@@ -265,6 +273,13 @@ impl FittedModel {
                 return Err(bad(format!("{name} must hold {c} finite values")));
             }
         }
+        Ok(())
+    }
+
+    /// One BatchNorm statistics entry per block, of the block's width.
+    fn check_bn_stats(&self, what: &str) -> Result<()> {
+        let bad = |reason: String| Error::bad_data(what, reason);
+        let net = &self.network;
         if self.bn_stats.len() != net.g.blocks.len() {
             return Err(bad(format!(
                 "{} BatchNorm statistics entries for {} blocks",
@@ -285,6 +300,14 @@ impl FittedModel {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// The kept source hold-out and target sample have the header's shapes.
+    fn check_kept_rows(&self, what: &str) -> Result<()> {
+        let bad = |reason: String| Error::bad_data(what, reason);
+        let i = &self.info;
+        let c = i.class_names.len();
         if let Some(h) = &self.holdout {
             let n_h = i.n_source_holdout;
             let shape_ok =
@@ -311,6 +334,13 @@ impl FittedModel {
                 })
                 .map_err(bad)?;
         }
+        Ok(())
+    }
+
+    /// No parameter or statistic is NaN or infinite.
+    fn check_finite(&self, what: &str) -> Result<()> {
+        let bad = |reason: String| Error::bad_data(what, reason);
+        let net = &self.network;
         let stats_finite = self
             .bn_stats
             .iter()

@@ -1,11 +1,12 @@
 //! MUL's settings (`[mul]` of the config): the weights of J_TU and J_DU, τ, the CME
 //! regulariser, the label kernel, the kernel-sum estimator, the ablation switches and the
 //! conditional discrepancy ([`Discrepancy`]). Kept beside the method, read by it without the
-//! rest of the configuration; validated as part of `FitConfig::validate`.
+//! rest of the configuration; checked by [`MulConfig::validate`] (called by `FitConfig::validate`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{LabelKernel, McmdEstimator, McmdParams};
+use crate::{Error, Result};
 
 /// The conditional discrepancy of J_TU and J_DU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -77,6 +78,45 @@ impl Default for MulConfig {
 }
 
 impl MulConfig {
+    /// Checks every field of the section (`mul.*`).
+    pub fn validate(&self) -> Result<()> {
+        let m = self;
+        Error::check_range("mul.lambda_tu", m.lambda_tu, 0.0, f64::MAX, "must be finite and >= 0")?;
+        Error::check_range("mul.lambda_du", m.lambda_du, 0.0, f64::MAX, "must be finite and >= 0")?;
+        if !(m.tau > 0.0 && m.tau < 1.0) {
+            return Err(Error::param("mul.tau", m.tau, "confidence threshold must lie in (0, 1)"));
+        }
+        if let Some(eps) = m.eps {
+            if !(eps.is_finite() && eps > 0.0) {
+                return Err(Error::param("mul.eps", eps, "CME regulariser must be > 0"));
+            }
+        }
+        if let LabelKernel::Gaussian { sigma } = m.label_kernel {
+            if !(sigma.is_finite() && sigma > 0.0) {
+                return Err(Error::param("mul.label_kernel.sigma", sigma, "must be > 0"));
+            }
+        }
+        m.mcmd.validate()?;
+        if !(m.bandwidth_multiplier.is_finite() && m.bandwidth_multiplier > 0.0) {
+            return Err(Error::param(
+                "mul.bandwidth_multiplier",
+                m.bandwidth_multiplier,
+                "must be > 0",
+            ));
+        }
+        Error::check_range(
+            "mul.du_stable_tol",
+            m.du_stable_tol,
+            0.0,
+            f64::MAX,
+            "must be finite and >= 0",
+        )?;
+        if m.du_window == 0 {
+            return Err(Error::param("mul.du_window", 0, "must be >= 1"));
+        }
+        Ok(())
+    }
+
     /// ε actually used for `c` classes.
     pub fn eps_for(&self, c: usize) -> f64 {
         self.eps.unwrap_or(0.01 / c as f64)
