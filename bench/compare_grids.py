@@ -96,7 +96,10 @@ def main():
         where = f"{setting} " if several_settings else ""
         acc_a, acc_b = 100 * a[k]["target_accuracy"], 100 * b[k]["target_accuracy"]
         l1_a, l1_b = l1(a[k].get("prior_l1_error")), l1(b[k].get("prior_l1_error"))
-        print(f"  {where}{m} {s}→{t} seed {seed}: {acc_a:.2f} → {acc_b:.2f} (prior l1 {l1_a} → {l1_b})")
+        print(
+            f"  {where}{m} {s}→{t} seed {seed}: {acc_a:.2f} → {acc_b:.2f} (prior l1 {l1_a} → "
+            f"{l1_b})"
+        )
     for m in sorted({k[1] for k in common}):
         for label, folder in (("before", args.before), ("after", args.after)):
             means = seed_means(folder, m)
@@ -104,7 +107,9 @@ def main():
             if summary is None:
                 mean = "no average (diverged runs or uneven seeds)"
             else:
-                mean = f"{summary[0]:.3f}" + (f" ± {summary[1]:.3f}" if summary[1] is not None else "")
+                mean = f"{summary[0]:.3f}" + (
+                    f" ± {summary[1]:.3f}" if summary[1] is not None else ""
+                )
             seeds = " / ".join(f"{v:.2f}" for v in per_seed.values())
             print(f"{m} {label}: {mean} (per seed {seeds})")
     n_same = sum(same(a[k], b[k]) for k in common)
