@@ -15,6 +15,7 @@ alarm), and with the estimate shrunk towards π₀ by a positive-part James–St
 With --by-task, then per task of condition COND: the rows the applied re-weighting gained, net,
 over its batches (adapted minus plain, from the reports), and how many batches gained and lost.
 """
+
 import argparse
 import csv
 import glob
@@ -30,14 +31,20 @@ def batch_accuracies(d):
     cols = [i for i, h in enumerate(rows[0]) if h.startswith("p_")]
     p = np.array([[float(row[i]) for i in cols] for row in rows[1:]])
     est, ref = np.array(r["batch_prior"]), np.array(r["reference_prior"])
-    ratio = lambda prior: np.where(ref > 0, prior / np.where(ref > 0, ref, 1.0), 0.0)
+
+    def ratio(prior):
+        return np.where(ref > 0, prior / np.where(ref > 0, ref, 1.0), 0.0)
+
     q = p
     if r["reweighted"]:
         w = ratio(est)
         q = p / np.where(w > 0, w, 1e-300)
         q /= q.sum(1, keepdims=True)
     truth = np.bincount(y, minlength=len(ref)) / len(y)
-    acc = lambda prior: float(((q * ratio(prior)).argmax(1) == y).mean())
+
+    def acc(prior):
+        return float(((q * ratio(prior)).argmax(1) == y).mean())
+
     plain = float((q.argmax(1) == y).mean())
     estimate = acc(est) if r["reweighted"] else plain
     moved = estimate if r["batch_prior_move_p_value"] < 0.05 else plain
@@ -53,10 +60,18 @@ def main():
     a.add_argument("--conds", default="alpha=0.3,alpha=1,alpha=10,own")
     a.add_argument("--by-task", default="")
     args = a.parse_args()
-    print("| batches | n | plain | re-weighted, estimate | re-weighted, true proportions | only when moved | estimate shrunk (James–Stein) |")
+    print(
+        "| batches | n | plain | re-weighted, estimate | re-weighted, true proportions | "
+        "only when moved | estimate shrunk (James–Stein) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for cond in args.conds.split(","):
-        accs = np.array([batch_accuracies(f.rsplit("/pred/", 1)[0]) for f in sorted(glob.glob(f"{args.out}/*/{cond}/b*/pred/report.json"))])
+        accs = np.array(
+            [
+                batch_accuracies(f.rsplit("/pred/", 1)[0])
+                for f in sorted(glob.glob(f"{args.out}/*/{cond}/b*/pred/report.json"))
+            ]
+        )
         m = 100 * accs.mean(0)
         print(f"| {cond} | {len(accs)} | " + " | ".join(f"{v:.2f}" for v in m) + " |")
     if args.by_task:
@@ -65,10 +80,17 @@ def main():
 
 def by_task(out, cond):
     print(f"\n| task ({cond}) | net rows gained | batches gained / lost |\n|---|---|---|")
-    for task in sorted({f.split("/")[-5] for f in glob.glob(f"{out}/*/{cond}/b*/pred/report.json")}):
-        reps = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{task}/{cond}/b*/pred/report.json"))]
+    for task in sorted(
+        {f.split("/")[-5] for f in glob.glob(f"{out}/*/{cond}/b*/pred/report.json")}
+    ):
+        reps = [
+            json.load(open(f))
+            for f in sorted(glob.glob(f"{out}/{task}/{cond}/b*/pred/report.json"))
+        ]
         rows = [round((r["accuracy"] - r["unadapted_accuracy"]) * r["n_rows"]) for r in reps]
-        print(f"| {task} | {sum(rows):+d} | {sum(d > 0 for d in rows)} / {sum(d < 0 for d in rows)} |")
+        print(
+            f"| {task} | {sum(rows):+d} | {sum(d > 0 for d in rows)} / {sum(d < 0 for d in rows)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Compares the output trees of two glshift builds written by bench/compare_builds.sh."""
+
 import filecmp
 import json
 import os
@@ -10,7 +11,15 @@ BYTES = {"predictions.csv", "z_source.npy", "z_target.npy"}
 MODELS = {"model.glshift"}
 JSONS = {"report.json", "selection.json", "results.json"}
 # Fields that measure time or say where a file lay: not results.
-TIMING = {"elapsed_seconds", "seconds", "wall_seconds", "time_per_iteration_ms", "source_path", "target_path", "model"}
+TIMING = {
+    "elapsed_seconds",
+    "seconds",
+    "wall_seconds",
+    "time_per_iteration_ms",
+    "source_path",
+    "target_path",
+    "model",
+}
 
 
 def strip(v):
@@ -33,7 +42,7 @@ def diff(a, b, path, out):
             else:
                 diff(a[k], b[k], f"{path}.{k}", out)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             diff(x, y, f"{path}[{i}]", out)
     elif a != b:
         out["differ"].append(path)

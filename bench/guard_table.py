@@ -5,12 +5,16 @@ box width, the largest per-class gap against the fit's resolution (the prior flo
 builds before it show "–"), the share of tau-confident target rows, and the verdict. Reads no
 target label. Reports carry the disagreement (`prior_guard.disagrees`); for reports of earlier
 builds, which lack it, the script applies the rule of their build."""
+
 import glob
 import json
 import os
 import sys
 
-print("| folder | task | D = ‖QP − MLLS‖₁ | p | box half-width | largest class gap (floor) | confident share | verdict |")
+print(
+    "| folder | task | D = ‖QP − MLLS‖₁ | p | box half-width | largest class gap (floor) | "
+    "confident share | verdict |"
+)
 print("|---|---|---|---|---|---|---|---|")
 for root in sys.argv[1:]:
     for f in sorted(glob.glob(os.path.join(root, "*", "report.json"))):
@@ -23,7 +27,9 @@ for root in sys.argv[1:]:
             disagrees = g["disagrees"]
         else:  # reports of builds before `disagrees` was written: the rule of their build
             material = not has_gap or g["max_class_gap"] > g["resolution"]
-            disagrees = g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"] and material
+            disagrees = (
+                g["p_value"] < g["alpha"] and g["qp_mlls_l1"] > g["box_half_width"] and material
+            )
         if disagrees:
             why.append("estimators disagree")
         if g["confident_share"] < g["min_confident_share"]:
@@ -31,5 +37,8 @@ for root in sys.argv[1:]:
         verdict = "trusted" if g["trusted"] else "**fallback** (" + ", ".join(why) + ")"
         task = os.path.basename(os.path.dirname(f))
         gap = f"{g['max_class_gap']:.3f} ({g['resolution']:.3f})" if has_gap else "–"
-        print(f"| {os.path.basename(root.rstrip('/'))} | {task} | {g['qp_mlls_l1']:.3f} | {g['p_value']:.3f} "
-              f"| {g['box_half_width']:.3f} | {gap} | {g['confident_share']:.3f} | {verdict} |")
+        print(
+            f"| {os.path.basename(root.rstrip('/'))} | {task} | {g['qp_mlls_l1']:.3f} | "
+            f"{g['p_value']:.3f} "
+            f"| {g['box_half_width']:.3f} | {gap} | {g['confident_share']:.3f} | {verdict} |"
+        )

@@ -7,6 +7,7 @@ labels: evaluation only.)
 
 BASE_GRID holds `source` and `mul` runs (a `glshift bench` folder), OTHER_GRID `mul` runs.
 """
+
 import json
 import sys
 
@@ -26,21 +27,49 @@ def main(base_dir, other_dir, label="other", seed=0):
         if m != "mul" or (s, t, "mul") not in base or (s, t, "source") not in base:
             continue
         src, mul = base[(s, t, "source")], base[(s, t, "mul")]
-        rows.append((src["target_accuracy"], mul["target_accuracy"], o["target_accuracy"], mul["prior_l1_error"], o["prior_l1_error"]))
-        l1 = lambda r: "–" if r["prior_l1_error"] is None else f"{r['prior_l1_error']:.3f}"
-        print(f"| {s}→{t} | {100 * src['target_accuracy']:.1f} | {100 * mul['target_accuracy']:.1f} | "
-              f"{100 * o['target_accuracy']:.1f} | {l1(mul)} | {l1(o)} |")
+        rows.append(
+            (
+                src["target_accuracy"],
+                mul["target_accuracy"],
+                o["target_accuracy"],
+                mul["prior_l1_error"],
+                o["prior_l1_error"],
+            )
+        )
+
+        def l1(r):
+            return "–" if r["prior_l1_error"] is None else f"{r['prior_l1_error']:.3f}"
+
+        print(
+            f"| {s}→{t} | {100 * src['target_accuracy']:.1f} | "
+            f"{100 * mul['target_accuracy']:.1f} | "
+            f"{100 * o['target_accuracy']:.1f} | {l1(mul)} | {l1(o)} |"
+        )
     if not rows:
         sys.exit("no task in both grids")
-    mean = lambda i: 100 * sum(r[i] for r in rows) / len(rows)
-    below = lambda i: sum(1 for r in rows if r[i] < r[0] - 0.01)
-    print(f"\n{len(rows)} tasks: mean source {mean(0):.2f}, MUL {mean(1):.2f}, MUL {label} {mean(2):.2f}; "
-          f"below source - 1: MUL {below(1)}, MUL {label} {below(2)}")
+
+    def mean(i):
+        return 100 * sum(r[i] for r in rows) / len(rows)
+
+    def below(i):
+        return sum(1 for r in rows if r[i] < r[0] - 0.01)
+
+    print(
+        f"\n{len(rows)} tasks: mean source {mean(0):.2f}, MUL {mean(1):.2f}, MUL {label} "
+        f"{mean(2):.2f}; "
+        f"below source - 1: MUL {below(1)}, MUL {label} {below(2)}"
+    )
     # The issue's second bar: mean prior l1 over the tasks where `source` is at least 75% accurate.
     kept = [r for r in rows if r[0] >= 0.75 and r[3] is not None and r[4] is not None]
     if kept:
-        l1 = lambda i: sum(r[i] for r in kept) / len(kept)
-        print(f"mean prior l1 where source >= 75% ({len(kept)} tasks): MUL {l1(3):.3f}, MUL {label} {l1(4):.3f}")
+
+        def l1(i):
+            return sum(r[i] for r in kept) / len(kept)
+
+        print(
+            f"mean prior l1 where source >= 75% ({len(kept)} tasks): MUL {l1(3):.3f}, MUL "
+            f"{label} {l1(4):.3f}"
+        )
 
 
 if __name__ == "__main__":

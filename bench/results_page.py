@@ -16,6 +16,7 @@ instead.
 
     python3 bench/results_page.py BINARY DATA DOC uda=GRID_UDA pda=GRID_PDA [--check]
 """
+
 import json
 import os
 import subprocess
@@ -40,14 +41,32 @@ def table(binary, data, setting, grid, check):
     methods, seeds, settings, n = grid_args(grid)
     if settings != {setting}:
         sys.exit(f"{grid}: its records are of settings {sorted(settings)}, not {setting}")
-    doms = sorted(f[: -len("_features.npy")] for f in os.listdir(data) if f.endswith("_features.npy"))
+    doms = sorted(
+        f[: -len("_features.npy")] for f in os.listdir(data) if f.endswith("_features.npy")
+    )
     expected = len(methods) * len(seeds) * len(doms) * (len(doms) - 1)
     if check and n < expected:
         sys.exit(f"{grid}: {n} of {expected} runs; finish the grid first")
-    cmd = [binary, "bench", "--data", data, "--setting", setting, "--seeds", ",".join(map(str, seeds)),
-           "--methods", ",".join(methods), "--out", grid, "--quiet"]
+    cmd = [
+        binary,
+        "bench",
+        "--data",
+        data,
+        "--setting",
+        setting,
+        "--seeds",
+        ",".join(map(str, seeds)),
+        "--methods",
+        ",".join(methods),
+        "--out",
+        grid,
+        "--quiet",
+    ]
     subprocess.run(cmd, check=True, capture_output=True)
-    shown = f"glshift bench --data {data} --setting {setting} --seeds {','.join(map(str, seeds))} --methods {','.join(methods)} --out {setting}"
+    shown = (
+        f"glshift bench --data {data} --setting {setting} --seeds {','.join(map(str, seeds))} "
+        f"--methods {','.join(methods)} --out {setting}"
+    )
     body = open(os.path.join(grid, "table.md")).read().strip()
     return f"```sh\n{shown}\n```\n\n{body}\n\n{averages(grid, methods)}\n"
 
@@ -66,7 +85,11 @@ def averages(grid, methods):
         spread = f" ± {st[1]:.2f}" if st[1] is not None else ""
         lead = f" ({st[0] - base[0]:+.2f})" if base and m != "source" else ""
         parts.append(f"{m} {st[0]:.2f}{spread}{lead}")
-    return "Averages (`bench/seed_average.py`; in brackets: against `source`): " + "; ".join(parts) + "."
+    return (
+        "Averages (`bench/seed_average.py`; in brackets: against `source`): "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def main():

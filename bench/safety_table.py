@@ -4,6 +4,7 @@ folders; target labels enter only through the records' final scores.
 
 usage: python3 bench/safety_table.py BENCH_DIR [BENCH_DIR ...] [--seeds 0] [--method mul]
 """
+
 import argparse
 import json
 import pathlib
@@ -26,8 +27,13 @@ def main():
                 task = (r["setting"], f"{r['source']}→{r['target']}")
                 # A run that diverged (runs/*.failed.json) has no accuracy: it fails the bound.
                 diverged = f.name.endswith(".failed.json")
-                acc[task][(r["method"], r["seed"])] = None if diverged else 100.0 * r["target_accuracy"]
-    print(f"| setting | task | source | {args.method} | {args.method} − source | ≥ source − {args.margin:g} |")
+                acc[task][(r["method"], r["seed"])] = (
+                    None if diverged else 100.0 * r["target_accuracy"]
+                )
+    print(
+        f"| setting | task | source | {args.method} | {args.method} − source | ≥ source − "
+        f"{args.margin:g} |"
+    )
     print("|---|---|---|---|---|---|")
     n_ok = n = 0
     for (setting, task), runs in sorted(acc.items()):
@@ -38,13 +44,19 @@ def main():
             continue
         if None in src or None in new:
             n += 1
-            print(f"| {setting} | {task} | {'diverged' if None in src else ''} | {'diverged' if None in new else ''} | | **no** |")
+            print(
+                f"| {setting} | {task} | {'diverged' if None in src else ''} | "
+                f"{'diverged' if None in new else ''} | | **no** |"
+            )
             continue
         s, m = sum(src) / len(src), sum(new) / len(new)
         ok = m >= s - args.margin
         n_ok += ok
         n += 1
-        print(f"| {setting} | {task} | {s:.1f} | {m:.1f} | {m - s:+.1f} | {'yes' if ok else '**no**'} |")
+        print(
+            f"| {setting} | {task} | {s:.1f} | {m:.1f} | {m - s:+.1f} | "
+            f"{'yes' if ok else '**no**'} |"
+        )
     print(f"\n{n_ok} of {n} complete tasks meet the bound (seeds {sorted(seeds)}).")
 
 

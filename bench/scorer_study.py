@@ -13,6 +13,7 @@ usage: python3 bench/scorer_study.py OUT [--per-task] [--candidates NAME,NAME,..
 `mul`), e.g. select's default set; the subset is exact, since every score is a candidate's own.
 Standard library only.
 """
+
 import json
 import math
 import re
@@ -49,7 +50,7 @@ def pearson(a, b):
     sb = math.sqrt(sum((y - mb) ** 2 for y in b))
     if sa == 0 or sb == 0:
         return None  # a constant side: no correlation defined
-    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / (sa * sb)
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=False)) / (sa * sb)
 
 
 def spearman(a, b):
@@ -91,7 +92,7 @@ def mean_rank_values(cands):
     for s in MEAN_RANK:
         v = [c["scores"][s] if c["scores"][s] is not None else -math.inf for c in cands]
         r = ranks([-x for x in v])
-        total = [t + x for t, x in zip(total, r)]
+        total = [t + x for t, x in zip(total, r, strict=False)]
     return [-t / len(MEAN_RANK) for t in total]
 
 
@@ -106,13 +107,19 @@ def rules(cands, names):
     # Safety-first: the best IWCV only when it beats `source`'s IWCV, else source.
     v = [c["scores"]["iwcv"] for c in cands]
     b = argbest(v)
-    out["iwcv-if-beats-source"] = b if b is not None and v[src] is not None and v[b] > v[src] else src
+    out["iwcv-if-beats-source"] = (
+        b if b is not None and v[src] is not None and v[b] > v[src] else src
+    )
     # Consensus: the mean-rank winner only when a majority of the aggregated scorers rank it
     # above `source`, else source.
     b = out["mean-rank"]
-    above = sum(1 for s in MEAN_RANK
-                if cands[b]["scores"][s] is not None and cands[src]["scores"][s] is not None
-                and cands[b]["scores"][s] > cands[src]["scores"][s])
+    above = sum(
+        1
+        for s in MEAN_RANK
+        if cands[b]["scores"][s] is not None
+        and cands[src]["scores"][s] is not None
+        and cands[b]["scores"][s] > cands[src]["scores"][s]
+    )
     out["consensus-mean-rank"] = b if above * 2 > len(MEAN_RANK) else src
     # Constrained: the lowest entropy among the candidates that a risk-estimating scorer does
     # not find worse than `source` by more than m (`source` always admissible).
@@ -121,8 +128,13 @@ def rules(cands, names):
     for guard, margins in CONSTRAINTS.items():
         g = [c["scores"][guard] for c in cands]
         for m in margins:
-            ok = [i == src or (g[i] is not None and g[src] is not None and g[i] >= g[src] - m) for i in range(len(cands))]
-            out[f"safe-entropy({guard},{m:g})"] = argbest([x if k else None for x, k in zip(ent, ok)])
+            ok = [
+                i == src or (g[i] is not None and g[src] is not None and g[i] >= g[src] - m)
+                for i in range(len(cands))
+            ]
+            out[f"safe-entropy({guard},{m:g})"] = argbest(
+                [x if k else None for x, k in zip(ent, ok, strict=False)]
+            )
     out["always-mul"] = names.index("mul")
     out["always-source"] = src
     return out
@@ -146,9 +158,17 @@ def load(root, keep_names):
         cands = [d["selection"]["candidates"][i] for i in keep]
         names = [c["name"] for c in cands]
         acc = [100.0 * ev["target_accuracy"][i] for i in keep]
-        task = {"bench": f.parent.parent.name, "task": f.parent.name.replace("-", "→", 1), "acc": acc,
-                "names": names, "oracle": max(acc), "mul": acc[names.index("mul")],
-                "source": acc[names.index("source")], "corr": {}, "choice": {}}
+        task = {
+            "bench": f.parent.parent.name,
+            "task": f.parent.name.replace("-", "→", 1),
+            "acc": acc,
+            "names": names,
+            "oracle": max(acc),
+            "mul": acc[names.index("mul")],
+            "source": acc[names.index("source")],
+            "corr": {},
+            "choice": {},
+        }
         for s in SCORERS:
             v = [c["scores"][s] for c in cands]
             keep = [i for i, x in enumerate(v) if x is not None]
@@ -169,8 +189,14 @@ def ms(xs, fmt="{:.2f}"):
 
 
 def table(groups, per_task):
-    print("## Rank correlation with target accuracy across candidates (Spearman ρ / Kendall τ_b), mean ± std over tasks")
-    print("(tasks where every candidate has the same accuracy, or a scorer is constant, have no correlation and are left out)\n")
+    print(
+        "## Rank correlation with target accuracy across candidates (Spearman ρ / Kendall "
+        "τ_b), mean ± std over tasks"
+    )
+    print(
+        "(tasks where every candidate has the same accuracy, or a scorer is constant, have "
+        "no correlation and are left out)\n"
+    )
     print("| benchmark | tasks | " + " | ".join(SCORERS) + " |")
     print("|---|---|" + "---|" * len(SCORERS))
     for g, ts in groups:
@@ -181,24 +207,36 @@ def table(groups, per_task):
             cells.append(f"{ms(rho)} / {ms(tau)}")
         print(f"| {g} | {len(ts)} | " + " | ".join(cells) + " |")
     rule_names = list(groups[0][1][0]["choice"].keys())
-    print("\n## Target accuracy (%) of each rule's choice, mean over tasks; regret = oracle − choice; "
-          "Δsrc = choice − `source` (mean, and worst task); Δmul = choice − `mul` (the default fit)\n")
+    print(
+        "\n## Target accuracy (%) of each rule's choice, mean over tasks; regret = oracle − "
+        "choice; "
+        "Δsrc = choice − `source` (mean, and worst task); Δmul = choice − `mul` (the default fit)\n"
+    )
     for g, ts in groups:
         orc = statistics.fmean(t["oracle"] for t in ts)
-        print(f"### {g} ({len(ts)} tasks): oracle {orc:.2f}, mul {statistics.fmean(t['mul'] for t in ts):.2f}, "
-              f"source {statistics.fmean(t['source'] for t in ts):.2f}\n")
+        print(
+            f"### {g} ({len(ts)} tasks): oracle {orc:.2f}, mul "
+            f"{statistics.fmean(t['mul'] for t in ts):.2f}, "
+            f"source {statistics.fmean(t['source'] for t in ts):.2f}\n"
+        )
         print("| rule | accuracy | regret | Δsrc mean | Δsrc worst | Δmul mean | Δmul worst |")
         print("|---|---|---|---|---|---|---|")
         for r in rule_names:
             a = [t["choice"][r][1] for t in ts]
-            reg = [t["oracle"] - x for t, x in zip(ts, a)]
-            ds = [x - t["source"] for t, x in zip(ts, a)]
-            dm = [x - t["mul"] for t, x in zip(ts, a)]
-            print(f"| {r} | {ms(a)} | {statistics.fmean(reg):.2f} | {statistics.fmean(ds):+.2f} | {min(ds):+.2f} | "
-                  f"{statistics.fmean(dm):+.2f} | {min(dm):+.2f} |")
+            reg = [t["oracle"] - x for t, x in zip(ts, a, strict=False)]
+            ds = [x - t["source"] for t, x in zip(ts, a, strict=False)]
+            dm = [x - t["mul"] for t, x in zip(ts, a, strict=False)]
+            print(
+                f"| {r} | {ms(a)} | {statistics.fmean(reg):.2f} | "
+                f"{statistics.fmean(ds):+.2f} | {min(ds):+.2f} | "
+                f"{statistics.fmean(dm):+.2f} | {min(dm):+.2f} |"
+            )
         print()
     default = "safe-entropy(iwcv,0.02)"
-    print(f"## How often the default rule ({default}) chose each candidate (label-free: the choice reads no label)\n")
+    print(
+        f"## How often the default rule ({default}) chose each candidate (label-free: the "
+        "choice reads no label)\n"
+    )
     print("| benchmark | " + " | ".join(groups[0][1][0]["names"]) + " |")
     print("|---|" + "---|" * len(groups[0][1][0]["names"]))
     for g, ts in groups:
@@ -209,10 +247,14 @@ def table(groups, per_task):
         print("## Per task: target accuracy of every candidate, and each rule's choice\n")
         for g, ts in groups:
             for t in ts:
-                accs = ", ".join(f"{n} {a:.2f}" for n, a in zip(t["names"], t["acc"]))
+                accs = ", ".join(f"{n} {a:.2f}" for n, a in zip(t["names"], t["acc"], strict=False))
                 print(f"- {g} {t['task']}: {accs}")
-                print("  choices: " + ", ".join(f"{r}={c[0]}" for r, c in t["choice"].items()
-                                                 if not r.startswith("always")))
+                print(
+                    "  choices: "
+                    + ", ".join(
+                        f"{r}={c[0]}" for r, c in t["choice"].items() if not r.startswith("always")
+                    )
+                )
 
 
 def main():
@@ -223,12 +265,18 @@ def main():
         asked = sys.argv[sys.argv.index("--candidates") + 1].split(",")
         unknown = [n for n in asked if n not in keep_names]
         if unknown or "source" not in asked or "mul" not in asked:
-            sys.exit(f"--candidates: {','.join(asked)}: each must be one of {','.join(keep_names)}, source and mul included")
+            sys.exit(
+                f"--candidates: {','.join(asked)}: each must be one of "
+                f"{','.join(keep_names)}, source and mul included"
+            )
         keep_names = [n for n in keep_names if n in asked]
     tasks = load(sys.argv[1], keep_names)
     if not tasks:
         sys.exit(f"no selection.json with target_evaluation under {sys.argv[1]}")
-    benches = sorted({t["bench"] for t in tasks}, key=lambda b: (BENCH_ORDER.index(b) if b in BENCH_ORDER else 99, b))
+    benches = sorted(
+        {t["bench"] for t in tasks},
+        key=lambda b: (BENCH_ORDER.index(b) if b in BENCH_ORDER else 99, b),
+    )
     groups = [(b, [t for t in tasks if t["bench"] == b]) for b in benches]
     if len(groups) > 1:
         groups.append(("all", tasks))

@@ -6,6 +6,7 @@ only through the records' final scores.
 
 usage: python3 bench/seed_average.py BENCH_DIR [--method mul]
 """
+
 import argparse
 import glob
 import json
@@ -52,14 +53,23 @@ def main():
     ap.add_argument("--method", default="mul")
     a = ap.parse_args()
     per_seed, tasks, failed = seed_means(a.dir, a.method)
-    print(f"{a.method}: tasks per seed {tasks}; per-seed averages " + ", ".join(f"{s}: {m:.3f}" for s, m in per_seed.items()))
+    print(
+        f"{a.method}: tasks per seed {tasks}; per-seed averages "
+        + ", ".join(f"{s}: {m:.3f}" for s, m in per_seed.items())
+    )
     if failed:
-        print(f"{len(failed)} run(s) diverged and are left out of the averages: {', '.join(sorted(failed))}")
+        print(
+            f"{len(failed)} run(s) diverged and are left out of the averages: "
+            f"{', '.join(sorted(failed))}"
+        )
     if len(set(tasks.values())) > 1:
         print("the seeds cover different numbers of tasks: their averages are not comparable")
     elif len(per_seed) > 1:
         vals = list(per_seed.values())
-        print(f"mean over seeds of the task average: {statistics.mean(vals):.3f} ± {statistics.stdev(vals):.3f}")
+        print(
+            f"mean over seeds of the task average: {statistics.mean(vals):.3f} ± "
+            f"{statistics.stdev(vals):.3f}"
+        )
 
 
 if __name__ == "__main__":

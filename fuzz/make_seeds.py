@@ -6,6 +6,7 @@ Usage: python3 fuzz/make_seeds.py   (from the repository root)
 Output: crates/glshift/tests/fuzz_seeds/<target>/, committed and also run through the
 parsers by crates/glshift/tests/fuzz_regressions.rs.
 """
+
 import os
 import struct
 import zlib
@@ -28,22 +29,39 @@ def npy(descr, shape, payload, fortran=False, version=1):
     total = 6 + 2 + len_size + len(header) + 1
     header += " " * ((64 - total % 64) % 64) + "\n"
     fmt = "<H" if version == 1 else "<I"
-    return b"\x93NUMPY" + bytes([version, 0]) + struct.pack(fmt, len(header)) + header.encode() + payload
+    return (
+        b"\x93NUMPY"
+        + bytes([version, 0])
+        + struct.pack(fmt, len(header))
+        + header.encode()
+        + payload
+    )
 
 
 put("npy_reader", "f4_c_3x2.npy", npy("<f4", (3, 2), struct.pack("<6f", 0, 1, 10, 11, 20, 21)))
-put("npy_reader", "f8_fortran_2x3.npy",
-    npy("<f8", (2, 3), struct.pack("<6d", 0, 10, 1, 11, 2, 12), fortran=True))
+put(
+    "npy_reader",
+    "f8_fortran_2x3.npy",
+    npy("<f8", (2, 3), struct.pack("<6d", 0, 10, 1, 11, 2, 12), fortran=True),
+)
 put("npy_reader", "i8_labels_4.npy", npy("<i8", (4,), struct.pack("<4q", 0, 1, 2, 1)))
 put("npy_reader", "u1_2x2x1x1.npy", npy("|u1", (2, 2, 1, 1), bytes([1, 2, 3, 4])))
-put("npy_reader", "f4_big_endian_2x2_v2.npy",
-    npy(">f4", (2, 2), struct.pack(">4f", 1.5, -2, 3, 4), version=2))
+put(
+    "npy_reader",
+    "f4_big_endian_2x2_v2.npy",
+    npy(">f4", (2, 2), struct.pack(">4f", 1.5, -2, 3, 4), version=2),
+)
 put("npy_reader", "f8_labels_column_3x1.npy", npy("<f8", (3, 1), struct.pack("<3d", 2, 0, 1)))
 
 
 # ---------- MATLAB v5 .mat ----------
-CLASS = {"double": (6, 9, "d"), "single": (7, 7, "f"), "uint8": (9, 2, "B"), "int16": (10, 3, "h"),
-         "char": (4, 4, "H")}
+CLASS = {
+    "double": (6, 9, "d"),
+    "single": (7, 7, "f"),
+    "uint8": (9, 2, "B"),
+    "int16": (10, 3, "h"),
+    "char": (4, 4, "H"),
+}
 
 
 def element(e, ty, data, small=False):
@@ -77,21 +95,43 @@ def mat(variables, big_endian=False, compress=False):
 
 
 # MATLAB stores column-major: X below is the 3x2 matrix [[1, 4], [2, 5], [3, 6]].
-put("mat_reader", "X_double_Y_double.mat",
-    mat([("X", [3, 2], "double", [1, 2, 3, 4, 5, 6]), ("Y", [3, 1], "double", [1, 2, 1])]))
-put("mat_reader", "fts_uint8_labels_compressed.mat",
-    mat([("fts", [2, 3], "uint8", [1, 2, 3, 4, 5, 6]), ("labels", [1, 2], "uint8", [0, 1])],
-        compress=True))
-put("mat_reader", "feas_single_transposed_big_endian.mat",
-    mat([("feas", [2, 3], "single", [1, 2, 3, 4, 5, 6]), ("label", [1, 3], "int16", [1, 2, 3])],
-        big_endian=True))
-put("mat_reader", "suffix_features_with_char_and_small_name.mat",
-    mat([("note", [1, 2], "char", [104, 105]),
-         ("a_features", [2, 2], "double", [0.5, 1.5, 2.5, 3.5]),
-         ("y", [2, 1], "double", [0, 1], True)]))
+put(
+    "mat_reader",
+    "X_double_Y_double.mat",
+    mat([("X", [3, 2], "double", [1, 2, 3, 4, 5, 6]), ("Y", [3, 1], "double", [1, 2, 1])]),
+)
+put(
+    "mat_reader",
+    "fts_uint8_labels_compressed.mat",
+    mat(
+        [("fts", [2, 3], "uint8", [1, 2, 3, 4, 5, 6]), ("labels", [1, 2], "uint8", [0, 1])],
+        compress=True,
+    ),
+)
+put(
+    "mat_reader",
+    "feas_single_transposed_big_endian.mat",
+    mat(
+        [("feas", [2, 3], "single", [1, 2, 3, 4, 5, 6]), ("label", [1, 3], "int16", [1, 2, 3])],
+        big_endian=True,
+    ),
+)
+put(
+    "mat_reader",
+    "suffix_features_with_char_and_small_name.mat",
+    mat(
+        [
+            ("note", [1, 2], "char", [104, 105]),
+            ("a_features", [2, 2], "double", [0.5, 1.5, 2.5, 3.5]),
+            ("y", [2, 1], "double", [0, 1], True),
+        ]
+    ),
+)
 
 # ---------- CSV ----------
 put("csv_reader", "label_last.csv", b"f0,f1,label\n1,2,0\n3.5,-4e2,1\n")
 put("csv_reader", "unlabelled_crlf_quoted.csv", b'"a","b c"\r\n1,2\r\n" 3 ",4\r\n')
-put("csv_reader", "pandas_numbered_header_label_first.csv", b"label,0,1,2\n2,0.1,0.2,0.3\n0,1,1,1\n")
+put(
+    "csv_reader", "pandas_numbered_header_label_first.csv", b"label,0,1,2\n2,0.1,0.2,0.3\n0,1,1,1\n"
+)
 put("csv_reader", "float_labels_blank_lines.csv", b"x, label\n\n1e-3, 1.0\n-0, 3\n\n")

@@ -5,6 +5,7 @@ weaker features" study (docs/safety.md). Writes OUT in the npy layout `glshift f
 
     python scripts/reduce_features.py DATA K OUT
 """
+
 import os
 import shutil
 import sys
@@ -13,8 +14,12 @@ import numpy as np
 
 
 def main(data, k, out):
-    domains = sorted(f[: -len("_features.npy")] for f in os.listdir(data) if f.endswith("_features.npy"))
-    feats = {d: np.load(os.path.join(data, f"{d}_features.npy")).astype(np.float64) for d in domains}
+    domains = sorted(
+        f[: -len("_features.npy")] for f in os.listdir(data) if f.endswith("_features.npy")
+    )
+    feats = {
+        d: np.load(os.path.join(data, f"{d}_features.npy")).astype(np.float64) for d in domains
+    }
     pooled = np.concatenate(list(feats.values()))
     mean = pooled.mean(axis=0)
     # Principal axes of the pooled, centred rows (SVD; signs as numpy returns them).

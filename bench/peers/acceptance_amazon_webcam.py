@@ -20,7 +20,10 @@ import glshift
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--cli", required=True)
-ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared/data/office_caltech10_effnetlite2"))
+ap.add_argument(
+    "--data",
+    default=str(Path(__file__).resolve().parents[3] / "shared/data/office_caltech10_effnetlite2"),
+)
 a = ap.parse_args()
 data = Path(a.data)
 if not data.is_dir():
@@ -28,7 +31,24 @@ if not data.is_dir():
     sys.exit(0)
 
 with tempfile.TemporaryDirectory() as out:
-    subprocess.run([a.cli, "fit", "--data", str(data), "--source", "amazon", "--target", "webcam", "--seed", "0", "--out", out, "--quiet"], check=True)
+    subprocess.run(
+        [
+            a.cli,
+            "fit",
+            "--data",
+            str(data),
+            "--source",
+            "amazon",
+            "--target",
+            "webcam",
+            "--seed",
+            "0",
+            "--out",
+            out,
+            "--quiet",
+        ],
+        check=True,
+    )
     cli_acc = json.loads((Path(out) / "report.json").read_text())["target_accuracy"]
     cli_model = glshift.load(Path(out) / "model.glshift")
 
@@ -42,10 +62,16 @@ mul = glshift.MUL(seed=0).fit(X, y, sample_domain=sd)
 py_acc = mul.score(xt, yt)
 same_proba = np.array_equal(mul.predict_proba(xt), cli_model.predict_proba(xt))
 print(f"glshift fit --seed 0:      target accuracy {cli_acc:.6f}")
-print(f"glshift.MUL(seed=0).fit:   target accuracy {py_acc:.6f}  (equal: {py_acc == cli_acc}; probabilities bit-identical: {same_proba})")
+print(
+    f"glshift.MUL(seed=0).fit:   target accuracy {py_acc:.6f}  (equal: {py_acc == cli_acc}; "
+    f"probabilities bit-identical: {same_proba})"
+)
 
 pipe = skada.make_da_pipeline(StandardScaler(), glshift.MUL(seed=0))
 pipe.fit(X, y, sample_domain=sd)
 pred = pipe.predict(xt, sample_domain=-np.ones(len(yt), dtype=int))
-print(f"make_da_pipeline(StandardScaler(), MUL(seed=0)): fits and predicts {len(pred)} rows, target accuracy {np.mean(pred == yt):.6f}")
+print(
+    f"make_da_pipeline(StandardScaler(), MUL(seed=0)): fits and predicts {len(pred)} rows, "
+    f"target accuracy {np.mean(pred == yt):.6f}"
+)
 sys.exit(0 if py_acc == cli_acc and same_proba else 1)

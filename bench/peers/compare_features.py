@@ -6,6 +6,7 @@
 Per domain: shape, whether labels are identical (same order), worst and mean cosine
 similarity of matching rows, and how many rows fall below 0.999; then over all domains.
 """
+
 import sys
 
 import numpy as np
@@ -19,11 +20,18 @@ def main():
         la, lb = np.load(f"{out}/{d}_labels.npy"), np.load(f"{ref}/{d}_labels.npy")
         c = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
         allc.append(c)
-        print(f"{d}: {a.shape} {a.dtype}, labels {la.dtype} identical: {bool(np.array_equal(la, lb))}, "
-              f"cosine worst {c.min():.6f} (row {c.argmin()}) mean {c.mean():.6f}, rows < 0.999: {(c < 0.999).sum()}")
+        print(
+            f"{d}: {a.shape} {a.dtype}, labels {la.dtype} identical: "
+            f"{bool(np.array_equal(la, lb))}, "
+            f"cosine worst {c.min():.6f} (row {c.argmin()}) mean {c.mean():.6f}, rows < "
+            f"0.999: {(c < 0.999).sum()}"
+        )
     c = np.concatenate(allc)
     same = open(f"{out}/classes.txt").read() == open(f"{ref}/classes.txt").read()
-    print(f"all {len(c)} rows: cosine worst {c.min():.6f} mean {c.mean():.6f}; classes.txt identical: {same}")
+    print(
+        f"all {len(c)} rows: cosine worst {c.min():.6f} mean {c.mean():.6f}; classes.txt "
+        f"identical: {same}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,12 @@ def methods(seed):
     return {
         "source-lr": lambda: mk(StandardScaler(), LogisticRegression()),
         "coral": lambda: mk(StandardScaler(), skada.CORAL()),
-        "linear-ot": lambda: mk(StandardScaler(), PCA(n_components=100, random_state=seed), skada.LinearOTMapping()),
-        "entropic-ot": lambda: mk(StandardScaler(), PCA(n_components=100, random_state=seed), skada.EntropicOTMapping()),
+        "linear-ot": lambda: mk(
+            StandardScaler(), PCA(n_components=100, random_state=seed), skada.LinearOTMapping()
+        ),
+        "entropic-ot": lambda: mk(
+            StandardScaler(), PCA(n_components=100, random_state=seed), skada.EntropicOTMapping()
+        ),
         "sa": lambda: mk(StandardScaler(), skada.SubspaceAlignment(random_state=seed)),
         "kmm": lambda: mk(StandardScaler(), skada.KMMReweight()),
         "mmdtars": lambda: mk(StandardScaler(), skada.MMDTarSReweight()),
@@ -57,22 +61,39 @@ def markdown(tasks, names, results):
     ran = [(s, t) for s, t in tasks if all((s, t, n) in results for n in names)]
     lines = ["| task | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
     for s, t in ran:
-        lines.append(f"| {s[0].upper()}→{t[0].upper()} | " + " | ".join(cell(results[(s, t, n)]) for n in names) + " |")
+        lines.append(
+            f"| {s[0].upper()}→{t[0].upper()} | "
+            + " | ".join(cell(results[(s, t, n)]) for n in names)
+            + " |"
+        )
     if ran:
         means = []
         for n in names:
             rs = [results[(s, t, n)] for s, t in ran]
             ok = [r for r in rs if r[2] is None]
-            acc = f"**{100 * np.mean([r[0] for r in ok]):.1f}**" if len(ok) == len(rs) else f"{len(rs) - len(ok)} of {len(rs)} fail"
+            acc = (
+                f"**{100 * np.mean([r[0] for r in ok]):.1f}**"
+                if len(ok) == len(rs)
+                else f"{len(rs) - len(ok)} of {len(rs)} fail"
+            )
             means.append(f"{acc} ({np.mean([r[1] for r in rs]):.1f} s)")
         lines.append(f"| mean ({len(ran)} tasks) | " + " | ".join(means) + " |")
-    errors = sorted({f"{n}: {results[(s, t, n)][2]}" for s, t in ran for n in names if results[(s, t, n)][2]})
+    errors = sorted(
+        {f"{n}: {results[(s, t, n)][2]}" for s, t in ran for n in names if results[(s, t, n)][2]}
+    )
     return "\n".join(lines + ([""] + [f"- {e}" for e in errors] if errors else []))
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared/data/office_caltech10_effnetlite2"))
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--data",
+        default=str(
+            Path(__file__).resolve().parents[3] / "shared/data/office_caltech10_effnetlite2"
+        ),
+    )
     ap.add_argument("--tasks", default=None, help="source:target,... (default: all 12)")
     ap.add_argument("--methods", default=None, help="comma-separated (default: all)")
     ap.add_argument("--seed", type=int, default=0)
@@ -83,7 +104,11 @@ def main():
     if not data.is_dir():
         print(f"SKIPPED: {data} is absent")
         return 0
-    tasks = [tuple(t.split(":")) for t in a.tasks.split(",")] if a.tasks else [(s, t) for s in DOMAINS for t in DOMAINS if s != t]
+    tasks = (
+        [tuple(t.split(":")) for t in a.tasks.split(",")]
+        if a.tasks
+        else [(s, t) for s in DOMAINS for t in DOMAINS if s != t]
+    )
     table = methods(a.seed)
     names = a.methods.split(",") if a.methods else list(table)
     load = lambda d: (np.load(data / f"{d}_features.npy"), np.load(data / f"{d}_labels.npy"))  # noqa: E731
@@ -100,7 +125,9 @@ def main():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     est.fit(X, y, sample_domain=sd)
-                    pred = est.predict(xt.astype(np.float64), sample_domain=-2 * np.ones(len(yt), dtype=int))
+                    pred = est.predict(
+                        xt.astype(np.float64), sample_domain=-2 * np.ones(len(yt), dtype=int)
+                    )
                 acc, err = float(np.mean(pred == yt)), None  # evaluation only
             except Exception as e:  # a method failing on a task is a result too
                 acc, err = None, f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
@@ -111,7 +138,9 @@ def main():
         md = markdown(tasks, names, results)
         if a.out:
             Path(a.out).write_text(md + "\n")  # after every task: a partial run keeps its rows
-    print("\naccuracy % on the target (seconds for fit + predict)\n" + markdown(tasks, names, results))
+    print(
+        "\naccuracy % on the target (seconds for fit + predict)\n" + markdown(tasks, names, results)
+    )
     return 0
 
 

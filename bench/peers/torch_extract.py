@@ -13,6 +13,7 @@ Needs: pip install torch torchvision pillow numpy efficientnet-lite-pytorch
 Prints images/s for decoding + preprocessing + inference (weights loading excluded), the
 quantity `glshift extract` prints. With --out, writes <domain>_features.npy for comparison.
 """
+
 import argparse
 import os
 import time
@@ -20,13 +21,15 @@ import time
 import numpy as np
 import torch
 import torchvision.transforms as T
-from PIL import Image
 from efficientnet_lite_pytorch import EfficientNet
+from PIL import Image
 
 
 def files_of(domain_dir):
     """(path, label) in row order: class folders sorted, then file names sorted."""
-    classes = sorted(d for d in os.listdir(domain_dir) if os.path.isdir(os.path.join(domain_dir, d)))
+    classes = sorted(
+        d for d in os.listdir(domain_dir) if os.path.isdir(os.path.join(domain_dir, d))
+    )
     rows = []
     for label, c in enumerate(classes):
         for f in sorted(os.listdir(os.path.join(domain_dir, c))):
@@ -47,27 +50,35 @@ def main():
     model = EfficientNet.from_name("efficientnet-lite2")
     model.load_state_dict(torch.load(a.weights, map_location="cpu", weights_only=False))
     model.eval()
-    tf = T.Compose([
-        T.Resize(297, interpolation=T.InterpolationMode.BICUBIC),
-        T.CenterCrop(260),
-        T.ToTensor(),
-        T.Normalize([127 / 255] * 3, [128 / 255] * 3),
-    ])
+    tf = T.Compose(
+        [
+            T.Resize(297, interpolation=T.InterpolationMode.BICUBIC),
+            T.CenterCrop(260),
+            T.ToTensor(),
+            T.Normalize([127 / 255] * 3, [128 / 255] * 3),
+        ]
+    )
     total, start = 0, time.perf_counter()
     for d in a.domains:
         rows = files_of(os.path.join(a.images, d))
         feats = []
         with torch.no_grad():
             for i in range(0, len(rows), a.batch):
-                x = torch.stack([tf(Image.open(p).convert("RGB")) for p, _ in rows[i:i + a.batch]])
+                x = torch.stack(
+                    [tf(Image.open(p).convert("RGB")) for p, _ in rows[i : i + a.batch]]
+                )
                 feats.append(model.extract_features(x).mean((2, 3)).numpy())
         total += len(rows)
         if a.out:
             os.makedirs(a.out, exist_ok=True)
-            np.save(os.path.join(a.out, f"{d}_features.npy"), np.concatenate(feats).astype(np.float32))
+            np.save(
+                os.path.join(a.out, f"{d}_features.npy"), np.concatenate(feats).astype(np.float32)
+            )
     secs = time.perf_counter() - start
-    print(f"torch {torch.__version__}: extracted {total} images in {secs:.1f} s: "
-          f"{total / secs:.2f} images/s on {a.threads} threads (batch {a.batch})")
+    print(
+        f"torch {torch.__version__}: extracted {total} images in {secs:.1f} s: "
+        f"{total / secs:.2f} images/s on {a.threads} threads (batch {a.batch})"
+    )
 
 
 if __name__ == "__main__":

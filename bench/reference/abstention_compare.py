@@ -29,6 +29,7 @@ Matching choices (both sides then compute the same quantity):
   gradient of 1e-12), and MLLS on the minimum's calibration against glshift's, which says
   whether an MLLS difference comes from BCTS or from EM.
 """
+
 import argparse
 import json
 import sys
@@ -63,7 +64,9 @@ def refined_bcts_check(sp, sl, tp, bcts, ours_mlls):
         return e / e.sum(axis=1, keepdims=True)
 
     c = sp.shape[1]
-    best = minimize(nll, np.r_[1.0, np.zeros(c)], method="BFGS", options={"gtol": 1e-12, "maxiter": 10000})
+    best = minimize(
+        nll, np.r_[1.0, np.zeros(c)], method="BFGS", options={"gtol": 1e-12, "maxiter": 10000}
+    )
     theirs = -np.log(bcts(sp)[rows, sl]).mean()
     pi = np.bincount(sl, minlength=c) / len(sl)
     post, p = calibrate(best.x, lt), pi.copy()
@@ -74,12 +77,17 @@ def refined_bcts_check(sp, sl, tp, bcts, ours_mlls):
         p = q
         if done:
             break
-    print(f"not compared: BCTS hold-out NLL abstention {theirs:.6f}, minimum (BFGS) {best.fun:.6f}; "
-          f"MLLS on the minimum's calibration differs from glshift's by {np.abs(p - ours_mlls).max():.2e}")
+    print(
+        f"not compared: BCTS hold-out NLL abstention {theirs:.6f}, minimum (BFGS) {best.fun:.6f}; "
+        "MLLS on the minimum's calibration differs from glshift's by "
+        f"{np.abs(p - ours_mlls).max():.2e}"
+    )
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--probs", required=True, help="folder written by --save-probs")
     ap.add_argument("--report", required=True, help="report.json of the probabilities form")
     ap.add_argument("--tol", type=float, default=1e-3)
@@ -98,25 +106,31 @@ def main():
 
     theirs = {}
     for key, soft in [("bbse", False), ("bbse-soft", True)]:
-        w = BBSEImbalanceAdapter(soft=soft)(valid_labels=yl, tofit_initial_posterior_probs=tp,
-                                            valid_posterior_probs=sp).multipliers
+        w = BBSEImbalanceAdapter(soft=soft)(
+            valid_labels=yl, tofit_initial_posterior_probs=tp, valid_posterior_probs=sp
+        ).multipliers
         p = w * p_hold
         theirs[key] = p / p.sum()
-    bcts = TempScaling(bias_positions="all")(valid_preacts=sp, valid_labels=yl, posterior_supplied=True)
+    bcts = TempScaling(bias_positions="all")(
+        valid_preacts=sp, valid_labels=yl, posterior_supplied=True
+    )
     sp_cal, tp_cal = bcts(sp), bcts(tp)
     em = EMImbalanceAdapter(tolerance=1e-10, max_iterations=100000)
     f = em(tofit_initial_posterior_probs=tp_cal, valid_posterior_probs=sp_cal, valid_labels=yl)
     # multipliers = final frequencies / mean calibrated hold-out posterior
     theirs["mlls"] = f.multipliers * sp_cal.mean(axis=0)
-    released = EMImbalanceAdapter(calibrator_factory=TempScaling(bias_positions="all"), tolerance=1e-10,
-                                  max_iterations=100000)
+    released = EMImbalanceAdapter(
+        calibrator_factory=TempScaling(bias_positions="all"), tolerance=1e-10, max_iterations=100000
+    )
     g = released(tofit_initial_posterior_probs=tp, valid_posterior_probs=sp, valid_labels=yl)
     as_released = g.multipliers * g.calibrator_func(sp).mean(axis=0)
 
     worst = 0.0
     for key, p in theirs.items():
         if key not in ours or "prior" not in ours[key]:
-            print(f"{key}: missing from {a.report} (run glshift with --estimator bbse,bbse-soft,mlls)")
+            print(
+                f"{key}: missing from {a.report} (run glshift with --estimator bbse,bbse-soft,mlls)"
+            )
             return 2
         q = np.array(ours[key]["prior"])
         d = float(np.abs(p - q).max())
@@ -125,8 +139,13 @@ def main():
         print(f"{'':10s} glshift    {np.round(q, 4).tolist()}")
         print(f"{'':10s} abstention {np.round(p, 4).tolist()}")
     d = float(np.abs(as_released - np.array(ours["mlls"]["prior"])).max())
-    print(f"not compared: EMImbalanceAdapter(calibrator_factory=BCTS) as released differs by {d:.2e}")
-    print(f"{'':10s} abstention {np.round(as_released, 4).tolist()}  (EM on uncalibrated target probabilities)")
+    print(
+        f"not compared: EMImbalanceAdapter(calibrator_factory=BCTS) as released differs by {d:.2e}"
+    )
+    print(
+        f"{'':10s} abstention {np.round(as_released, 4).tolist()}  (EM on uncalibrated "
+        "target probabilities)"
+    )
     refined_bcts_check(sp, sl, tp, bcts, np.array(ours["mlls"]["prior"]))
     verdict = "agree" if worst <= a.tol else "DIFFER"
     print(f"{verdict} within {a.tol:g} (largest difference {worst:.2e})")

@@ -26,7 +26,9 @@ import numpy as np
 
 
 def load(d):
-    f = lambda name: np.load(os.path.join(d, name))
+    def f(name):
+        return np.load(os.path.join(d, name))
+
     with open(os.path.join(d, "meta.json")) as fh:
         meta = json.load(fh)
     return f("zs.npy"), f("ys.npy"), f("zt.npy"), f("yt.npy"), f("prior.npy"), meta
@@ -173,7 +175,11 @@ def dense_inverse_fn():
 
 def unpack_jax(out):
     (j_tu, (gs, gt)), (j_du, (ds, dt)) = out
-    return float(j_tu), float(j_du), [(np.asarray(gs), np.asarray(gt)), (np.asarray(ds), np.asarray(dt))]
+    return (
+        float(j_tu),
+        float(j_du),
+        [(np.asarray(gs), np.asarray(gt)), (np.asarray(ds), np.asarray(dt))],
+    )
 
 
 def timed(call, runs):
@@ -189,8 +195,11 @@ def timed(call, runs):
 
 def compare(result, d, meta):
     j_tu, j_du, grads = result
-    errs = [abs(j_tu - meta["ours_tu"]) / abs(meta["ours_tu"]), abs(j_du - meta["ours_du"]) / abs(meta["ours_du"])]
-    for (gs, gt), name in zip(grads, ["tu", "du"]):
+    errs = [
+        abs(j_tu - meta["ours_tu"]) / abs(meta["ours_tu"]),
+        abs(j_du - meta["ours_du"]) / abs(meta["ours_du"]),
+    ]
+    for (gs, gt), name in zip(grads, ["tu", "du"], strict=False):
         for g, side in [(gs, "s"), (gt, "t")]:
             ours = np.load(os.path.join(d, f"ours_{name}_grad_{side}.npy")).astype(np.float64)
             scale = np.max(np.abs(ours))
@@ -233,22 +242,35 @@ def main():
             continue
         try:
             if peer == "numpy":
-                call = lambda: numpy_peer(zs, ys, zt, yt, prior, h, eps, b)
+
+                def call():
+                    return numpy_peer(zs, ys, zt, yt, prior, h, eps, b)
             else:
                 import jax
                 import jax.numpy as jnp
 
                 out["versions"]["jax"] = jax.__version__
-                f32 = lambda a: jnp.asarray(a, dtype=jnp.float32)
+
+                def f32(a):
+                    return jnp.asarray(a, dtype=jnp.float32)
+
                 if peer == "jax":
                     ws, wt, wp, act = constants(ys, yt, prior, eps, b)
                     fn = jax_peer_fn()
-                    a = [f32(v) for v in (zs, zt, ys, yt, ws, wt, wp, prior, act)] + [jnp.float32(h)]
+                    a = [f32(v) for v in (zs, zt, ys, yt, ws, wt, wp, prior, act)] + [
+                        jnp.float32(h)
+                    ]
                 else:
                     act = ((ys.sum(0) + yt.sum(0)) > 0).astype(np.float64)
                     fn = dense_inverse_fn()
-                    a = [f32(v) for v in (zs, zt, ys, yt, b, prior, act)] + [jnp.float32(eps), jnp.float32(h)]
-                call = lambda: unpack_jax(jax.block_until_ready(fn(*a)))
+                    a = [f32(v) for v in (zs, zt, ys, yt, b, prior, act)] + [
+                        jnp.float32(eps),
+                        jnp.float32(h),
+                    ]
+
+                def call(fn=fn, a=a):
+                    return unpack_jax(jax.block_until_ready(fn(*a)))
+
             secs, times, result = timed(call, args.runs)
             entry = {"seconds": secs, "seconds_all": times}
             if "ours_tu" in meta:

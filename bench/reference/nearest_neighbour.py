@@ -4,6 +4,7 @@ labels score only.
 
     python3 bench/reference/nearest_neighbour.py ../shared/data/mnist_usps mnist usps
 """
+
 import sys
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import numpy as np
 
 
 def load(data, domain):
-    return np.load(data / f"{domain}_features.npy").astype(np.float64), np.load(data / f"{domain}_labels.npy")
+    return np.load(data / f"{domain}_features.npy").astype(np.float64), np.load(
+        data / f"{domain}_labels.npy"
+    )
 
 
 def main():

@@ -9,6 +9,7 @@ how many draws would have had R > Δ_C (a correction) with the bare bound. Reads
 
     python bench/reference/rlls_margin.py study/study.json
 """
+
 import json
 import re
 import sys
@@ -18,7 +19,10 @@ PAT = re.compile(r"Δ_C = ([0-9.e+-]+) \(from (\d+) hold-out rows\) ≥ ‖Cᵀb
 
 def main(path):
     study = json.load(open(path))
-    print("| domain | rows estimating C | regulariser used (3·Δ_C) | Δ_C alone | max ‖Cᵀb‖/‖b‖ | draws with w = 1 | draws that Δ_C alone would correct |")
+    print(
+        "| domain | rows estimating C | regulariser used (3·Δ_C) | Δ_C alone | max ‖Cᵀb‖/‖b‖ "
+        "| draws with w = 1 | draws that Δ_C alone would correct |"
+    )
     print("|---|---|---|---|---|---|---|")
     for d in study["domains"]:
         used, n, ratios, free = None, None, [], 0

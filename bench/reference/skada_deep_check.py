@@ -66,9 +66,15 @@ def parse_args():
     p.add_argument("--seeds", default="0")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--iterations", type=int, default=1000)
-    p.add_argument("--disc-init", choices=("torch", "reference"), default="torch",
-                   help="the discriminator's start (see the module docs)")
-    p.add_argument("--glshift", type=Path, nargs="*", default=[], help="glshift bench output folders")
+    p.add_argument(
+        "--disc-init",
+        choices=("torch", "reference"),
+        default="torch",
+        help="the discriminator's start (see the module docs)",
+    )
+    p.add_argument(
+        "--glshift", type=Path, nargs="*", default=[], help="glshift bench output folders"
+    )
     p.add_argument("--out", type=Path, required=True)
     return p.parse_args()
 
@@ -100,7 +106,6 @@ def stratified_holdout(y, fraction, seed):
 
 
 def make_net(d, c):
-    import torch
     from torch import nn
 
     class Net(nn.Module):
@@ -108,10 +113,18 @@ def make_net(d, c):
 
         def __init__(self):
             super().__init__()
-            self.g = nn.Sequential(OrderedDict([
-                ("lin1", nn.Linear(d, 512)), ("bn1", nn.BatchNorm1d(512)), ("relu1", nn.ReLU()),
-                ("lin2", nn.Linear(512, 256)), ("bn2", nn.BatchNorm1d(256)), ("relu2", nn.ReLU()),
-            ]))
+            self.g = nn.Sequential(
+                OrderedDict(
+                    [
+                        ("lin1", nn.Linear(d, 512)),
+                        ("bn1", nn.BatchNorm1d(512)),
+                        ("relu1", nn.ReLU()),
+                        ("lin2", nn.Linear(512, 256)),
+                        ("bn2", nn.BatchNorm1d(256)),
+                        ("relu2", nn.ReLU()),
+                    ]
+                )
+            )
             self.head = nn.Linear(256, c)
 
         def forward(self, x, sample_weight=None):
@@ -123,6 +136,7 @@ def make_net(d, c):
 def set_bn_stats(net, x):
     """BatchNorm's evaluation statistics := those of `x` (glshift's rule: source training rows)."""
     import torch
+
     bns = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm1d)]
     saved = [m.momentum for m in bns]
     for m in bns:
@@ -130,7 +144,7 @@ def set_bn_stats(net, x):
     net.train()
     with torch.no_grad():
         net(torch.as_tensor(x))
-    for m, mom in zip(bns, saved):
+    for m, mom in zip(bns, saved, strict=False):
         m.momentum = mom
     net.eval()
 
@@ -139,11 +153,20 @@ def pretrain(xs_tr, ys_tr, xs_ho, ys_ho, c, seed, iters=500, patience=20, rho=0.
     """glshift's pre-training rule (module docs), in torch."""
     import torch
     import torch.nn.functional as F
+
     torch.manual_seed(seed)
     net = make_net(xs_tr.shape[1], c)
-    decay = [p for n, p in net.named_parameters() if n.endswith("weight") and ("lin" in n or "head" in n)]
-    rest = [p for n, p in net.named_parameters() if not (n.endswith("weight") and ("lin" in n or "head" in n))]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 1e-2}, {"params": rest, "weight_decay": 0.0}], lr=1e-3)
+    decay = [
+        p for n, p in net.named_parameters() if n.endswith("weight") and ("lin" in n or "head" in n)
+    ]
+    rest = [
+        p
+        for n, p in net.named_parameters()
+        if not (n.endswith("weight") and ("lin" in n or "head" in n))
+    ]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 1e-2}, {"params": rest, "weight_decay": 0.0}], lr=1e-3
+    )
     xtr, ytr = torch.as_tensor(xs_tr), torch.as_tensor(ys_tr)
     xho, yho = torch.as_tensor(xs_ho), torch.as_tensor(ys_ho)
     best, best_at, best_state = None, 0, None
@@ -183,11 +206,20 @@ def discriminator(d_in, p_holder, init="torch"):
 
         def __init__(self):
             super().__init__()
-            self.net = nn.Sequential(OrderedDict([
-                ("lin1", nn.Linear(d_in, 1024)), ("relu1", nn.ReLU()), ("drop1", nn.Dropout(0.5)),
-                ("lin2", nn.Linear(1024, 1024)), ("relu2", nn.ReLU()), ("drop2", nn.Dropout(0.5)),
-                ("lin3", nn.Linear(1024, 1)), ("sig", nn.Sigmoid()),
-            ]))
+            self.net = nn.Sequential(
+                OrderedDict(
+                    [
+                        ("lin1", nn.Linear(d_in, 1024)),
+                        ("relu1", nn.ReLU()),
+                        ("drop1", nn.Dropout(0.5)),
+                        ("lin2", nn.Linear(1024, 1024)),
+                        ("relu2", nn.ReLU()),
+                        ("drop2", nn.Dropout(0.5)),
+                        ("lin3", nn.Linear(1024, 1)),
+                        ("sig", nn.Sigmoid()),
+                    ]
+                )
+            )
             if init == "reference":
                 for name, std in (("lin1", 0.01), ("lin2", 0.01), ("lin3", 0.3)):
                     layer = getattr(self.net, name)
@@ -203,10 +235,11 @@ def discriminator(d_in, p_holder, init="torch"):
 
 
 def skada_fit(method, net, xs, ys, xt, seed, iterations, c, disc_init="torch"):
-    """One skada estimator from a copy of the pre-trained `net`; returns (estimator, iterations run)."""
+    """One skada estimator from a copy of the pre-trained `net`; returns (estimator, iterations
+    run)."""
     import torch
-    from skorch.callbacks import Callback, LRScheduler
     from skada.deep import CDAN, DAN, DANN, DeepCoral, SourceOnly
+    from skorch.callbacks import Callback, LRScheduler
 
     b = 36
     per_epoch_s = len(xs) // b
@@ -222,21 +255,50 @@ def skada_fit(method, net, xs, ys, xt, seed, iterations, c, disc_init="torch"):
                 state["it"] += 1
 
     common = dict(
-        batch_size=b, max_epochs=epochs, train_split=None, verbose=0, device="cpu",
-        optimizer=torch.optim.SGD, lr=0.01, optimizer__momentum=0.9, optimizer__nesterov=True,
+        batch_size=b,
+        max_epochs=epochs,
+        train_split=None,
+        verbose=0,
+        device="cpu",
+        optimizer=torch.optim.SGD,
+        lr=0.01,
+        optimizer__momentum=0.9,
+        optimizer__nesterov=True,
         optimizer__weight_decay=0.0,
-        optimizer__param_groups=[("*lin*.weight", {"weight_decay": 1e-3}), ("*head.weight", {"weight_decay": 1e-3})],
-        callbacks=[Progress(), LRScheduler(policy=torch.optim.lr_scheduler.LambdaLR,
-                                           lr_lambda=lambda t: (1 + 10 * t / total) ** -0.75, step_every="batch")],
+        optimizer__param_groups=[
+            ("*lin*.weight", {"weight_decay": 1e-3}),
+            ("*head.weight", {"weight_decay": 1e-3}),
+        ],
+        callbacks=[
+            Progress(),
+            LRScheduler(
+                policy=torch.optim.lr_scheduler.LambdaLR,
+                lr_lambda=lambda t: (1 + 10 * t / total) ** -0.75,
+                step_every="batch",
+            ),
+        ],
     )
     module = copy.deepcopy(net)
     z = 256
     if method == "source":
         est = SourceOnly(module, layer_name="g", **common)
     elif method == "dann":
-        est = DANN(module, layer_name="g", reg=1, domain_classifier=discriminator(z, state, disc_init), **common)
+        est = DANN(
+            module,
+            layer_name="g",
+            reg=1,
+            domain_classifier=discriminator(z, state, disc_init),
+            **common,
+        )
     elif method == "cdan":
-        est = CDAN(module, layer_name="g", reg=1, n_classes=c, domain_classifier=discriminator(z * c, state, disc_init), **common)
+        est = CDAN(
+            module,
+            layer_name="g",
+            reg=1,
+            n_classes=c,
+            domain_classifier=discriminator(z * c, state, disc_init),
+            **common,
+        )
     elif method == "dan":
         est = DAN(module, layer_name="g", reg=1, **common)
     elif method == "coral":
@@ -253,17 +315,21 @@ def skada_fit(method, net, xs, ys, xt, seed, iterations, c, disc_init="torch"):
 
 def accuracy(est_or_net, xt, yt):
     import torch
+
     if isinstance(est_or_net, torch.nn.Module):
         est_or_net.eval()
         with torch.no_grad():
             pred = est_or_net(torch.as_tensor(xt)).argmax(1).numpy()
     else:
-        pred = est_or_net.predict(xt.astype(np.float32), sample_domain=-2 * np.ones(len(xt), dtype=np.int64))
+        pred = est_or_net.predict(
+            xt.astype(np.float32), sample_domain=-2 * np.ones(len(xt), dtype=np.int64)
+        )
     return float((pred == yt).mean())
 
 
 def run_task(args, src, tgt, seed, methods, out_runs):
     import torch
+
     torch.set_num_threads(1)
     xs_all, ys_all = load(args.data, src)
     xt, yt = load(args.data, tgt)
@@ -292,8 +358,11 @@ def run_task(args, src, tgt, seed, methods, out_runs):
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(rec))
         tmp.replace(path)
-        print(f"{m:10s} {src}->{tgt} seed {seed}: {100 * rec['accuracy']:.1f} "
-              f"({rec['iterations']} it, {rec['seconds']:.0f} s)", flush=True)
+        print(
+            f"{m:10s} {src}->{tgt} seed {seed}: {100 * rec['accuracy']:.1f} "
+            f"({rec['iterations']} it, {rec['seconds']:.0f} s)",
+            flush=True,
+        )
 
 
 def glshift_records(folders):
@@ -320,26 +389,38 @@ def table(args, tasks, seeds, methods, out_runs):
     for p in out_runs.glob("*.json"):
         r = json.loads(p.read_text())
         sk[(r["method"], r["source"], r["target"], r["seed"])] = r
-    short = lambda t: f"{t[0][0].upper()}→{t[1][0].upper()}"
+
+    def short(t):
+        return f"{t[0][0].upper()}→{t[1][0].upper()}"
+
     print("| method | impl | " + " | ".join(short(t) for t in tasks) + " | Avg |")
     print("|---|---|" + "---|" * (len(tasks) + 1))
-    rows = [("skada", lambda m, t, s: sk.get((m, *t, s), {}).get("accuracy")),
-            ("skada·bn", lambda m, t, s: sk.get((m, *t, s), {}).get("accuracy_source_bn")),
-            ("glshift", lambda m, t, s: gl.get((m, *t, s)))]
+    rows = [
+        ("skada", lambda m, t, s: sk.get((m, *t, s), {}).get("accuracy")),
+        ("skada·bn", lambda m, t, s: sk.get((m, *t, s), {}).get("accuracy_source_bn")),
+        ("glshift", lambda m, t, s: gl.get((m, *t, s))),
+    ]
     for m in methods:
         for impl, get in rows:
-            if (impl == "skada·bn" and m == "pretrained") or (impl == "glshift" and m == "pretrained"):
+            if (impl == "skada·bn" and m == "pretrained") or (
+                impl == "glshift" and m == "pretrained"
+            ):
                 continue
             per_task = [[v for s in seeds if (v := get(m, t, s)) is not None] for t in tasks]
             complete = all(len(v) == len(seeds) for v in per_task)
             avg = [float(np.mean([get(m, t, s) for t in tasks])) for s in seeds] if complete else []
-            print(f"| {m} | {impl} | " + " | ".join(cell(v) for v in per_task) + f" | {cell(avg)} |")
+            print(
+                f"| {m} | {impl} | " + " | ".join(cell(v) for v in per_task) + f" | {cell(avg)} |"
+            )
 
 
 def main():
     args = parse_args()
-    tasks = [tuple(t.split(":")) for t in args.tasks.split(",")] if args.tasks else \
-        [(s, t) for s in DOMAINS for t in DOMAINS if s != t]
+    tasks = (
+        [tuple(t.split(":")) for t in args.tasks.split(",")]
+        if args.tasks
+        else [(s, t) for s in DOMAINS for t in DOMAINS if s != t]
+    )
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = args.methods.split(",")
     for m in methods:

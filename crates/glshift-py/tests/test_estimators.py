@@ -13,6 +13,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import glshift
+
 from conftest import FAST, blobs
 
 
@@ -32,7 +33,7 @@ def test_fit_sets_fitted_attributes(data, fitted):
 
 
 def test_predict_proba_adapted_to_a_batch(data, fitted):
-    X = data["X"][data["n_source"]:]
+    X = data["X"][data["n_source"] :]
     p = fitted.predict_proba(X, adapt_prior=True, bootstrap=50, seed=1)
     assert p.shape == (len(X), 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)
@@ -40,20 +41,24 @@ def test_predict_proba_adapted_to_a_batch(data, fitted):
     # The fit's own target: the same estimate as the model's, nothing moved.
     np.testing.assert_array_equal(b["batch_prior"], fitted.target_prior_)
     assert b["batch_prior_move_l1"] == 0.0 and b["resamples"] == 50
-    assert np.all(b["batch_prior_ci_low"] <= b["batch_prior"]) and np.all(b["batch_prior"] <= b["batch_prior_ci_high"])
+    assert np.all(b["batch_prior_ci_low"] <= b["batch_prior"]) and np.all(
+        b["batch_prior"] <= b["batch_prior_ci_high"]
+    )
     assert 0.0 < b["label_shift_p_value"] <= 1.0
     # The target test on the fit's own target rows: made, no alarm.
     assert b["target_shift"]["p_value"] > 0.05 and b["target_shift"]["batch_rows"] >= 10
     again = fitted.predict_proba(X, adapt_prior=True, bootstrap=50, seed=1)
     np.testing.assert_array_equal(p, again)
     # Without the flag, predict_proba is unchanged.
-    np.testing.assert_array_equal(fitted.predict_proba(X), fitted.model_.predict_proba(X.astype(np.float32)))
+    np.testing.assert_array_equal(
+        fitted.predict_proba(X), fitted.model_.predict_proba(X.astype(np.float32))
+    )
     with pytest.raises(ValueError, match="resamples"):
         fitted.predict_proba(X, adapt_prior=True, bootstrap=1)
 
 
 def test_predict_proba_transform_score(data, fitted):
-    X = data["X"][data["n_source"]:]
+    X = data["X"][data["n_source"] :]
     p = fitted.predict_proba(X)
     assert p.shape == (len(X), 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)
@@ -72,7 +77,9 @@ def test_string_labels_are_sorted_into_classes_and_match_integer_labels(data, fi
     assert est.classes_.tolist() == ["cat", "dog", "eel"]
     X = data["X"]
     np.testing.assert_array_equal(est.predict_proba(X), fitted.predict_proba(X))
-    np.testing.assert_array_equal(est.predict(X), np.asarray(["cat", "dog", "eel"])[fitted.predict(X)])
+    np.testing.assert_array_equal(
+        est.predict(X), np.asarray(["cat", "dog", "eel"])[fitted.predict(X)]
+    )
 
 
 def test_arbitrary_integer_labels_map_through_sorted_unique(data, fitted):
@@ -101,7 +108,13 @@ def test_fit_is_deterministic_for_a_seed_and_the_seed_matters(data, fitted):
 def test_get_set_params_clone_and_repr():
     est = glshift.MUL(seed=3, adapt_iters=7, config={"mul": {"tau": 0.8}})
     params = est.get_params()
-    assert params == {"seed": 3, "pretrain_iters": None, "adapt_iters": 7, "config": {"mul": {"tau": 0.8}}, "device": None}
+    assert params == {
+        "seed": 3,
+        "pretrain_iters": None,
+        "adapt_iters": 7,
+        "config": {"mul": {"tau": 0.8}},
+        "device": None,
+    }
     c = clone(est)
     assert c is not est and c.get_params() == params
     assert c.set_params(seed=5) is c and c.seed == 5 and est.seed == 3
@@ -121,7 +134,9 @@ def test_resolved_config_follows_defaults_then_config_then_parameters(tmp_path):
     from_file = glshift.MUL(config=toml).resolved_config()
     assert (from_file["seed"], from_file["adapt_iters"], from_file["mul"]["tau"]) == (4, 9, 0.7)
     assert from_file["pretrain_iters"] == default["pretrain_iters"]
-    from_dict = glshift.MUL(config={"seed": 4, "adapt_iters": 9, "mul": {"tau": 0.7}}).resolved_config()
+    from_dict = glshift.MUL(
+        config={"seed": 4, "adapt_iters": 9, "mul": {"tau": 0.7}}
+    ).resolved_config()
     assert from_dict == from_file
     over = glshift.MUL(config=toml, seed=1, adapt_iters=2).resolved_config()
     assert (over["seed"], over["adapt_iters"]) == (1, 2)
@@ -130,20 +145,26 @@ def test_resolved_config_follows_defaults_then_config_then_parameters(tmp_path):
 
 def test_device_parameter_sets_the_config_and_cpu_gives_the_same_model(data, fitted):
     assert glshift.MUL().resolved_config()["device"] == "auto"
-    assert glshift.MUL(device="cuda", config={"device": "cpu"}).resolved_config()["device"] == "cuda"
+    assert (
+        glshift.MUL(device="cuda", config={"device": "cpu"}).resolved_config()["device"] == "cuda"
+    )
     assert glshift.MUL(config={"device": "cpu"}).resolved_config()["device"] == "cpu"
     with pytest.raises(ValueError, match="device"):
         glshift.MUL(device="tpu").resolved_config()
     # Explicitly on the CPU: the same model as the fixture's (fitted with `auto`, which is the
     # CPU on a machine without a usable GPU, as in CI).
-    cpu = glshift.MUL(device="cpu", seed=0, **FAST).fit(data["X"], data["y_int"], sample_domain=data["sd"])
+    cpu = glshift.MUL(device="cpu", seed=0, **FAST).fit(
+        data["X"], data["y_int"], sample_domain=data["sd"]
+    )
     if fitted.config_["device"] == "auto" and not _gpu_usable():
         np.testing.assert_array_equal(cpu.predict_proba(data["X"]), fitted.predict_proba(data["X"]))
 
 
 def _gpu_usable():
     try:
-        glshift.MUL(device="cuda", pretrain_iters=2, adapt_iters=1).fit(*blobs()[:2], sample_domain=blobs()[2])
+        glshift.MUL(device="cuda", pretrain_iters=2, adapt_iters=1).fit(
+            *blobs()[:2], sample_domain=blobs()[2]
+        )
         return True
     except Exception as e:  # noqa: BLE001 - the message is checked below
         assert "device cuda" in str(e), e
@@ -183,7 +204,9 @@ def test_source_only_and_a_baseline(data):
     src = glshift.SourceOnly(seed=0, **FAST).fit(data["X"], data["y_int"], sample_domain=data["sd"])
     assert src.config_["method"] == "source"
     assert src.predict(data["X"]).shape == (len(data["X"]),)
-    dann = glshift.Adapter("dann", seed=0, **FAST).fit(data["X"], data["y_int"], sample_domain=data["sd"])
+    dann = glshift.Adapter("dann", seed=0, **FAST).fit(
+        data["X"], data["y_int"], sample_domain=data["sd"]
+    )
     assert dann.config_["method"] == "dann"
     assert dann.predict_proba(data["X"]).shape == (len(data["X"]), 3)
 
@@ -195,17 +218,37 @@ def _fit(est, X, y, sd):
 @pytest.mark.parametrize(
     "mutate, exc, match",
     [
-        (lambda X, y, sd: (np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X), y, sd), ValueError, "(?i)nan|finite"),
+        (
+            lambda X, y, sd: (np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X), y, sd),
+            ValueError,
+            "(?i)nan|finite",
+        ),
         (lambda X, y, sd: (X[:, 0], y, sd), ValueError, "Expected 2D array"),
-        (lambda X, y, sd: (X.astype(str).astype(object) + "x", y, sd), ValueError, "(?i)convert|numeric"),
+        (
+            lambda X, y, sd: (X.astype(str).astype(object) + "x", y, sd),
+            ValueError,
+            "(?i)convert|numeric",
+        ),
         (lambda X, y, sd: (X, np.where(sd > 0, 0, -1), sd), ValueError, "at least 2"),
         (lambda X, y, sd: (X, y, np.ones_like(sd)), ValueError, "no target rows"),
         (lambda X, y, sd: (X, y, -np.ones_like(sd)), ValueError, "no source rows"),
         (lambda X, y, sd: (X, y[:-1], sd), ValueError, "inconsistent numbers of samples"),
         (lambda X, y, sd: (X, y, sd[:-1]), ValueError, "sample_domain"),
-        (lambda X, y, sd: (X, y, np.where(sd > 0, np.arange(len(sd)) % 2 + 1, sd)), ValueError, "one source"),
-        (lambda X, y, sd: (X, np.where(np.arange(len(y)) == 0, -1, y), sd), ValueError, "source row 0 has label -1"),
-        (lambda X, y, sd: (X, np.where(sd > 0, np.linspace(0, 1, len(y)), -1), sd), ValueError, "Unknown label type"),
+        (
+            lambda X, y, sd: (X, y, np.where(sd > 0, np.arange(len(sd)) % 2 + 1, sd)),
+            ValueError,
+            "one source",
+        ),
+        (
+            lambda X, y, sd: (X, np.where(np.arange(len(y)) == 0, -1, y), sd),
+            ValueError,
+            "source row 0 has label -1",
+        ),
+        (
+            lambda X, y, sd: (X, np.where(sd > 0, np.linspace(0, 1, len(y)), -1), sd),
+            ValueError,
+            "Unknown label type",
+        ),
         (lambda X, y, sd: (X, None, sd), ValueError, "requires y"),
         (lambda X, y, sd: (X[:, :0], y, sd), ValueError, "0 feature"),
     ],
@@ -270,7 +313,9 @@ def test_fit_releases_the_gil(data):
     t.start()
     t0 = time.perf_counter()
     try:
-        glshift.MUL(seed=0, pretrain_iters=200, adapt_iters=30, config={"pretrain_patience": 1000}).fit(X, y, sample_domain=sd)
+        glshift.MUL(
+            seed=0, pretrain_iters=200, adapt_iters=30, config={"pretrain_patience": 1000}
+        ).fit(X, y, sample_domain=sd)
     finally:
         stop.set()
         t.join()
@@ -282,7 +327,12 @@ def test_fit_releases_the_gil(data):
 
 def test_ctrl_c_stops_a_fit_within_a_second():
     X, y, sd, _, _ = blobs(n_source=300, n_target=300, dim=20)
-    est = glshift.MUL(seed=0, pretrain_iters=1_000_000, adapt_iters=1_000_000, config={"pretrain_patience": 1_000_000})
+    est = glshift.MUL(
+        seed=0,
+        pretrain_iters=1_000_000,
+        adapt_iters=1_000_000,
+        config={"pretrain_patience": 1_000_000},
+    )
     sent = []
 
     def interrupt():
@@ -312,7 +362,9 @@ def test_methods_are_the_core_registry_and_every_one_fits():
     assert len(set(glshift.METHODS)) == len(glshift.METHODS)
     X, y, sd, _, _ = blobs(n_source=60, n_target=30)
     for m in glshift.METHODS:
-        est = glshift.Adapter(method=m, seed=0, pretrain_iters=10, adapt_iters=2).fit(X, y, sample_domain=sd)
+        est = glshift.Adapter(method=m, seed=0, pretrain_iters=10, adapt_iters=2).fit(
+            X, y, sample_domain=sd
+        )
         assert est.config_["method"] == m
         p = est.predict_proba(X[:5])
         assert p.shape == (5, 3) and np.all(np.isfinite(p))

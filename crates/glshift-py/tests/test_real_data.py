@@ -24,7 +24,12 @@ def cli_binary():
         return Path(os.environ["GLSHIFT_CLI"])
     roots = [Path(os.environ["CARGO_TARGET_DIR"])] if os.environ.get("CARGO_TARGET_DIR") else []
     roots.append(REPO / "target")
-    found = [r / p / "glshift" for r in roots for p in ("release", "debug") if (r / p / "glshift").is_file()]
+    found = [
+        r / p / "glshift"
+        for r in roots
+        for p in ("release", "debug")
+        if (r / p / "glshift").is_file()
+    ]
     if found:
         return max(found, key=lambda p: p.stat().st_mtime)
     return shutil.which("glshift") and Path(shutil.which("glshift"))
@@ -48,8 +53,23 @@ def test_python_fit_equals_glshift_fit_on_amazon_to_webcam(tmp_path):
     config.write_text(SETTINGS)
     out = tmp_path / "cli"
     subprocess.run(
-        [str(cli), "fit", "--data", str(DATA), "--source", "amazon", "--target", "webcam", "--seed", "0",
-         "--config", str(config), "--out", str(out), "--quiet"],
+        [
+            str(cli),
+            "fit",
+            "--data",
+            str(DATA),
+            "--source",
+            "amazon",
+            "--target",
+            "webcam",
+            "--seed",
+            "0",
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--quiet",
+        ],
         check=True,
     )
     report = json.loads((out / "report.json").read_text())
@@ -71,4 +91,7 @@ def test_python_fit_equals_glshift_fit_on_amazon_to_webcam(tmp_path):
     acc = est.score(xt, names[yt])
     assert acc == report["target_accuracy"], (acc, report["target_accuracy"])
     np.testing.assert_array_equal(est.target_prior_, report["estimated_target_prior"])
-    print(f"amazon->webcam, {SETTINGS.strip()!r}: Python {acc:.6f} == CLI {report['target_accuracy']:.6f}")
+    print(
+        f"amazon->webcam, {SETTINGS.strip()!r}: Python {acc:.6f} == CLI "
+        f"{report['target_accuracy']:.6f}"
+    )

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import glshift
+
 from conftest import FAST
 
 SCORERS = {"iwcv", "dev", "dev_normalised", "snd", "neg_entropy", "circular"}
@@ -12,7 +13,9 @@ SCORERS = {"iwcv", "dev", "dev_normalised", "snd", "neg_entropy", "circular"}
 
 @pytest.fixture(scope="module")
 def selected(data):
-    return glshift.select(data["X"], data["y_int"], sample_domain=data["sd"], seed=0, config=dict(FAST))
+    return glshift.select(
+        data["X"], data["y_int"], sample_domain=data["sd"], seed=0, config=dict(FAST)
+    )
 
 
 def test_default_candidates_are_scored_and_one_is_chosen(selected):
@@ -33,7 +36,9 @@ def test_the_chosen_model_is_a_plain_fit_of_its_configuration(data, selected):
     cfg = selected.candidates[selected.chosen]["config"]
     est = selected.estimator
     assert est.config_ == cfg
-    plain = glshift.Adapter(method=cfg["method"], config=cfg).fit(data["X"], data["y_int"], sample_domain=data["sd"])
+    plain = glshift.Adapter(method=cfg["method"], config=cfg).fit(
+        data["X"], data["y_int"], sample_domain=data["sd"]
+    )
     np.testing.assert_array_equal(est.predict_proba(data["X"]), plain.predict_proba(data["X"]))
     np.testing.assert_array_equal(est.classes_, plain.classes_)
 
@@ -41,15 +46,28 @@ def test_the_chosen_model_is_a_plain_fit_of_its_configuration(data, selected):
 def test_target_rows_labels_are_never_read(data, selected):
     y = data["y_int"].copy()
     tgt = data["sd"] < 0
-    y[tgt] = np.random.default_rng(1).integers(0, 3, size=tgt.sum())  # labels that sample_domain says to ignore
+    y[tgt] = np.random.default_rng(1).integers(
+        0, 3, size=tgt.sum()
+    )  # labels that sample_domain says to ignore
     again = glshift.select(data["X"], y, sample_domain=data["sd"], seed=0, config=dict(FAST))
     assert [c["scores"] for c in again.candidates] == [c["scores"] for c in selected.candidates]
     assert again.chosen == selected.chosen
 
 
 def test_candidates_and_rule_from_python(data):
-    cands = [{"name": "pre", "method": "source", "adapt_iters": 0}, {"method": "mul", "lambda_tu": 0.3}]
-    s = glshift.select(data["X"], data["y"], sample_domain=data["sd"], candidates=cands, rule="iwcv", seed=0, config=dict(FAST))
+    cands = [
+        {"name": "pre", "method": "source", "adapt_iters": 0},
+        {"method": "mul", "lambda_tu": 0.3},
+    ]
+    s = glshift.select(
+        data["X"],
+        data["y"],
+        sample_domain=data["sd"],
+        candidates=cands,
+        rule="iwcv",
+        seed=0,
+        config=dict(FAST),
+    )
     assert [c["name"] for c in s.candidates] == ["pre", "mul[lambda_tu=0.3]"]
     assert s.rule == "iwcv"
     iwcv = [c["scores"]["iwcv"] for c in s.candidates]
@@ -77,5 +95,7 @@ def test_candidates_and_rule_from_python(data):
 )
 def test_bad_arguments_are_python_errors(data, kw, exc, msg):
     with pytest.raises(exc, match=None) as e:
-        glshift.select(data["X"], data["y_int"], sample_domain=data["sd"], **{"config": dict(FAST), **kw})
+        glshift.select(
+            data["X"], data["y_int"], sample_domain=data["sd"], **{"config": dict(FAST), **kw}
+        )
     assert msg in str(e.value), str(e.value)

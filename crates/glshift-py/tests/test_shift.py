@@ -46,12 +46,19 @@ def test_bootstrap_intervals_are_seeded_and_ordered(inputs):
         assert r.interval == "basic" and r.bootstrap_failed == 0
         assert np.all(r.ci_low <= r.ci_high) and np.all(r.ci_low >= 0) and np.all(r.ci_high <= 1)
         np.testing.assert_array_equal(r.ci_low, b[name].ci_low)
-    pct = glshift.estimate_shift(*inputs, estimators="bbse-qp", bootstrap=40, seed=3, interval="percentile")
+    pct = glshift.estimate_shift(
+        *inputs, estimators="bbse-qp", bootstrap=40, seed=3, interval="percentile"
+    )
     assert pct["bbse-qp"].interval == "percentile"
 
 
 def test_single_estimator_functions(inputs):
-    for fn, variant in [(glshift.bbse, "bbse-hard"), (glshift.bbse_qp, "bbse-qp-soft"), (glshift.rlls, "rlls-hard"), (glshift.mlls, "mlls-bcts")]:
+    for fn, variant in [
+        (glshift.bbse, "bbse-hard"),
+        (glshift.bbse_qp, "bbse-qp-soft"),
+        (glshift.rlls, "rlls-hard"),
+        (glshift.mlls, "mlls-bcts"),
+    ]:
         r = fn(*inputs)
         assert isinstance(r, glshift.ShiftResult) and r.variant == variant
     given = glshift.bbse(*inputs, source_prior=[0.5, 0.25, 0.25])
@@ -78,6 +85,14 @@ def test_bad_arrays_raise_value_error(inputs):
     sp, sl, tp = inputs
     nan = sp.copy()
     nan[3, 1] = np.nan
-    for args in [(nan, sl, tp), (sp, sl[:-1], tp), (sp, sl + 5, tp), (sp, sl.astype(float), tp), (sp[:, :2], sl % 2, tp), (sp[0], sl, tp), (sp, -sl, tp)]:
+    for args in [
+        (nan, sl, tp),
+        (sp, sl[:-1], tp),
+        (sp, sl + 5, tp),
+        (sp, sl.astype(float), tp),
+        (sp[:, :2], sl % 2, tp),
+        (sp[0], sl, tp),
+        (sp, -sl, tp),
+    ]:
         with pytest.raises(ValueError):
             glshift.estimate_shift(*args)

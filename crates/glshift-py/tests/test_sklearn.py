@@ -15,6 +15,7 @@ from scipy import sparse
 from sklearn.utils.estimator_checks import check_estimator
 
 import glshift
+
 from conftest import FAST
 
 # Checks that apply to MUL as it is: they never call fit.
@@ -47,7 +48,9 @@ class Transductive(glshift.MUL):
             X, y = np.asarray(X), np.asarray(y)
             if X.ndim == 2 and len(X) == len(y) and len(X) > 0:
                 masked = np.full(y.shape, -1, dtype=object if y.dtype.kind in "OUS" else y.dtype)
-                sample_domain = np.concatenate([np.ones(len(y), dtype=int), -np.ones(len(y), dtype=int)])
+                sample_domain = np.concatenate(
+                    [np.ones(len(y), dtype=int), -np.ones(len(y), dtype=int)]
+                )
                 X, y = np.vstack([X, X]), np.concatenate([y, masked])
         return super().fit(X, y, sample_domain=sample_domain)
 
@@ -71,7 +74,9 @@ def _mentions(e, text):
 
 def test_checks_that_do_not_fit_pass_on_mul():
     res = run_checks(glshift.MUL(seed=0, **FAST))
-    failed = [describe(res[n]) for n in sorted(NO_FIT_CHECKS & set(res)) if res[n]["status"] == "failed"]
+    failed = [
+        describe(res[n]) for n in sorted(NO_FIT_CHECKS & set(res)) if res[n]["status"] == "failed"
+    ]
     assert not failed, "\n".join(failed)
     assert len(NO_FIT_CHECKS & set(res)) >= 6
     # Every other failure is fit(X, y) without target rows, refused with glshift's message.
@@ -83,7 +88,11 @@ def test_checks_that_do_not_fit_pass_on_mul():
 
 def test_fit_based_checks_pass_on_the_transductive_wrapper():
     res = run_checks(Transductive(seed=0, **FAST))
-    failed = [describe(r) for n, r in sorted(res.items()) if r["status"] == "failed" and n not in NOT_APPLICABLE]
+    failed = [
+        describe(r)
+        for n, r in sorted(res.items())
+        if r["status"] == "failed" and n not in NOT_APPLICABLE
+    ]
     assert not failed, "\n".join(failed)
     passed = [n for n, r in res.items() if r["status"] == "passed"]
     assert len(passed) >= 30, passed
@@ -95,12 +104,16 @@ def test_skada_pipeline_fits_and_predicts(data):
 
     pipe = skada.make_da_pipeline(StandardScaler(), glshift.MUL(seed=0, **FAST))
     pipe.fit(data["X"], data["y_int"], sample_domain=data["sd"])
-    Xt = data["X"][data["n_source"]:]
-    sd_t = data["sd"][data["n_source"]:]
+    Xt = data["X"][data["n_source"] :]
+    sd_t = data["sd"][data["n_source"] :]
     pred = pipe.predict(Xt, sample_domain=sd_t)
     assert pred.shape == (len(Xt),) and set(pred) <= {0, 1, 2}
     assert pipe.predict_proba(Xt, sample_domain=sd_t).shape == (len(Xt), 3)
     assert np.mean(pred == data["yt"]) > 0.6
     # The pipeline's MUL saw the standardised features: same as scaling by hand.
-    mul = pipe[-1].base_estimator_ if hasattr(pipe[-1], "base_estimator_") else pipe[-1].get_estimator()
+    mul = (
+        pipe[-1].base_estimator_
+        if hasattr(pipe[-1], "base_estimator_")
+        else pipe[-1].get_estimator()
+    )
     assert isinstance(mul, glshift.MUL) and mul.target_prior_ is not None

@@ -8,8 +8,8 @@ estimators of the glshift Rust library, with scikit-learn and skada conventions.
 See docs/python.md in the glshift repository.
 """
 
-from ._core import __version__
 from ._cond_shift import ConditionalTest, conditional_shift_test
+from ._core import __version__
 from ._estimators import METHODS, MUL, Adapter, SourceOnly, load
 from ._select import RULES, Selection, select
 from ._shift import SUITE, ShiftResult, bbse, bbse_qp, estimate_shift, mlls, rlls

@@ -41,14 +41,20 @@ class ConditionalTest:
 def _rows(x, what):
     x = np.asarray(x)
     if x.ndim != 2 or x.dtype.kind not in "biuf":
-        raise ValueError(f"{what}: expected a 2-D numeric array (rows x features), got shape {x.shape}, dtype {x.dtype}")
+        raise ValueError(
+            f"{what}: expected a 2-D numeric array (rows x features), got shape {x.shape}, "
+            f"dtype {x.dtype}"
+        )
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
 def _assignments(y, what):
     y = np.asarray(y)
     if y.ndim != 1 or y.dtype.kind not in "iu":
-        raise ValueError(f"{what}: expected a 1-D array of integer class indices, got shape {y.shape}, dtype {y.dtype}")
+        raise ValueError(
+            f"{what}: expected a 1-D array of integer class indices, got shape {y.shape}, "
+            f"dtype {y.dtype}"
+        )
     return np.ascontiguousarray(y, dtype=np.int64)
 
 
@@ -58,8 +64,19 @@ def _count(v, what, low):
     return int(v)
 
 
-def conditional_shift_test(X_source, y_source, X_target, y_target, *, n_classes=None, permutations=999,
-                           seed=0, alpha=0.05, eps=None, bandwidth=None):
+def conditional_shift_test(
+    X_source,
+    y_source,
+    X_target,
+    y_target,
+    *,
+    n_classes=None,
+    permutations=999,
+    seed=0,
+    alpha=0.05,
+    eps=None,
+    bandwidth=None,
+):
     """Per class k, MCMD² between the source rows assigned to k and the target rows assigned to
     k, a permutation p-value and Holm's correction across classes (docs/shift-test.md).
 
@@ -78,10 +95,20 @@ def conditional_shift_test(X_source, y_source, X_target, y_target, *, n_classes=
     if n_classes is None:
         n_classes = 1 + int(max(ya.max(initial=-1), yb.max(initial=-1)))
     n_classes = _count(n_classes, "n_classes", 1)
-    out = json.loads(_core.conditional_shift_test(
-        xa, ya, xb, yb, n_classes, _count(permutations, "permutations", 1), _count(seed, "seed", 0), float(alpha),
-        eps=None if eps is None else float(eps), bandwidth=None if bandwidth is None else float(bandwidth),
-    ))
+    out = json.loads(
+        _core.conditional_shift_test(
+            xa,
+            ya,
+            xb,
+            yb,
+            n_classes,
+            _count(permutations, "permutations", 1),
+            _count(seed, "seed", 0),
+            float(alpha),
+            eps=None if eps is None else float(eps),
+            bandwidth=None if bandwidth is None else float(bandwidth),
+        )
+    )
     per = out["per_class"]
     col = lambda k: np.array([np.nan if p[k] is None else p[k] for p in per], dtype=float)  # noqa: E731
     return ConditionalTest(

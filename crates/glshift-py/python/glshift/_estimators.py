@@ -44,7 +44,10 @@ def _config_kwargs(config):
     if isinstance(config, (str, os.PathLike)):
         return {"config_path": os.fspath(config)}
     if config is not None:
-        raise TypeError(f"config: expected None, a dict of settings or a TOML file path, got {type(config).__name__}")
+        raise TypeError(
+            "config: expected None, a dict of settings or a TOML file path, got "
+            f"{type(config).__name__}"
+        )
     return {}
 
 
@@ -68,7 +71,8 @@ def _split_domains(X, y, sample_domain):
         sd = np.asarray(sample_domain)
         if sd.shape != (X.shape[0],) or sd.dtype.kind not in "iu":
             raise ValueError(
-                f"sample_domain: expected one integer per row of X ({X.shape[0]}), got shape {sd.shape}, dtype {sd.dtype}"
+                f"sample_domain: expected one integer per row of X ({X.shape[0]}), got shape "
+                f"{sd.shape}, dtype {sd.dtype}"
             )
         if np.any(sd == 0):
             raise ValueError("sample_domain: 0 is neither source (> 0) nor target (< 0)")
@@ -77,19 +81,24 @@ def _split_domains(X, y, sample_domain):
             ids = np.unique(sd[rows])
             if len(ids) > 1:
                 raise ValueError(
-                    f"sample_domain: {len(ids)} {name} domains {ids.tolist()}; glshift adapts one source "
+                    f"sample_domain: {len(ids)} {name} domains {ids.tolist()}; glshift "
+                    "adapts one source "
                     "domain to one target domain"
                 )
     if not target.any():
         raise ValueError(
-            "no target rows: pass sample_domain (< 0 for target rows) or mark target rows with y = -1"
+            "no target rows: pass sample_domain (< 0 for target rows) or mark target rows "
+            "with y = -1"
         )
     if not source.any():
         raise ValueError("no source rows: pass sample_domain (> 0 for labelled source rows)")
     ys = y[source]
     if ys.dtype.kind in "iuf" and np.any(ys == -1):
         i = int(np.flatnonzero(source)[np.flatnonzero(ys == -1)[0]])
-        raise ValueError(f"y: source row {i} has label -1 (skada's mark of an unlabelled row); every source row needs its label")
+        raise ValueError(
+            f"y: source row {i} has label -1 (skada's mark of an unlabelled row); every "
+            "source row needs its label"
+        )
     check_classification_targets(ys)
     classes, encoded = np.unique(ys, return_inverse=True)
     return X[source], encoded.astype(np.int64).reshape(-1), X[target], classes
@@ -107,7 +116,9 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
     __metadata_request__transform = _DOMAIN_REQUEST
 
     # MUL's and SourceOnly's parameters (scikit-learn reads them from this signature).
-    def __init__(self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None, device=None):
+    def __init__(
+        self, *, seed=None, pretrain_iters=None, adapt_iters=None, config=None, device=None
+    ):
         self.seed = seed
         self.pretrain_iters = pretrain_iters
         self.adapt_iters = adapt_iters
@@ -130,7 +141,9 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         kw.update(_config_kwargs(self.config))
         if self.device is not None:
             if self.device not in ("cpu", "cuda", "auto"):
-                raise ValueError(f"device: expected 'cpu', 'cuda', 'auto' or None, got {self.device!r}")
+                raise ValueError(
+                    f"device: expected 'cpu', 'cuda', 'auto' or None, got {self.device!r}"
+                )
             kw["device"] = self.device
         return kw
 
@@ -168,7 +181,9 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         return self.classes_[self.model_.predict(_validate(self, X))]
 
-    def predict_proba(self, X, sample_domain=None, adapt_prior=False, bootstrap=200, level=0.9, seed=0):
+    def predict_proba(
+        self, X, sample_domain=None, adapt_prior=False, bootstrap=200, level=0.9, seed=0
+    ):
         """Class probabilities, columns in the order of ``classes_``.
 
         With ``adapt_prior=True`` the rows are one batch: its class proportions are estimated
@@ -186,7 +201,10 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
             return self.model_.predict_proba(X)
         probs, info = self.model_.predict_proba_adapted(X, int(bootstrap), float(level), int(seed))
         info = json.loads(info)
-        self.batch_prior_ = {k: (np.asarray(v) if isinstance(v, list) and k != "warnings" else v) for k, v in info.items()}
+        self.batch_prior_ = {
+            k: (np.asarray(v) if isinstance(v, list) and k != "warnings" else v)
+            for k, v in info.items()
+        }
         return probs
 
     def transform(self, X, sample_domain=None):
@@ -253,9 +271,24 @@ class Adapter(_GLShiftEstimator):
     the baselines ``dan``, ``dann``, ``cdan``, ``cdan-e``, ``jan``, ``iw-dann``, ``iw-cdan``,
     ``pada``, ``mmd-classwise``. Other parameters as :class:`MUL`."""
 
-    def __init__(self, method="mul", *, seed=None, pretrain_iters=None, adapt_iters=None, config=None, device=None):
+    def __init__(
+        self,
+        method="mul",
+        *,
+        seed=None,
+        pretrain_iters=None,
+        adapt_iters=None,
+        config=None,
+        device=None,
+    ):
         self.method = method
-        super().__init__(seed=seed, pretrain_iters=pretrain_iters, adapt_iters=adapt_iters, config=config, device=device)
+        super().__init__(
+            seed=seed,
+            pretrain_iters=pretrain_iters,
+            adapt_iters=adapt_iters,
+            config=config,
+            device=device,
+        )
 
     def _method(self):
         if not isinstance(self.method, str):

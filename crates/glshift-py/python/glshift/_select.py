@@ -9,7 +9,15 @@ import warnings
 from dataclasses import dataclass, field
 
 from . import _core
-from ._estimators import MUL, _config_kwargs, _count_kwarg, _from_model, _GLShiftEstimator, _split_domains, _validate
+from ._estimators import (
+    MUL,
+    _config_kwargs,
+    _count_kwarg,
+    _from_model,
+    _GLShiftEstimator,
+    _split_domains,
+    _validate,
+)
 
 #: The selection rules (``rule=``), as ``glshift select --scorer``.
 RULES = ("iwcv", "dev", "dev-normalised", "snd", "entropy", "circular", "mean-rank", "safe-entropy")
@@ -59,11 +67,15 @@ def _candidates_json(candidates):
     if candidates is None:
         return None
     if isinstance(candidates, dict) or not hasattr(candidates, "__iter__"):
-        raise TypeError("candidates: expected a list of dicts such as {'method': 'mul', 'lambda_tu': 0.3}")
+        raise TypeError(
+            "candidates: expected a list of dicts such as {'method': 'mul', 'lambda_tu': 0.3}"
+        )
     cands = list(candidates)
     for i, c in enumerate(cands):
         if not isinstance(c, dict):
-            raise TypeError(f"candidates[{i}]: expected a dict with at least 'method', got {type(c).__name__}")
+            raise TypeError(
+                f"candidates[{i}]: expected a dict with at least 'method', got {type(c).__name__}"
+            )
     return json.dumps(cands)
 
 

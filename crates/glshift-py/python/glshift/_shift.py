@@ -54,12 +54,25 @@ class ShiftResult:
 def _probs(p, what):
     p = np.asarray(p)
     if p.ndim != 2 or p.dtype.kind not in "biuf":
-        raise ValueError(f"{what}: expected a 2-D array of class probabilities (rows x classes), got shape {p.shape}, dtype {p.dtype}")
+        raise ValueError(
+            f"{what}: expected a 2-D array of class probabilities (rows x classes), got "
+            f"shape {p.shape}, dtype {p.dtype}"
+        )
     return np.ascontiguousarray(p, dtype=np.float32)
 
 
-def estimate_shift(source_probs, source_labels, target_probs, estimators="all", *, source_prior=None,
-                   bootstrap=0, level=0.9, interval="basic", seed=0):
+def estimate_shift(
+    source_probs,
+    source_labels,
+    target_probs,
+    estimators="all",
+    *,
+    source_prior=None,
+    bootstrap=0,
+    level=0.9,
+    interval="basic",
+    seed=0,
+):
     """Estimate the target class prior and the importance weights ``w = p_t / p_s``.
 
     ``source_probs`` (n_s x c) are a classifier's probabilities on labelled source rows it did
@@ -76,8 +89,15 @@ def estimate_shift(source_probs, source_labels, target_probs, estimators="all", 
     names = [estimators] if isinstance(estimators, str) else list(estimators)
     labels = np.asarray(source_labels)
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
-        raise ValueError(f"source_labels: expected a 1-D array of integer class indices, got shape {labels.shape}, dtype {labels.dtype}")
-    prior = None if source_prior is None else [float(v) for v in np.asarray(source_prior, dtype=float).ravel()]
+        raise ValueError(
+            "source_labels: expected a 1-D array of integer class indices, got shape "
+            f"{labels.shape}, dtype {labels.dtype}"
+        )
+    prior = (
+        None
+        if source_prior is None
+        else [float(v) for v in np.asarray(source_prior, dtype=float).ravel()]
+    )
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise ValueError(f"bootstrap: expected an integer >= 0, got {bootstrap!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -101,7 +121,10 @@ def _single(name):
         return estimate_shift(source_probs, source_labels, target_probs, name, **kw)[name]
 
     run.__name__ = name.replace("-", "_")
-    run.__doc__ = f"The `{name}` estimator alone: :func:`estimate_shift` with estimators=\"{name}\"; returns its ShiftResult."
+    run.__doc__ = (
+        f'The `{name}` estimator alone: :func:`estimate_shift` with estimators="{name}"; returns '
+        "its ShiftResult."
+    )
     return run
 
 
