@@ -97,7 +97,7 @@ impl ProtocolArgs {
 /// `select` take one seed, [`SeedArg`], the grid commands a list, `--seeds`.)
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// TOML file with settings over the defaults (see README "Configuration").
+    /// TOML file with settings over the defaults (see docs/configuration.md).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Output folder.

@@ -14,10 +14,12 @@
 //!   `glshift-report`).
 //! - [`perf`]: the seeded workloads and timings of `glshift perf`.
 //! - [`methods_table`]: the table of methods in docs/methods.md, from the core's registry.
+//! - [`config_reference`]: the defaults in docs/configuration.md, from `FitConfig::default()`.
 //! - [`error`]: the crate's one error type.
 
 pub mod ablation;
 pub mod cond_shift;
+pub mod config_reference;
 pub mod crossfit;
 pub mod error;
 pub mod grid;

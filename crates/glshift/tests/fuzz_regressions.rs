@@ -1,4 +1,4 @@
-//! Files kept from fuzzing the readers (see README, "Fuzzing"), run through the same parsing
+//! Files kept from fuzzing the readers (see docs/fuzzing.md), run through the same parsing
 //! functions as the fuzz targets in `fuzz/fuzz_targets/`:
 //! - `tests/fuzz_regressions/<target>/`: minimised inputs that once crashed, hung or blew
 //!   up memory; each must now give an error naming the file (or parse consistently);

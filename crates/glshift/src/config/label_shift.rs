@@ -25,7 +25,7 @@ pub enum LoopEstimator {
     #[default]
     BbseQp,
     /// MLLS (EM on the target likelihood, BCTS-calibrated); an option measured in
-    /// docs/safety.md ("Partial DA on weaker features"), not the default.
+    /// docs/safety-weak-features.md ("Options that are not the default"), not the default.
     Mlls,
 }
 
@@ -46,7 +46,7 @@ pub enum SupportFrom {
     /// That, plus every class the prior guard's source-only MLLS estimate puts at the floor or
     /// above: a class is dropped only when both estimators put it under the floor (guarded
     /// fits only; without the guard it is `loop-estimate`). An option measured in
-    /// docs/safety.md ("Partial DA on weaker features"), not the default.
+    /// docs/safety-weak-features.md ("Options that are not the default"), not the default.
     Either,
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Why faer and not ndarray's matrixmultiply: on the tile shapes of the fused kernel sums
 //! (p×256 · 256×q and p×q · q×256 with p, q ≤ 256, f32) faer's AVX-512 kernels ran at about
-//! twice matrixmultiply's rate on this project's 2-core AVX-512 machine (README "Performance").
+//! twice matrixmultiply's rate on this project's 2-core AVX-512 machine (docs/fit-time.md).
 //! matrixmultiply also chooses its own thread count per call (`MATMUL_NUM_THREADS`), which would
 //! oversubscribe the cores inside rayon tasks.
 

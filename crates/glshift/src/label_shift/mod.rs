@@ -12,7 +12,7 @@
 //!
 //! Typical use: split the source with [`stratified_holdout`], train on the train part,
 //! build `C` on the hold-out, `q` on the target, call [`bbse_qp`], then [`apply_prior_floor`].
-//! The three pitfalls of `docs/pitfalls-label-shift.md` handled here: (1) a class without
+//! The three pitfalls of `../shared/docs/pitfalls-label-shift.md` handled here: (1) a class without
 //! hold-out rows keeps a non-erasing column, (2) `C` uses the full-source prior, (3) a floor on
 //! the estimated prior.
 //!

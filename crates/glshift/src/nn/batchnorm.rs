@@ -1,7 +1,7 @@
 //! Batch normalisation whose statistics come from a leading block of rows.
 //!
 //! Full-batch training puts the source rows first and the target rows after them
-//! (`docs/pitfalls-label-shift.md`, point 4): the mean and variance are computed over rows
+//! (`../shared/docs/pitfalls-label-shift.md`, point 4): the mean and variance are computed over rows
 //! `0..m` only (`m = stats_rows`), and ALL `n` rows are normalised with them, so the target is
 //! never normalised with its own statistics. The backward pass is exact for this rule: every
 //! row's output depends on the statistics, so gradients from all `n` rows flow into rows `0..m`.

@@ -1,11 +1,11 @@
 //! Neural-network pieces for MUL, with gradients written by hand on ndarray
-//! (`docs/stack.md`: 2–4× faster than the autodiff frameworks measured, a fraction of the build).
+//! (`../shared/docs/stack.md`: 2–4× faster than the autodiff frameworks measured, a fraction of the build).
 //!
 //! - [`Network`]: G (an MLP, features → Z) and F (Linear Z → logits), trained full batch.
 //!   [`Network::forward`] returns Z and the logits; [`Network::backward`] takes ∂ℓ/∂logits plus an
 //!   optional extra ∂ℓ/∂Z from the kernel terms.
 //! - BatchNorm statistics come from the leading `stats_rows` rows (source first), applied to all
-//!   rows ([`Forward`]; `docs/pitfalls-label-shift.md`, point 4); there are no running statistics.
+//!   rows ([`Forward`]; `../shared/docs/pitfalls-label-shift.md`, point 4); there are no running statistics.
 //! - [`weighted_cross_entropy`], [`softmax`]; [`Adam`] (AdamW).
 //!
 //! The layer code is generic over [`crate::Real`]: training runs in f32, and the tests check

@@ -23,7 +23,7 @@
 //! small hold-out (its error grows with `κ(C)`), MLLS trusts the calibrated posteriors on
 //! every target row (its error grows with the calibration error under the domain shift); the
 //! average halves what is independent in the two. The default was chosen on development
-//! draws (docs/label-shift-study.md, "Across domains").
+//! draws (docs/fit-prior.md, "Across domains: the protocol").
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! Row layout of a fit: the checks of the inputs, the source hold-out split, and the rows
 //! stacked as `[source train; source hold-out; target]` so that one full-batch forward gives
 //! everything an iteration needs. BatchNorm (when enabled) takes its statistics from the source
-//! training rows alone (pitfall 4 of docs/pitfalls-label-shift.md).
+//! training rows alone (pitfall 4 of ../shared/docs/pitfalls-label-shift.md).
 
 use std::ops::Range;
 

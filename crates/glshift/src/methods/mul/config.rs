@@ -36,7 +36,7 @@ pub struct MulConfig {
     /// labels in J_TU; docs/ablation.md "Label kernel").
     pub label_kernel: LabelKernel,
     /// How the kernel sums of J_TU and J_DU are computed: `"exact"` (default) or
-    /// `{ random_features = r }` (linear time, error ~ 1/√r; README "Performance").
+    /// `{ random_features = r }` (linear time, error ~ 1/√r; docs/performance.md "Random features").
     pub mcmd: McmdEstimator,
     /// Gaussian bandwidth h = multiplier × mean pairwise squared distance of Z.
     pub bandwidth_multiplier: f64,
