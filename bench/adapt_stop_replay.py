@@ -10,7 +10,10 @@ are approximate and the real fits (report.json) have the exact ones.
 
 usage: bench/adapt_stop_replay.py RUN_DIR... [--rho 0.02,0.05,0.1] [--window 10]
 """
-import argparse, json, os
+
+import argparse
+import json
+import os
 
 
 def stop_iter(h, window, tol_prior, min_iters, rho):
@@ -23,7 +26,9 @@ def stop_iter(h, window, tol_prior, min_iters, rho):
         if pooled_at is None or t < pooled_at + window:
             continue
         old, new = h[t - window], r
-        move = sum(abs(a - b) for a, b in zip(old["target_prior"], new["target_prior"]))
+        move = sum(
+            abs(a - b) for a, b in zip(old["target_prior"], new["target_prior"], strict=False)
+        )
         if move > tol_prior or old["n_confident"] != new["n_confident"]:
             continue
         if rho is not None and abs(old["j_tu"] - new["j_tu"]) > rho * abs(old["j_tu"]):
@@ -41,7 +46,9 @@ def main():
     ap.add_argument("--min-iters", type=int, default=20)
     a = ap.parse_args()
     rhos = [None] + [float(x) for x in a.rho.split(",")]
-    head = ["run", "pre-training"] + [("state only" if r is None else f"ρ = {r}") + " (J_TU/J_end)" for r in rhos]
+    head = ["run", "pre-training"] + [
+        ("state only" if r is None else f"ρ = {r}") + " (J_TU/J_end)" for r in rhos
+    ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     sums = [[] for _ in rhos]
@@ -61,7 +68,11 @@ def main():
             sums[k].append(n)
             cells.append(f"{n} ({h[n - 1]['j_tu'] / j_end:.1f}×)")
         print("| " + " | ".join([os.path.basename(d.rstrip("/")), str(pre)] + cells) + " |")
-    print("| " + " | ".join(["mean adaptation iterations", ""] + [f"{sum(s) / len(s):.1f}" for s in sums]) + " |")
+    print(
+        "| "
+        + " | ".join(["mean adaptation iterations", ""] + [f"{sum(s) / len(s):.1f}" for s in sums])
+        + " |"
+    )
 
 
 if __name__ == "__main__":

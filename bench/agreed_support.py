@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 29, item 3: would a distrusted fit gain by keeping the one correction both source-only
+"""Would a distrusted fit gain by keeping the one correction both source-only
 estimators agree on? For every `glshift fit` folder whose prior guard distrusted the estimate,
 the classes both the guard's BBSE-QP and MLLS estimates put under the prior floor are taken as
 absent, and the fallback's predictions are restricted to the other classes (argmax of the
@@ -9,6 +9,7 @@ label; the true shares and the accuracies are evaluation.
 
     python3 bench/agreed_support.py FIT_DIR [FIT_DIR ...]
 """
+
 import csv
 import json
 import sys
@@ -22,24 +23,40 @@ def row(d):
     if not g or g["trusted"]:
         return None
     floor = g["resolution"]
-    absent = [k for k, (a, b) in enumerate(zip(g["qp_prior"], g["mlls_prior"])) if a < floor and b < floor]
+    absent = [
+        k
+        for k, (a, b) in enumerate(zip(g["qp_prior"], g["mlls_prior"], strict=False))
+        if a < floor and b < floor
+    ]
     rows = list(csv.reader(open(f"{d}/predictions.csv")))
     cols = [i for i, h in enumerate(rows[0]) if h.startswith("p_")]
     p = np.array([[float(x[i]) for i in cols] for x in rows[1:]])
     y = np.load(f"{d}/labels_target.npy")
     keep = np.ones(p.shape[1])
     keep[absent] = 0.0
-    why = "disagreement" if g.get("disagrees", g["confident_share"] >= g["min_confident_share"]) else "low confidence"
+    why = (
+        "disagreement"
+        if g.get("disagrees", g["confident_share"] >= g["min_confident_share"])
+        else "low confidence"
+    )
     true = r.get("true_target_prior") or [float("nan")] * p.shape[1]
-    classes = ", ".join(f"{k}: {g['qp_prior'][k]:.3f}/{g['mlls_prior'][k]:.3f}/{g['high'][k]:.3f}/{true[k]:.3f}" for k in absent)
+    classes = ", ".join(
+        f"{k}: {g['qp_prior'][k]:.3f}/{g['mlls_prior'][k]:.3f}/{g['high'][k]:.3f}/{true[k]:.3f}"
+        for k in absent
+    )
     acc, restricted = 100 * (p.argmax(1) == y).mean(), 100 * ((p * keep).argmax(1) == y).mean()
-    return f"| {d} | {why} | {classes or '–'} | {acc:.2f} | {restricted:.2f} | {restricted - acc:+.2f} |"
+    change = restricted - acc
+    return f"| {d} | {why} | {classes or '–'} | {acc:.2f} | {restricted:.2f} | {change:+.2f} |"
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    print("| fit | distrusted by | classes both put under the floor (QP / MLLS / box top / true share) | fallback | restricted to the rest | change |")
+    print(
+        "| fit | distrusted by"
+        " | classes both put under the floor (QP / MLLS / box top / true share)"
+        " | fallback | restricted to the rest | change |"
+    )
     print("|---|---|---|---|---|---|")
     for d in sys.argv[1:]:
         line = row(d.rstrip("/"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `glshift fit` time of the mini-batch baselines, old build vs new build, side by side in one run
-# (issue 16: "make the paper-style baseline training fast"). For each task and method the two
+# ("make the paper-style baseline training fast"). For each task and method the two
 # builds run one after the other (old first on even rows, new first on odd ones) so that both see
 # the same machine load; compare the ratios, not the seconds. Prints each fit's wall-clock and CPU
 # seconds (user + system, /usr/bin/time), the target accuracy, and whether the two builds wrote

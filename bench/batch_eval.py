@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A kept model on new batches (issue 30, item 4): for every ordered pair of domains in DATA,
+"""A kept model on new batches: for every ordered pair of domains in DATA,
 fit the default model on source -> target, draw batches of the target with Dirichlet(alpha)
 class proportions (and at the target's own proportions, and from a third domain: a shift
 beyond label shift), run `glshift predict --adapt-prior` on each with its labels (evaluation

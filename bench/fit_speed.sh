@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Default `glshift fit` time, old build vs new build, on the Office-Caltech10 EfficientNet-Lite2
-# UDA tasks (issue 14, "fast enough"). The two builds run alternately on each task (old first on
+# UDA tasks. The two builds run alternately on each task (old first on
 # even tasks, new first on odd ones), so that both see the same machine load; compare ratios,
 # not seconds. Each fit's wall-clock seconds and CPU seconds (user + system, /usr/bin/time) are
 # printed; on a shared machine the CPU seconds are the steadier measure of the work done.

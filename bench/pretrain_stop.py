@@ -8,6 +8,7 @@ that NLL's standard error, and the two hold-out accuracies. Source labels only.
 
 usage: python3 bench/pretrain_stop.py OUT_DIR [--windows 20,50,100,150] [--k 1.0]
 """
+
 import argparse
 import json
 import pathlib
@@ -35,8 +36,18 @@ def main():
     for rep in sorted(pathlib.Path(args.out).glob("*/report.json")):
         hist = [r for r in json.loads(rep.read_text())["history"] if r["stage"] == "pretrain"]
         h = [r["holdout"] for r in hist]
-        runs.append((rep.parent.name, [x["nll"] for x in h], [x["nll_se"] for x in h], [x["accuracy"] for x in h]))
-    print(f"k = {args.k}; gap = (NLL kept - NLL last) / SE last; acc kept / acc last (source hold-out)")
+        runs.append(
+            (
+                rep.parent.name,
+                [x["nll"] for x in h],
+                [x["nll_se"] for x in h],
+                [x["accuracy"] for x in h],
+            )
+        )
+    print(
+        f"k = {args.k}; gap = (NLL kept - NLL last) / SE last; "
+        "acc kept / acc last (source hold-out)"
+    )
     header = f"{'run':12s} {'n_iter':>6s} {'NLL last':>9s} {'SE last':>8s}"
     for w in windows:
         header += f" | W={w:<3d} stop keep   gap  acc kept/last"
@@ -54,7 +65,8 @@ def main():
         s = summary[w]
         print(
             f"W={w}: stop mean {sum(x[0] for x in s) / len(s):.1f}, max {max(x[0] for x in s)}; "
-            f"gap mean {sum(x[1] for x in s) / len(s):+.2f} SE, max {max(x[1] for x in s):+.2f} SE, "
+            f"gap mean {sum(x[1] for x in s) / len(s):+.2f} SE, "
+            f"max {max(x[1] for x in s):+.2f} SE, "
             f"runs over 1 SE: {sum(x[1] > 1 for x in s)} of {len(s)}; "
             f"hold-out accuracy kept - last: min {min(x[2] for x in s):+.3f}"
         )

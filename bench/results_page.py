@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the tables of a results page from the grids themselves (issue 32, item 5).
+"""Regenerates the tables of a results page from the grids themselves.
 
 For each SETTING=GRID argument, `glshift bench` is called on GRID with the methods, seeds and
 setting its results.json holds: every run is read back from GRID/runs/ (nothing is trained

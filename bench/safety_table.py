@@ -1,4 +1,4 @@
-"""Issue 14's safety bound, task by task: does the default fit (`mul`) score at least
+"""The safety bound, task by task: does the default fit (`mul`) score at least
 `source` - 1.0 point? Reads the run records (runs/*.json) of one or more `glshift bench` output
 folders; target labels enter only through the records' final scores.
 

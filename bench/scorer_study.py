@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table of the scorer study (issue 14, item 4) from the selection.json files of
+"""Table of the scorer study from the selection.json files of
 bench/scorer_study.sh: OUT/<bench>/<source>-<target>/selection.json.
 
 Per task: each scorer's Spearman and Kendall (tau-b) correlation with the candidates' true target

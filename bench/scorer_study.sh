@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scorer study of issue 14 (item 4): `glshift select` over bench/scorer_study_candidates.toml
+# The scorer study (item 4): `glshift select` over bench/scorer_study_candidates.toml
 # on every benchmark the project holds, one seed; then bench/scorer_study.py prints the table.
 # Resumable: a task whose selection.json exists is skipped. At most JOBS (default 2) selections
 # run at a time, each with RAYON_NUM_THREADS=1 under `nice -n 5`.

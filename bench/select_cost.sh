@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cost of `glshift select` over its default candidates against one default `glshift fit`
-# (issue 14: select at most 3x one default fit). On each task the two run back to back, in
+# (select at most 3x one default fit). On each task the two run back to back, in
 # alternating order (fit first on even tasks, select first on odd ones), so both see the same
 # machine load; compare the ratios, not the seconds. Wall seconds and CPU seconds
 # (user + system, /usr/bin/time) of each, and what select chose.

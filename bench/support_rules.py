@@ -10,6 +10,7 @@ itself): absent classes kept, present classes dropped.
 
     python3 bench/support_rules.py ROOT
 """
+
 import glob
 import json
 import os
@@ -19,7 +20,11 @@ import sys
 def main(root):
     rules = ("qp", "mlls", "either")
     total = {r: [0, 0] for r in rules}
-    print("| fit | accuracy | guard | " + " | ".join(f"{r}: absent kept / present dropped" for r in rules) + " | classes that differ (k: true, qp, mlls) |")
+    print(
+        "| fit | accuracy | guard | "
+        + " | ".join(f"{r}: absent kept / present dropped" for r in rules)
+        + " | classes that differ (k: true, qp, mlls) |"
+    )
     print("|---|---|---|" + "---|" * (len(rules) + 1))
     for f in sorted(glob.glob(os.path.join(root, "*", "report.json"))):
         r = json.load(open(f))
@@ -27,7 +32,7 @@ def main(root):
         qp, ml = g["qp_prior"], g["mlls_prior"]
         floor = 0.25 / len(t)
         keep = {"qp": [p >= floor for p in qp], "mlls": [p >= floor for p in ml]}
-        keep["either"] = [a or b for a, b in zip(keep["qp"], keep["mlls"])]
+        keep["either"] = [a or b for a, b in zip(keep["qp"], keep["mlls"], strict=False)]
         cells = []
         for rule in rules:
             kept = sum(1 for k, x in enumerate(keep[rule]) if x and t[k] == 0)
@@ -35,11 +40,22 @@ def main(root):
             total[rule][0] += kept
             total[rule][1] += dropped
             cells.append(f"{kept} / {dropped}")
-        odd = [f"{k}: {t[k]:.3f}, {qp[k]:.3f}, {ml[k]:.3f}" for k in range(len(t)) if keep["qp"][k] != (t[k] > 0) or keep["mlls"][k] != (t[k] > 0)]
+        odd = [
+            f"{k}: {t[k]:.3f}, {qp[k]:.3f}, {ml[k]:.3f}"
+            for k in range(len(t))
+            if keep["qp"][k] != (t[k] > 0) or keep["mlls"][k] != (t[k] > 0)
+        ]
         name = os.path.basename(os.path.dirname(f))
         verdict = "trusted" if g["trusted"] else "distrusted"
-        print(f"| {name} | {100 * r['target_accuracy']:.1f} | {verdict} | " + " | ".join(cells) + f" | {'; '.join(odd)} |")
-    print("\ntotal: " + ", ".join(f"{r} {total[r][0]} absent kept / {total[r][1]} present dropped" for r in rules))
+        print(
+            f"| {name} | {100 * r['target_accuracy']:.1f} | {verdict} | "
+            + " | ".join(cells)
+            + f" | {'; '.join(odd)} |"
+        )
+    print(
+        "\ntotal: "
+        + ", ".join(f"{r} {total[r][0]} absent kept / {total[r][1]} present dropped" for r in rules)
+    )
 
 
 if __name__ == "__main__":

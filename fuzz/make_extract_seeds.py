@@ -169,7 +169,7 @@ put(
 )
 
 
-# ---------- hostile inputs of the kinds of issue #28, kept as regressions ----------
+# ---------- hostile inputs (crafted headers, sizes and nesting), kept as regressions ----------
 REG = os.path.join("crates", "glshift-extract", "tests", "fuzz_regressions")
 
 

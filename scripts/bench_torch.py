@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side timing: one epoch of source pre-training, PyTorch (CPU) vs `glshift fit`.
 
-A benchmark script for issue #27 ("side by side in one run with a PyTorch CPU implementation of the
-same network and loss"). Not a test: nothing in CI runs it. It needs `torch` and `numpy`
+The same network and loss in PyTorch on the CPU, side by side in one run. Not a test: nothing in
+CI runs it. It needs `torch` and `numpy`
 (e.g. `python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch numpy`) and a release
 build of the CLI (`cargo build --release -p glshift-cli`).
 

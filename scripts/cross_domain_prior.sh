@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-domain known-truth prior estimation (issue 15): for every ordered pair of domains, DRAWS
+# Cross-domain known-truth prior estimation: for every ordered pair of domains, DRAWS
 # targets drawn from the target domain at a Dirichlet(ALPHA) prior (N rows, `shift simulate
 # --target-domain`), then the default `fit` and `shift estimate --data` on each. Resumable: a
 # step whose output exists is skipped. Summarise with scripts/cross_domain_prior.py OUT.

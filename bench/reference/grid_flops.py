@@ -1,4 +1,4 @@
-"""Lower bound on the time of a full `glshift bench` grid (issue #3: all 11 methods x 12 tasks x
+"""Lower bound on the time of a full `glshift bench` grid (all 11 methods x 12 tasks x
 3 seeds of one setting in under 30 minutes on the 2-core machine).
 
 Counts only the GEMM work of the adaptation stage with the default widths: G and F forward and

@@ -1,4 +1,4 @@
-"""Reference check of glshift's deep baselines (issue #16, item 2): skada's deep module
+"""Reference check of glshift's deep baselines : skada's deep module
 (`skada.deep`: SourceOnly, DANN, CDAN, DAN, DeepCoral; skorch + torch) on the same frozen
 Office-Caltech10 features, with glshift's network and the papers' schedule, beside glshift's
 accuracies read from `glshift bench` output folders.

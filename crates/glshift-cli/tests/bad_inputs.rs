@@ -1,4 +1,4 @@
-//! The bad-input battery of `glshift fit` (issue 6, item 1): every test breaks one file or one
+//! The bad-input battery of `glshift fit`: every test breaks one file or one
 //! parameter of a small fixture and runs the real binary. Each must exit non-zero, never panic,
 //! print a message naming the file or parameter (and, where it helps, what to do), and leave no
 //! output file behind.
@@ -546,7 +546,7 @@ fn output_path_under_a_file_is_not_writable() {
     );
 }
 
-// ---- numerical guards (issue 6, item 4) -------------------------------------------------------
+// ---- numerical guards -------------------------------------------------------
 
 #[test]
 fn diverging_learning_rate_names_the_iteration_and_term() {

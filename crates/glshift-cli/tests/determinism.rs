@@ -1,4 +1,4 @@
-//! Determinism (issue 6, item 3): the same inputs and seed give byte-identical report.json
+//! Determinism: the same inputs and seed give byte-identical report.json
 //! (all but `elapsed_seconds`, the only timing field), predictions.csv and model.glshift, whatever the number
 //! of GEMM (matrixmultiply) and rayon threads.
 //!

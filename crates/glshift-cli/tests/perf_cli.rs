@@ -1,4 +1,4 @@
-//! `glshift perf` at CI size (issue 4): the JSON object and its fields, parameter checks.
+//! `glshift perf` at CI size: the JSON object and its fields, parameter checks.
 //! No Python peers here: CI must not need Python.
 
 mod common;

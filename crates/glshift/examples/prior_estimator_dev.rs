@@ -1,4 +1,4 @@
-//! Development comparison of estimators for `fit`'s reported target prior (issue 15), on saved
+//! Development comparison of estimators for `fit`'s reported target prior, on saved
 //! fits of `scripts/cross_domain_prior.sh`.
 //!
 //! For each run folder `RUN` (`RUN/sim` the simulated pair, `RUN/fit` its fit), rebuilds the

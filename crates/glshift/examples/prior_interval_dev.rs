@@ -1,4 +1,4 @@
-//! Development comparison of constructions of `fit`'s prior interval (issue 15), on saved fits.
+//! Development comparison of constructions of `fit`'s prior interval, on saved fits.
 //!
 //! For each run folder `RUN` of `scripts/cross_domain_prior.sh` (`RUN/sim` the simulated pair,
 //! `RUN/fit` its default fit), rebuilds the final network's hold-out and target probabilities
@@ -8,8 +8,7 @@
 //! With θ̂ the reported (floored) estimate, θ_f the unfloored estimate on the final network and
 //! q_lo, q_hi the replicate quantiles:
 //! - `floored-basic`: the old construction (replicates floored, deviations from the final
-//!   network's floored estimate placed around θ̂), read from the report of a fit made before the
-//!   change (main at 94989ad) and rebuilt here as a check that the outputs are reproduced;
+//!   network's floored estimate placed around θ̂), rebuilt here from the saved outputs;
 //! - `raw-shifted`: `[θ̂ − (q_hi − θ_f), θ̂ − (q_lo − θ_f)] ∩ [0, 1]`;
 //! - `raw-percentile`: `[q_lo, q_hi]`;
 //! - `raw-percentile+report`: `[min(q_lo, θ̂), max(q_hi, θ̂)]` (chosen: `fit_prior_interval`);

@@ -75,8 +75,8 @@ pub struct LabelShiftConfig {
     /// `true`: decide which classes are absent once, from the pre-trained network (the fixed
     /// black box BBSE assumes), and afterwards re-estimate only the proportions of the present
     /// ones. `false`: every iteration floors its own estimate, so a small present class the
-    /// pre-trained network under-estimates can come back as the representation aligns. Unset
-    /// (the default since issue 27): `false` for MUL and class-wise MMD, whose first estimate
+    /// pre-trained network under-estimates can come back as the representation aligns.
+    /// Unset: `false` for MUL and class-wise MMD, whose first estimate
     /// the prior guard checks, `true` for IW-DANN and IW-CDAN, which read the tracker unguarded
     /// and lost up to 37 points on GLS dslr tasks with classes flickering in and out
     /// ([`LabelShiftConfig::fixed_support_for`]; docs/safety.md, "The support re-decided each
@@ -150,8 +150,7 @@ impl Default for LabelShiftConfig {
 /// fewer than `min_confident_share` of the target rows are τ-confident. Under the floor MUL
 /// runs `fallback`; a disagreement alone gets `on_disagreement` (by default the same fallback:
 /// the lighter responses, best on development draws of the cross-domain protocol, failed the
-/// MNIST→USPS safety check). Off: the estimate is always used (the rule before issue 14's
-/// item 5). The confident-share floor and `fallback` were chosen after reading SURF target
+/// MNIST→USPS safety check). Off: the estimate is always used. The confident-share floor and `fallback` were chosen after reading SURF target
 /// accuracies (docs/safety.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -36,7 +36,7 @@ pub use training::{MiniBatchConfig, Training, AUTO_MINIBATCH_CELLS};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdaptStopConfig {
-    /// Off: run all `adapt_iters` iterations (the rule before issue 14).
+    /// Off: run all `adapt_iters` iterations.
     pub enabled: bool,
     /// W: iterations between the two states compared.
     pub window: usize,
@@ -48,7 +48,7 @@ pub struct AdaptStopConfig {
     pub min_iters: usize,
     /// Largest relative change of J_TU over W iterations, |J_{t−W} − J_t| / |J_{t−W}|
     /// (`train::converge`): the objective itself must have settled, not only the prior and the
-    /// pseudo-labels. Default 0.15, chosen on development seeds under issue 14's time bound
+    /// pseudo-labels. Default 0.15, chosen on development seeds under the fit's time bound
     /// (docs/methods.md "Stopping rules"); unset: J_TU is not part of the rule.
     pub tol_objective: Option<f64>,
 }
@@ -269,7 +269,7 @@ impl LoopFloor {
 /// of the n_t rows is missing from a bootstrap resample of them with probability
 /// (1 − m/n_t)^{n_t} ≈ e^{−m}, above α while m < ln(1/α) (3.0 rows at α = 0.05), so its
 /// percentile interval reaches 0. The loop floors an estimate under the larger of this and
-/// 1/(4c) ([`LoopFloor::at`]; issue 29: PCA-8 PDA webcam→dslr kept 2 rows of 68, 0.029, on an absent class; the
+/// 1/(4c) ([`LoopFloor::at`]; PCA-8 PDA webcam→dslr kept 2 rows of 68, 0.029, on an absent class; the
 /// rule only acts on targets of fewer than 4c·ln(1/α) rows, 120 for c = 10 at α = 0.05).
 pub fn evidence_floor(n_t: usize, alpha: f64) -> f64 {
     match n_t {

@@ -16,7 +16,7 @@
 //! hold-out rows keeps a non-erasing column, (2) `C` uses the full-source prior, (3) a floor on
 //! the estimated prior.
 //!
-//! Estimators behind one trait ([`ShiftEstimator`], issue 5): [`Bbse`] (linear solve, hard or
+//! Estimators behind one trait ([`ShiftEstimator`]): [`Bbse`] (linear solve, hard or
 //! soft), [`BbseQp`], [`Rlls`] (Azizzadenesheli et al. 2019), [`Mlls`] (EM of Saerens et al.
 //! 2002 after [`fit_bcts`], Alexandari et al. 2020); [`bootstrap`] intervals for any of them;
 //! [`confusion_diagnostics`] for the conditioning of `C`; [`fit_diagnostics`] for how far a

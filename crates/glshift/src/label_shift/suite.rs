@@ -1,4 +1,4 @@
-//! The four estimators of issue 5 side by side, in the shape `glshift shift` reports them:
+//! The four estimators side by side, in the shape `glshift shift` reports them:
 //! an object keyed by `bbse`, `bbse-qp`, `rlls`, `mlls`, each entry holding `weights`,
 //! `prior`, `prior_ci_low`/`prior_ci_high` (when bootstrapped) and `prior_l1_error` (only when
 //! a true prior is known — evaluation only; it is never an input of an estimator).

@@ -1,5 +1,5 @@
 //! A kept model on a new batch: the batch's class proportions, re-weighted posteriors, and
-//! whether the batch moved (issue 30).
+//! whether the batch moved.
 //!
 //! The model keeps its source hold-out's probabilities and labels (format version 2). On a batch
 //! of `n_b` rows with the model's probabilities P_b (`n_b × c`), the label-shift estimator of the

@@ -1,4 +1,4 @@
-//! Is a new batch a label shift of the target the model was fitted on? (issue 30)
+//! Is a new batch a label shift of the target the model was fitted on?
 //!
 //! The model keeps a seeded sample of its fitted target: `m` preprocessed feature rows (`m × d`,
 //! m ≤ [`TARGET_SAMPLE_ROWS`]) and the model's plain softmax probabilities of them (`m × c`).

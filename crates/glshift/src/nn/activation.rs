@@ -53,7 +53,7 @@ impl Activation {
         let z = Zip::from(d).and(&a);
         // Every element is written (a select, not a conditional store): the loop vectorises and
         // takes no branch on the sign of `a`, whose ~50% mispredictions made this pass cost ~7%
-        // of a default fit (perf, issue 14). The values are the same as a conditional store's.
+        // of a default fit (perf). The values are the same as a conditional store's.
         match self {
             Activation::Relu => z.for_each(|d, &a| *d = if a <= zero { zero } else { *d }),
             Activation::LeakyRelu => {

@@ -9,7 +9,7 @@
 //! AVX-512, picked at run time: every lane does the same IEEE operations in the same order
 //! (Rust never fuses a multiply and an add), so both give the same bits; the wide one takes
 //! eight square roots and divisions at a time. Scalar, this update was 5% of a default fit
-//! (perf, issue 14).
+//! (perf).
 
 use crate::Real;
 

@@ -1,7 +1,7 @@
 //! How much to trust a fit's label-shift correction, from rows whose labels may be read: the
 //! labelled source hold-out (probabilities `P_h`, n_h × c, labels `y_h`) and the unlabelled
 //! target (probabilities `P_t`, n_t × c), both from the final network. No target label is an
-//! input (issue 14, item 1).
+//! input.
 //!
 //! Both probability sets are first temperature-scaled on the hold-out (as the training loop
 //! does). Then, with `C` the confusion matrix of [`confusion_matrix`] and `q` the target's

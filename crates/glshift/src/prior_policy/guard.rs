@@ -1,5 +1,5 @@
 //! The prior guard: whether the label-shift estimate of the pre-trained network may be trusted,
-//! and how far the in-loop estimate may move (issue 14, item 5). Inputs are rows whose labels
+//! and how far the in-loop estimate may move. Inputs are rows whose labels
 //! may be read — the calibrated probabilities of the labelled source hold-out (`P_h`, n_h × c,
 //! labels `y_h`) and of the unlabelled target (`P_t`, n_t × c) — never a target label.
 //!

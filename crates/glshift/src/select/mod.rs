@@ -1,4 +1,4 @@
-//! Model selection without target labels (issue 14, item 3): fit every candidate
+//! Model selection without target labels: fit every candidate
 //! configuration on one task, score each with label-free scorers, keep the best.
 //!
 //! With candidates `θ_1 … θ_m` (a method and MUL's λ_TU, λ_DU, τ over one base configuration)

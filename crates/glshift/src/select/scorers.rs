@@ -1,4 +1,4 @@
-//! Label-free scorers of a fitted candidate (issue 14, item 2): each reads source labels and
+//! Label-free scorers of a fitted candidate: each reads source labels and
 //! unlabelled target outputs only, never a target label. **Higher is better** for every
 //! function here, so that a selection takes the arg-max.
 //!

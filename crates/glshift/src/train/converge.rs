@@ -1,4 +1,4 @@
-//! Label-free stopping rules of the two stages (issue 14, "fast enough"). Neither reads a target
+//! Label-free stopping rules of the two stages. Neither reads a target
 //! label; both only look at quantities the loop already computes.
 //!
 //! **Pre-training** (source labels only): with ℓᵢ,t the NLL of hold-out row i at iteration t,

@@ -78,14 +78,10 @@ const BASE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// terms are tiled, so nothing grows with n² (an n² term here once refused a 20 000-row fit
 /// that peaked at 1.46 GB as needing 9.9 GiB).
 ///
-/// The per-row copies are measured, not itemised: the test's fit (8 000 rows × 1 024 dims, the
-/// default network [512, 256]) peaked at 349 MiB, 314 MiB once the layout stopped copying the
-/// source rows twice more, and 213 MiB once the data path held one copy of the loaded features
-/// instead of three (the loaded features are preprocessed in place and moved into the fit; the
-/// layout's stack is the second copy). By 339bdbb it peaked at 256 MiB, and at 195 MiB once
-/// the network's forward pass stopped keeping a copy of its input (a third copy, and a fourth
-/// while the next pass was made; at the VisDA-2017 shape the peak fell from 9.23 to 5.90 GB,
-/// docs/performance.md, "The forward pass's copy of its input").
+/// The per-row copies are measured, not itemised: the loaded features are preprocessed in
+/// place and moved into the fit, the layout's stack is the second copy, and the network's
+/// forward pass keeps no copy of its input (docs/performance.md, "The forward pass's copy of
+/// its input").
 /// `crates/glshift-cli/tests/memory_estimate.rs` holds the estimate between 1 and 1.6 times a
 /// fit's measured peak. Meant to refuse hopeless configurations before allocating, so an upper
 /// estimate.

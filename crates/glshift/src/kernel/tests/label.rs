@@ -188,8 +188,7 @@ fn label_kernel_reads_short_names_and_tagged_tables() {
     assert!(AUTO.basis_gram(3).is_err());
 }
 
-/// The linear kernel's results, pinned to the bits printed by commit 94989ad (before the
-/// label maps): f32 training inputs, J_TU + pooled J_DU from one fused pass, and the f64
+/// The linear kernel's results, pinned to the bits the dense linear-kernel path printed: f32 training inputs, J_TU + pooled J_DU from one fused pass, and the f64
 /// MCMD² matrix. Any change of arithmetic order in the linear path fails here.
 #[test]
 fn linear_kernel_results_are_bit_for_bit_unchanged() {
@@ -224,7 +223,7 @@ fn linear_kernel_results_are_bit_for_bit_unchanged() {
     assert_eq!((got, m_hash), (GOLD, GOLD_M));
 }
 
-/// Printed by the same computation at commit 94989ad: J_TU, J_DU bits and the four gradient hashes.
+/// Printed by the same computation on that path: J_TU, J_DU bits and the four gradient hashes.
 const GOLD: [u64; 6] = [
     0x3fc4d467053f5ca8,
     0x402135e09e370976,

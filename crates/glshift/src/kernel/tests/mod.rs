@@ -440,7 +440,7 @@ fn shape_mismatches_and_bad_prior_or_h_are_rejected() {
     }
 }
 
-// ---- Fused tiled engine (issue 4): against the dense oracle, across tiles and threads ----
+// ---- Fused tiled engine: against the dense oracle, across tiles and threads ----
 
 /// `n` rows in `c` classes with class sizes i % c (one-hot) and a few rows with no label.
 fn tiled_sample(seed: u64, n: usize, d: usize, c: usize, shift: f64, soft: bool) -> Data {
