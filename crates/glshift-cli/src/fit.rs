@@ -49,11 +49,10 @@ pub fn resolve_config_on(
     config: Option<&PathBuf>,
     method: Option<&str>,
     seed: Option<u64>,
-    device: Option<crate::pair::DeviceArg>,
+    device: Option<glshift::device::Device>,
 ) -> Result<FitConfig> {
     let source = config.map_or(ConfigSource::Defaults, |p| ConfigSource::TomlFile(p));
-    let overrides =
-        ConfigOverrides { method, seed, device: device.map(Into::into), ..Default::default() };
+    let overrides = ConfigOverrides { method, seed, device, ..Default::default() };
     Ok(FitConfig::resolve(source, overrides)?)
 }
 

@@ -2,6 +2,7 @@
 
 mod ablation;
 mod bench;
+mod core_values;
 mod demo;
 mod extract;
 mod fit;

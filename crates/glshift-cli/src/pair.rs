@@ -109,24 +109,6 @@ pub struct RunArgs {
     /// Where the products run: `cpu`, `cuda` (an error without a usable GPU) or `auto` (CUDA
     /// where a driver, cuBLAS, NVRTC and a device are found, else the CPU). Overrides the
     /// config file's `device` (default `auto`); the report says which ran.
-    #[arg(long, value_enum)]
-    pub device: Option<DeviceArg>,
-}
-
-/// `--device` (docs/performance.md "GPU").
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeviceArg {
-    Cpu,
-    Cuda,
-    Auto,
-}
-
-impl From<DeviceArg> for glshift::device::Device {
-    fn from(d: DeviceArg) -> Self {
-        match d {
-            DeviceArg::Cpu => glshift::device::Device::Cpu,
-            DeviceArg::Cuda => glshift::device::Device::Cuda,
-            DeviceArg::Auto => glshift::device::Device::Auto,
-        }
-    }
+    #[arg(long, value_parser = crate::core_values::parser::<glshift::device::Device>())]
+    pub device: Option<glshift::device::Device>,
 }

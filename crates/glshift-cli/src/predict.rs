@@ -42,8 +42,8 @@ pub struct PredictArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Where the network runs: `cpu`, `cuda` or `auto` (CUDA where found, else the CPU).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub device: crate::pair::DeviceArg,
+    #[arg(long, value_parser = crate::core_values::parser::<glshift::device::Device>(), default_value = glshift::device::Device::Auto.name())]
+    pub device: glshift::device::Device,
     /// Estimate these rows' class proportions (with an interval, the move from the model's
     /// target prior, the label-shift residual test and the target test: are these rows a label
     /// shift of the target the model was fitted on?) and re-weight the posteriors to them
@@ -273,7 +273,7 @@ fn predict_blocks(
     let classes = model.class_names();
     let mut predicted: Vec<usize> = Vec::with_capacity(rows.nrows());
     let mut lines = String::new();
-    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
+    let (blocks, device) = glshift::device::scoped(args.device, || {
         Ok(rows.for_each_block(|x, first| {
             let probs = model
                 .predict_proba_block(x, first)
@@ -307,7 +307,7 @@ fn predict_adapted(
     // Every row's probabilities; the raw rows the target test reads (at most 1 000).
     let test_rows = glshift::model::batch_test_rows(rows.nrows(), args.seed);
     let (mut parts, mut kept_rows): (Vec<Array2<f32>>, Vec<Array2<f32>>) = (Vec::new(), Vec::new());
-    let (blocks, device) = glshift::device::scoped(args.device.into(), || {
+    let (blocks, device) = glshift::device::scoped(args.device, || {
         Ok(rows.for_each_block(|x, first| {
             parts.push(
                 model

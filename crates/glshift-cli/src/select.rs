@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use glshift::output::write_files_atomically_with;
 use glshift::select::{
     default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule,
@@ -17,42 +17,6 @@ use glshift_experiments::protocol;
 use crate::fit::{check_out_dir, resolve_config_on, run_files};
 use crate::pair::{PairArgs, ProtocolArgs, RunArgs, SeedArg};
 use crate::progress::TrainBar;
-
-/// The selection rule (docs/select.md; the default was decided by the scorer study).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ScorerArg {
-    /// Label-shift IWCV on the source hold-out, one w for all candidates.
-    Iwcv,
-    /// Deep embedded validation (domain-classifier weights on the candidate's Z).
-    Dev,
-    /// DEV with the weights divided by their mean.
-    DevNormalised,
-    /// Soft neighbourhood density of the target predictions.
-    Snd,
-    /// Mean entropy of the target predictions (lower is better).
-    Entropy,
-    /// Circular (reverse) validation accuracy on the source hold-out.
-    Circular,
-    /// Mean rank over iwcv, dev-normalised, snd, entropy and circular.
-    MeanRank,
-    /// Lowest entropy among the candidates whose iwcv is within 0.02 of the `source` candidate's.
-    SafeEntropy,
-}
-
-impl From<ScorerArg> for SelectRule {
-    fn from(s: ScorerArg) -> SelectRule {
-        match s {
-            ScorerArg::Iwcv => SelectRule::Iwcv,
-            ScorerArg::Dev => SelectRule::Dev,
-            ScorerArg::DevNormalised => SelectRule::DevNormalised,
-            ScorerArg::Snd => SelectRule::Snd,
-            ScorerArg::Entropy => SelectRule::Entropy,
-            ScorerArg::Circular => SelectRule::Circular,
-            ScorerArg::MeanRank => SelectRule::MeanRank,
-            ScorerArg::SafeEntropy => SelectRule::SafeEntropy,
-        }
-    }
-}
 
 #[derive(Args, Debug)]
 #[command(
@@ -65,9 +29,9 @@ pub struct SelectArgs {
     /// TOML file of `[[candidate]]` tables (docs/select.md); default: source, mul, mul-weak.
     #[arg(long)]
     pub candidates: Option<PathBuf>,
-    /// Selection rule.
-    #[arg(long, value_enum, default_value = "safe-entropy")]
-    pub scorer: ScorerArg,
+    /// Selection rule (docs/select.md; the default was decided by the scorer study).
+    #[arg(long, value_parser = crate::core_values::parser::<SelectRule>(), default_value = SelectRule::default().name())]
+    pub scorer: SelectRule,
     #[command(flatten)]
     pub protocol: ProtocolArgs,
     #[command(flatten)]
@@ -82,7 +46,7 @@ pub fn run(args: SelectArgs) -> Result<()> {
         Some(path) => read_candidates_file(path, &base)?,
         None => default_candidates(),
     };
-    let params = SelectParams::new(base).candidates(candidates).rule(args.scorer.into()).check()?;
+    let params = SelectParams::new(base).candidates(candidates).rule(args.scorer).check()?;
     let created = check_out_dir(&args.run.out)?;
     let result = run_checked(&args, &params);
     if result.is_err() && created {

@@ -385,6 +385,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The registry's method names, so that Python lists exactly the methods the core has.
     m.add("METHODS", MethodKind::ALL.map(|k| k.name()).to_vec())?;
+    // The selection rules and the estimator suite, likewise from the core's lists.
+    m.add("RULES", glshift::select::SelectRule::ALL.map(|r| r.name()).to_vec())?;
+    m.add("SUITE", glshift::label_shift::suite::SUITE.to_vec())?;
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_function(wrap_pyfunction!(select::select, m)?)?;

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use glshift::device::Device;
 use glshift::kernel::{self, McmdEstimator};
 use glshift_experiments::perf::rff::{office_caltech_sets, RffInput};
 use glshift_experiments::perf::{self, load_avg, MeasureSpec, Measurement};
@@ -80,8 +81,8 @@ pub struct PerfArgs {
     /// Where the kernel sums of `--n` run: `cpu`, `cuda` (an error without a usable GPU) or
     /// `auto`. The FLOP count and GEMM rate stay the CPU's (the ratio compares a GPU's time
     /// with the CPU's bound). The grid runs on the CPU.
-    #[arg(long, value_enum, default_value = "cpu")]
-    pub device: crate::pair::DeviceArg,
+    #[arg(long, value_parser = crate::core_values::parser::<Device>(), default_value = Device::Cpu.name())]
+    pub device: Device,
     /// With `--device cuda`: allow cuBLAS TF32 tensor-core products (10-bit mantissa inputs,
     /// f32 sums), to measure their speed and the values they give. No fit uses them.
     #[arg(long)]
@@ -103,10 +104,10 @@ pub fn run(args: PerfArgs) -> Result<()> {
     if args.runs == 0 {
         bail!("invalid parameter `--runs` = 0: at least one timed run is needed");
     }
-    if args.n.is_none() && args.device != crate::pair::DeviceArg::Cpu {
+    if args.n.is_none() && args.device != Device::Cpu {
         bail!("--device applies to one measurement (--n); the grid runs on the CPU");
     }
-    if args.tf32 && args.device != crate::pair::DeviceArg::Cuda {
+    if args.tf32 && args.device != Device::Cuda {
         bail!("--tf32 needs --device cuda (TF32 is a mode of the GPU's products)");
     }
     match args.n {
@@ -137,7 +138,7 @@ fn measure(
         seed: args.seed,
         runs: args.runs,
         estimator: est,
-        device: args.device.into(),
+        device: args.device,
         tf32: args.tf32,
     };
     // The peers' input is written after the warm-up run, before the timed runs.

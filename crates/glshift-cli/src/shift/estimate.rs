@@ -23,8 +23,8 @@ use glshift::records::{
 use glshift_experiments::crossfit::cross_fit;
 use ndarray::{Array1, Array2};
 
-use super::IntervalArg;
 use crate::fit::{fmt_vec, resolve_config};
+use glshift::label_shift::IntervalMethod;
 
 #[derive(Args, Debug)]
 pub struct EstimateArgs {
@@ -78,8 +78,8 @@ pub struct EstimateArgs {
     pub level: f64,
     /// Interval from the bootstrap replicates: basic ([2θ̂ − q_hi, 2θ̂ − q_lo] ∩ [0, 1]) or
     /// percentile ([q_lo, q_hi]).
-    #[arg(long, value_enum, default_value_t = IntervalArg::Basic)]
-    pub interval: IntervalArg,
+    #[arg(long, value_parser = crate::core_values::parser::<IntervalMethod>(), default_value = IntervalMethod::Basic.name())]
+    pub interval: IntervalMethod,
     /// Seed of the bootstrap (and, with --data, of the network and the hold-out split).
     #[command(flatten)]
     pub seed: crate::pair::SeedArg,
@@ -110,7 +110,7 @@ fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
 /// The bootstrap of `--bootstrap`/`--level`/`--interval`, seeded by `seed`: `--seed` (else 0)
 /// for saved probabilities, the classifier's seed for `--data`.
 fn boot_spec(a: &EstimateArgs, seed: u64) -> Result<Option<BootstrapSpec>> {
-    let method = a.interval.into();
+    let method = a.interval;
     match a.bootstrap {
         0 => Ok(None),
         1 => bail!("--bootstrap 1: need at least 2 resamples (or 0 for no intervals)"),

@@ -7,8 +7,7 @@ mod estimate;
 mod study;
 
 use anyhow::Result;
-use clap::{Args, Subcommand, ValueEnum};
-use glshift::label_shift::IntervalMethod;
+use clap::{Args, Subcommand};
 
 pub use estimate::EstimateArgs;
 pub use study::{SimulateArgs, StudyArgs};
@@ -36,24 +35,6 @@ pub enum ShiftCommand {
     Test(conditional::TestArgs),
     /// Level and power of `shift test` on one domain split in two (and against a real domain).
     TestCalibration(conditional::CalibrationArgs),
-}
-
-/// How a bootstrap interval is formed from the replicates (`--interval`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum IntervalArg {
-    /// [2θ̂ − q_hi, 2θ̂ − q_lo] ∩ [0, 1].
-    Basic,
-    /// [q_lo, q_hi].
-    Percentile,
-}
-
-impl From<IntervalArg> for IntervalMethod {
-    fn from(a: IntervalArg) -> IntervalMethod {
-        match a {
-            IntervalArg::Basic => IntervalMethod::Basic,
-            IntervalArg::Percentile => IntervalMethod::Percentile,
-        }
-    }
 }
 
 pub fn run(args: ShiftArgs) -> Result<()> {

@@ -14,8 +14,8 @@ use glshift_experiments::study::{
     default_domains, default_families, run_study, study_markdown, StudyConfig,
 };
 
-use super::IntervalArg;
 use crate::fit::{check_out_dir, fmt_vec, resolve_config};
+use glshift::label_shift::IntervalMethod;
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -84,8 +84,8 @@ pub struct StudyArgs {
     pub cross_fit: usize,
     /// Interval whose coverage the tables report first: basic or percentile (both are
     /// computed from the same replicates and both are in study.json and study.md).
-    #[arg(long, value_enum, default_value_t = IntervalArg::Basic)]
-    pub interval: IntervalArg,
+    #[arg(long, value_parser = crate::core_values::parser::<IntervalMethod>(), default_value = IntervalMethod::Basic.name())]
+    pub interval: IntervalMethod,
     /// Seed of the splits, the classifiers and the draws.
     #[command(flatten)]
     pub seed: crate::pair::SeedArg,
@@ -146,7 +146,7 @@ pub(super) fn study_cmd(a: StudyArgs) -> Result<()> {
         source_fraction: a.source_fraction,
         bootstrap: a.bootstrap,
         level: a.level,
-        interval: a.interval.into(),
+        interval: a.interval,
         cross_fit: a.cross_fit,
         seed: fit.seed,
         fit,

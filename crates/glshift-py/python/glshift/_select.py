@@ -20,7 +20,7 @@ from ._estimators import (
 )
 
 #: The selection rules (``rule=``), as ``glshift select --scorer``.
-RULES = ("iwcv", "dev", "dev-normalised", "snd", "entropy", "circular", "mean-rank", "safe-entropy")
+RULES = tuple(_core.RULES)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import numpy as np
 from . import _core
 
 #: The four estimators of ``estimators="all"``, in report order.
-SUITE = ("bbse", "bbse-qp", "rlls", "mlls")
+SUITE = tuple(_core.SUITE)
 
 
 @dataclass(frozen=True)

@@ -57,13 +57,23 @@ pub enum Device {
     Auto,
 }
 
-impl std::fmt::Display for Device {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl Device {
+    /// Every device setting.
+    pub const ALL: [Device; 3] = [Device::Cpu, Device::Cuda, Device::Auto];
+
+    /// Stable name (`cpu`, `cuda`, `auto`), as in the config and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
             Device::Cpu => "cpu",
             Device::Cuda => "cuda",
             Device::Auto => "auto",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
