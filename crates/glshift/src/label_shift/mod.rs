@@ -33,6 +33,7 @@ pub(crate) mod estimators;
 pub(crate) mod exact_shift;
 mod floor;
 mod holdout;
+mod log_sum;
 pub mod mlls;
 mod polish;
 pub(crate) mod prior;
