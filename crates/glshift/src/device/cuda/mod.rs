@@ -182,7 +182,7 @@ impl Gpu {
         let ao = g.operand(a)?;
         let bo = g.operand(b)?;
         let mut c = g.stream.alloc_zeros::<f32>(m * n).map_err(err("allocating a product"))?;
-        let (av, bv) = (g.view(&ao.buf), g.view(&bo.buf));
+        let (av, bv) = (g.view(&ao.buf)?, g.view(&bo.buf)?);
         g.gemm_rm(
             (ao.trans, bo.trans),
             (m, n, k),
@@ -202,6 +202,12 @@ impl Inner {
     /// `a` on the device, read in place from a pinned matrix when it lies inside one.
     fn operand(&self, a: ArrayView2<f32>) -> Result<Operand, String> {
         let (m, k) = a.dim();
+        if m == 0 || k == 0 {
+            // Nothing to read: one zero stands for the empty matrix (CUDA allocates no empty
+            // buffers), and the spans below would count from row or column -1.
+            let dev = self.stream.alloc_zeros::<f32>(1).map_err(err("allocating an operand"))?;
+            return Ok(Operand { buf: Buf::Own(dev), trans: false, ld: k.max(1) });
+        }
         let (s0, s1) = (a.strides()[0] as usize, a.strides()[1] as usize);
         let (trans, ld, span) = if (s1 == 1 || k == 1) && (s0 >= k || m == 1) {
             (false, if m == 1 { k } else { s0 }, (m - 1) * s0 + k)
@@ -233,10 +239,16 @@ impl Inner {
         Ok(Operand { buf, trans, ld })
     }
 
-    fn view<'b>(&'b self, buf: &'b Buf) -> CudaView<'b, f32> {
+    fn view<'b>(&'b self, buf: &'b Buf) -> Result<CudaView<'b, f32>, String> {
         match buf {
-            Buf::Pin { index, offset, len } => self.pins[*index].dev.slice(*offset..*offset + *len),
-            Buf::Own(s) => s.slice(..),
+            Buf::Pin { index, offset, len } => self
+                .pins
+                .get(*index)
+                .and_then(|p| p.dev.try_slice(*offset..offset.saturating_add(*len)))
+                .ok_or_else(|| {
+                    format!("{len} values from offset {offset} of pinned matrix {index}")
+                }),
+            Buf::Own(s) => Ok(s.as_view()),
         }
     }
 
