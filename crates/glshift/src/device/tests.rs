@@ -56,9 +56,9 @@ fn dot_outside_a_gpu_scope_is_ndarrays_product() {
 /// rounding). Skipped (reported) without one.
 #[test]
 fn gpu_products_match_the_cpu_where_a_gpu_is_found() {
-    if let Err(reason) = probe() {
-        eprintln!("skipped: {reason}");
-        return;
+    match probe() {
+        Ok(gpu) => println!("{}: {}", gpu.name(), gpu.libraries()),
+        Err(reason) => return eprintln!("skipped: {reason}"),
     }
     let a =
         Array2::from_shape_fn((3000, 700), |(i, j)| (((i * 7 + j * 3) % 11) as f32 - 5.0) * 0.1);

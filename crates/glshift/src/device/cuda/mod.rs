@@ -1,5 +1,6 @@
-//! One CUDA GPU through `cudarc`: the driver, cuBLAS and NVRTC are loaded at run time
-//! (`dynamic-loading`), so a machine without them builds, tests and runs on the CPU.
+//! One CUDA GPU: the driver and cuBLAS through `cudarc`, NVRTC opened by glshift (`nvrtc`), all
+//! loaded at run time (`dynamic-loading`), so a machine without them builds, tests and runs on
+//! the CPU. Which files are used is checked before any is used (`libs`, docs/gpu.md).
 //!
 //! Row-major ndarray data meets column-major cuBLAS through one identity: a row-major m×n
 //! buffer is the column-major n×m matrix of its transpose, so C = op(A)·op(B) (row-major) is
@@ -18,7 +19,9 @@ pub(crate) mod host_backend;
 mod kernels;
 #[cfg(test)]
 pub(crate) mod kernels_host;
+mod libs;
 pub(crate) mod net;
+mod nvrtc;
 mod reduce;
 pub(crate) mod resident;
 mod signatures;
@@ -34,6 +37,8 @@ pub(crate) use net::{DevNet, DevSnapshot};
 /// The process's GPU (device 0), shared by every thread; operations are serialised.
 pub struct Gpu {
     name: String,
+    /// The libraries it was opened with and how the kernels were built ([`Gpu::libraries`]).
+    libraries: String,
     inner: Mutex<Inner>,
 }
 
@@ -79,8 +84,13 @@ impl Gpu {
         GPU.get_or_init(|| {
             // cudarc panics where a symbol is missing from an old library: contain it.
             std::panic::catch_unwind(Gpu::open)
-                .unwrap_or_else(|_| {
-                    Err("the CUDA libraries failed to load (too old a driver?)".into())
+                .unwrap_or_else(|payload| {
+                    let what = payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("a panic");
+                    Err(format!("the CUDA libraries failed to load: {what}"))
                 })
                 .map(Arc::new)
         })
@@ -88,34 +98,31 @@ impl Gpu {
     }
 
     fn open() -> Result<Gpu, String> {
-        // SAFETY: these only try to open the shared libraries.
-        let (driver, blas, nvrtc) = unsafe {
-            (
-                cudarc::driver::sys::is_culib_present(),
-                cudarc::cublas::sys::is_culib_present(),
-                cudarc::nvrtc::sys::is_culib_present(),
-            )
-        };
-        if !driver {
-            return Err("no CUDA driver library (libcuda.so.1) found".into());
+        // SAFETY: this only tries to open the shared library.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            let tried = cudarc::get_lib_name_candidates("cuda").join(", ");
+            return Err(format!("no CUDA driver library found (tried {tried})"));
         }
+        let driver = libs::driver_version()?;
+        libs::check_driver(driver)?;
         let count = CudaContext::device_count().map_err(err("cuInit / device count"))?;
         if count < 1 {
             return Err("the CUDA driver reports no device".into());
         }
-        if !blas {
-            return Err("cuBLAS (libcublas.so.13) not found on the library path".into());
-        }
-        if !nvrtc {
-            return Err("NVRTC (libnvrtc.so.13) not found on the library path".into());
-        }
+        // Both checked before cudarc opens cuBLAS or anything is compiled.
+        let cublas = libs::check_cublas()?;
+        let nvrtc = nvrtc::Nvrtc::open()?;
         let ctx = CudaContext::new(0).map_err(err("opening device 0"))?;
         let name = ctx.name().map_err(err("device name"))?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
-        let kernels = Kernels::load(&ctx)?;
+        let kernels = Kernels::load(&ctx, &nvrtc, driver)?;
         Ok(Gpu {
             name,
+            libraries: format!(
+                "driver for CUDA {}.{}; {cublas}; kernels: {}",
+                driver.0, driver.1, kernels.built
+            ),
             inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }),
         })
     }
@@ -148,6 +155,13 @@ impl Gpu {
     /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The driver's CUDA version, the cuBLAS opened and how the kernels were built, e.g.
+    /// "driver for CUDA 13.0; cuBLAS 13.0 (its file); kernels: a cubin for sm_90 from NVRTC
+    /// 13.0 (its file)".
+    pub fn libraries(&self) -> &str {
+        &self.libraries
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, String> {
