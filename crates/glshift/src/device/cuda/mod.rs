@@ -114,6 +114,7 @@ impl Gpu {
         let nvrtc = nvrtc::Nvrtc::open()?;
         let ctx = CudaContext::new(0).map_err(err("opening device 0"))?;
         let name = ctx.name().map_err(err("device name"))?;
+        keep_pool_memory(&ctx)?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
         let kernels = Kernels::load(&ctx, &nvrtc, driver)?;
@@ -209,6 +210,31 @@ impl Gpu {
         let host = g.stream.clone_dtoh(&c).map_err(err("downloading a product"))?;
         g.stream.synchronize().map_err(err("synchronising"))?;
         Array2::from_shape_vec((m, n), host).map_err(|e| e.to_string())
+    }
+}
+
+/// Lets the device's memory pool keep the memory freed into it (release threshold: all of it)
+/// instead of returning it to the system at each synchronisation, its default: every
+/// iteration allocates its activations afresh (`cuMemAllocAsync`) and frees them, so with the
+/// default the same memory could be unmapped and mapped again at every iteration. Memory held
+/// this way is the fit's peak use, which the memory budget already bounds. Where the device
+/// has no memory pools, cudarc allocates synchronously and there is nothing to set.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<(), String> {
+    use cudarc::driver::result::{device, mem_pool};
+    use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    if !ctx.has_async_alloc() {
+        return Ok(());
+    }
+    let mut threshold = u64::MAX;
+    // SAFETY: the device is the context's; the attribute's value is a cuuint64_t.
+    unsafe {
+        let pool = device::get_mem_pool(ctx.cu_device()).map_err(err("the memory pool"))?;
+        mem_pool::set_attribute(
+            pool,
+            CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .map_err(err("the memory pool's release threshold"))
     }
 }
 
