@@ -62,21 +62,24 @@ if len(t) == 2: print(t["pre-training"], t["adaptation"])
 EOF
 }
 
-# CUDA's libraries: the driver is on the loader path; cuBLAS and NVRTC come with the toolkit or
-# PyTorch's wheels.
-for lib in libcublas.so.13 libnvrtc.so.13; do
-  found=$(find /usr/local/cuda* /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
-  [ -n "$found" ] && export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
 echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader
+nvidia-smi | grep -o "CUDA Version: [0-9.]*" | head -1
 nproc
-echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+# CUDA's libraries: the driver is on the loader path; cuBLAS 13 and NVRTC 13 come with the
+# toolkit or the NVIDIA wheels of a Python environment (bench/cuda_libs.sh, as glshift
+# prefers them: the versioned files).
+. "$(dirname "$0")/cuda_libs.sh"
+locate_cuda_libs
 
 if want tests; then
 echo "== 1. device tests (products, kernel sums, training and a whole MUL fit with Z kept on the GPU, GPU vs CPU; a GPU test that could not run prints skipped)"
 since
-timeout 150 "$B/glshift-lib-tests" device:: fallback_tests --test-threads 1 --nocapture 2>&1 | tail -40
+timeout 150 "$B/glshift-lib-tests" device:: fallback_tests --test-threads 1 --nocapture >"$W/tests.log" 2>&1
+# What the GPU was opened with (or why not), the NVRTC the kernels compiled with, then the end.
+grep -m1 -E "; kernels: |skipped: " "$W/tests.log"
+grep -m2 -E "^(NVRTC|PTX ISA) " "$W/tests.log"
+tail -40 "$W/tests.log"
 fi
 
 if want sums; then

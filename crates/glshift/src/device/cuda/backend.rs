@@ -49,6 +49,16 @@ pub(crate) fn check_operand(
     Ok(())
 }
 
+/// Checks that a buffer of `have` values can be downloaded into `want` host values: the same
+/// length, or none from the one value that stands for an empty buffer (CUDA allocates no
+/// empty buffers, so `zeros(0)` and the upload of nothing hold one value).
+pub(crate) fn check_download(have: usize, want: usize) -> Result<(), String> {
+    if have == want || (want == 0 && have == 1) {
+        return Ok(());
+    }
+    Err(format!("downloading a buffer of {have} values into {want}"))
+}
+
 /// The stored shape (rows, columns) of a product's operands: op(A) is m×k, op(B) k×n.
 pub(crate) fn stored_shapes(
     (ta, tb): (bool, bool),
@@ -58,21 +68,61 @@ pub(crate) fn stored_shapes(
 }
 
 /// The device operations of `net` and `sums`. Errors say what failed.
+///
+/// The operations that could read or write past a buffer (downloads into host memory,
+/// products, kernel launches) are provided methods that check their arguments and then call
+/// the device's `raw_*` method, so the GPU and the tests' emulation run the same checks, and
+/// a call the GPU library would refuse with a panic (cudarc asserts on copy lengths and
+/// slice bounds) is an error here first. The `raw_*` methods are called only by those.
 pub(crate) trait Backend {
     /// An f32 buffer on the device.
     type Buf;
     /// Row-major features on the device (the pinned matrix, or an upload).
     type Feat;
 
+    /// A buffer of `n` zeros (of one value for `n` = 0).
     fn zeros(&self, n: usize) -> Result<Self::Buf, String>;
-    fn upload(&self, host: &[f32]) -> Result<Self::Buf, String>;
+    /// `host` on the device; nothing uploads as `zeros(0)`.
+    fn upload(&self, host: &[f32]) -> Result<Self::Buf, String> {
+        if host.is_empty() {
+            return self.zeros(0);
+        }
+        self.raw_upload(host)
+    }
+    /// [`Backend::upload`] of a non-empty `host`.
+    fn raw_upload(&self, host: &[f32]) -> Result<Self::Buf, String>;
     fn download(&self, b: &Self::Buf) -> Result<Vec<f32>, String>;
-    /// Copies `b` (all of it) into `host`.
-    fn download_into(&self, b: &Self::Buf, host: &mut [f32]) -> Result<(), String>;
+    /// Copies `b` (all of it) into `host`, of its length ([`check_download`]).
+    fn download_into(&self, b: &Self::Buf, host: &mut [f32]) -> Result<(), String> {
+        check_download(self.len(b), host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        self.raw_download_into(b, host)
+    }
+    /// [`Backend::download_into`] once checked: `host` is non-empty and `b`'s length.
+    fn raw_download_into(&self, b: &Self::Buf, host: &mut [f32]) -> Result<(), String>;
     fn copy(&self, b: &Self::Buf) -> Result<Self::Buf, String>;
     fn len(&self, b: &Self::Buf) -> usize;
     /// `x` (row-major) for products, read where it already lies on the device.
     fn features(&self, x: ArrayView2<f32>) -> Result<Self::Feat, String>;
+    /// The values of `f` and its leading dimension.
+    fn feat_shape(&self, f: &Self::Feat) -> (usize, usize);
+    /// The values a product can read from `s` (from its offset to its buffer's end) and its
+    /// leading dimension, or why the offset lies past the buffer.
+    fn src_shape(&self, s: &Src<'_, Self>) -> Result<(usize, usize), String> {
+        match s {
+            Src::Buf(b, ld) => Ok((self.len(b), *ld)),
+            Src::At(b, at, ld) => match self.len(b).checked_sub(*at) {
+                Some(have) => Ok((have, *ld)),
+                None => Err(format!(
+                    "an operand from offset {at} of a buffer of {} values",
+                    self.len(b)
+                )),
+            },
+            Src::Feat(f) => Ok(self.feat_shape(f)),
+        }
+    }
     /// Row-major C (m×n, leading dimension n) = op(A)·op(B) + beta·C, op(A) m×k and op(B) k×n;
     /// `trans` says which operand is stored transposed.
     fn gemm(
@@ -95,10 +145,37 @@ pub(crate) trait Backend {
         a: Src<'_, Self>,
         b: Src<'_, Self>,
         beta: f32,
+        (c, at): (&mut Self::Buf, usize),
+    ) -> Result<(), String> {
+        let ((ar, ac), (br, bc)) = stored_shapes(trans, mnk);
+        let ((a_len, lda), (b_len, ldb)) = (self.src_shape(&a)?, self.src_shape(&b)?);
+        check_operand(a_len, ar, ac, lda)?;
+        check_operand(b_len, br, bc, ldb)?;
+        let c_len = self.len(c).checked_sub(at).ok_or_else(|| {
+            format!("a product into offset {at} of a buffer of {} values", self.len(c))
+        })?;
+        check_operand(c_len, mnk.0, mnk.1, mnk.1)?;
+        self.raw_gemm_at(trans, mnk, a, b, beta, (c, at))
+    }
+    /// [`Backend::gemm_at`] once checked.
+    fn raw_gemm_at(
+        &self,
+        trans: (bool, bool),
+        mnk: (usize, usize, usize),
+        a: Src<'_, Self>,
+        b: Src<'_, Self>,
+        beta: f32,
         c: (&mut Self::Buf, usize),
     ) -> Result<(), String>;
-    /// Runs kernel `k` over `total` elements with `args`.
-    fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>]) -> Result<(), String>;
+    /// Runs kernel `k` over `total` elements with `args`, checked against the kernel's
+    /// signature and buffer lengths first ([`check_launch`]).
+    fn launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>]) -> Result<(), String> {
+        check_launch(k, args, |b| self.len(b))?;
+        self.raw_launch(k, total, args)
+    }
+    /// [`Backend::launch`] once checked.
+    fn raw_launch(&self, k: K, total: usize, args: &mut [Arg<'_, Self::Buf>])
+        -> Result<(), String>;
     /// Waits for the device's work.
     fn sync(&self) -> Result<(), String>;
     /// Whether f32 products may run in TF32 (10-bit mantissa inputs, f32 sums) from now on.
@@ -120,11 +197,7 @@ impl Backend for Gpu {
         self.lock()?.stream.alloc_zeros::<f32>(n.max(1)).map_err(err("allocating on the GPU"))
     }
 
-    fn upload(&self, host: &[f32]) -> Result<CudaSlice<f32>, String> {
-        if host.is_empty() {
-            // As `zeros(0)`: a buffer of one value, since CUDA allocates no empty buffers.
-            return self.zeros(0);
-        }
+    fn raw_upload(&self, host: &[f32]) -> Result<CudaSlice<f32>, String> {
         self.lock()?.stream.clone_htod(host).map_err(err("uploading"))
     }
 
@@ -135,7 +208,7 @@ impl Backend for Gpu {
         Ok(host)
     }
 
-    fn download_into(&self, b: &CudaSlice<f32>, host: &mut [f32]) -> Result<(), String> {
+    fn raw_download_into(&self, b: &CudaSlice<f32>, host: &mut [f32]) -> Result<(), String> {
         let g = self.lock()?;
         g.stream.memcpy_dtoh(b, host).map_err(err("downloading"))?;
         g.stream.synchronize().map_err(err("synchronising"))
@@ -162,7 +235,14 @@ impl Backend for Gpu {
         Ok(GpuFeat { buf, ld: o.ld })
     }
 
-    fn gemm_at(
+    fn feat_shape(&self, f: &GpuFeat) -> (usize, usize) {
+        match &f.buf {
+            Ok((_, _, len)) => (*len, f.ld),
+            Err(own) => (own.len(), f.ld),
+        }
+    }
+
+    fn raw_gemm_at(
         &self,
         trans: (bool, bool),
         mnk: (usize, usize, usize),
@@ -173,20 +253,21 @@ impl Backend for Gpu {
     ) -> Result<(), String> {
         let g = self.lock()?;
         let ((av, lda), (bv, ldb)) = (operand_view(&g, &a)?, operand_view(&g, &b)?);
-        let ((ar, ac), (br, bc)) = stored_shapes(trans, mnk);
-        check_operand(av.len(), ar, ac, lda)?;
-        check_operand(bv.len(), br, bc, ldb)?;
-        check_operand(c.len().saturating_sub(at), mnk.0, mnk.1, mnk.1)?;
-        g.gemm_rm(trans, mnk, 1.0, (&av, lda), (&bv, ldb), beta, (&mut c.slice_mut(at..), mnk.1))
+        // The checks of `gemm_at` passed, so the slice lies inside `c`; checked again
+        // because cudarc panics on a slice out of bounds.
+        let len = c.len();
+        let mut cv = c
+            .try_slice_mut(at..)
+            .ok_or_else(|| format!("a product into offset {at} of a buffer of {len} values"))?;
+        g.gemm_rm(trans, mnk, 1.0, (&av, lda), (&bv, ldb), beta, (&mut cv, mnk.1))
     }
 
-    fn launch(
+    fn raw_launch(
         &self,
         k: K,
         total: usize,
         args: &mut [Arg<'_, CudaSlice<f32>>],
     ) -> Result<(), String> {
-        check_launch(k, args, CudaSlice::len)?;
         let g = self.lock()?;
         let f = g.kernels.get(k);
         let mut lb = g.stream.launch_builder(f);
@@ -201,8 +282,9 @@ impl Backend for Gpu {
             };
         }
         // SAFETY: the arguments match the kernel's parameter order and C types and every
-        // buffer holds what the kernel's loops read or write (`check_launch` above); `total`
-        // only sizes the grid of its grid-stride loops.
+        // buffer holds what the kernel's loops read or write (`check_launch`, which
+        // `Backend::launch` ran before this); `total` only sizes the grid of its grid-stride
+        // loops.
         unsafe { lb.launch(launch_config(total.max(1))) }
             .map(|_| ())
             .map_err(|e| format!("kernel {}: {e:?}", k.name()))
@@ -222,20 +304,23 @@ fn operand_view<'a>(
     g: &'a Inner,
     s: &'a Src<'a, Gpu>,
 ) -> Result<(CudaView<'a, f32>, usize), String> {
+    let outside = |at: usize, len: usize, of: usize| {
+        format!("an operand of {len} values from offset {at} of a buffer of {of} values")
+    };
     match s {
-        Src::Buf(b, ld) => Ok((b.slice(..), *ld)),
-        Src::At(b, at, ld) if *at <= b.len() => Ok((b.slice(*at..), *ld)),
-        Src::At(b, at, _) => {
-            Err(format!("an operand from offset {at} of a buffer of {} values", b.len()))
+        Src::Buf(b, ld) => Ok((b.as_view(), *ld)),
+        Src::At(b, at, ld) => {
+            b.try_slice(*at..).map(|v| (v, *ld)).ok_or_else(|| outside(*at, 0, b.len()))
         }
-        Src::Feat(GpuFeat { buf: Err(own), ld }) => Ok((own.slice(..), *ld)),
+        Src::Feat(GpuFeat { buf: Err(own), ld }) => Ok((own.as_view(), *ld)),
         Src::Feat(GpuFeat { buf: Ok((id, offset, len)), ld }) => {
             let pin = g
                 .pins
                 .iter()
                 .find(|p| p.id == *id)
                 .ok_or("the pinned features were released during training")?;
-            Ok((pin.dev.slice(*offset..*offset + *len), *ld))
+            let view = pin.dev.try_slice(*offset..offset.saturating_add(*len));
+            view.map(|v| (v, *ld)).ok_or_else(|| outside(*offset, *len, pin.dev.len()))
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The CPU's emulation of the GPU for `net` and `sums` (tests only): buffers are vectors,
 //! products are ndarray's, and every launch calls the kernel of `kernels.cu` built by the host C
-//! compiler. As on the GPU, each launch first checks its arguments against the kernel's C
-//! signature and buffer lengths (`signatures`) and each product its operands against its
-//! shapes, so a wrong launch or product fails with a message.
+//! compiler. The checks are the GPU's (`Backend`'s provided methods): each launch's arguments
+//! against the kernel's C signature and buffer lengths (`signatures`), each product's operands
+//! against its shapes, each download's lengths, so a wrong call fails here with the message it
+//! would give on the GPU.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -70,13 +71,14 @@ impl Backend for HostKernels {
     fn zeros(&self, n: usize) -> Result<Vec<f32>, String> {
         Ok(vec![0.0; n.max(1)])
     }
-    fn upload(&self, host: &[f32]) -> Result<Vec<f32>, String> {
+    fn raw_upload(&self, host: &[f32]) -> Result<Vec<f32>, String> {
         Ok(host.to_vec())
     }
     fn download(&self, b: &Vec<f32>) -> Result<Vec<f32>, String> {
         Ok(b.clone())
     }
-    fn download_into(&self, b: &Vec<f32>, host: &mut [f32]) -> Result<(), String> {
+    fn raw_download_into(&self, b: &Vec<f32>, host: &mut [f32]) -> Result<(), String> {
+        // Checked by `Backend::download_into`; `copy_from_slice` would panic on a mismatch.
         if b.len() != host.len() {
             return Err(format!("downloading {} values into {}", b.len(), host.len()));
         }
@@ -92,8 +94,11 @@ impl Backend for HostKernels {
     fn features(&self, x: ArrayView2<f32>) -> Result<HostFeat, String> {
         Ok(HostFeat { x: x.as_standard_layout().iter().copied().collect(), ld: x.ncols() })
     }
+    fn feat_shape(&self, f: &HostFeat) -> (usize, usize) {
+        (f.x.len(), f.ld)
+    }
 
-    fn gemm_at(
+    fn raw_gemm_at(
         &self,
         trans: (bool, bool),
         (m, n, k): (usize, usize, usize),
@@ -114,7 +119,14 @@ impl Backend for HostKernels {
         Ok(())
     }
 
-    fn launch(&self, k: K, _total: usize, args: &mut [Arg<'_, Vec<f32>>]) -> Result<(), String> {
+    fn raw_launch(
+        &self,
+        k: K,
+        _total: usize,
+        args: &mut [Arg<'_, Vec<f32>>],
+    ) -> Result<(), String> {
+        // Checked by `Backend::launch`; checked again because the kernel is called through
+        // raw pointers below.
         check_launch(k, args, Vec::len)?;
         let p: Vec<*mut f32> =
             args.iter_mut()
@@ -262,5 +274,61 @@ impl Backend for HostKernels {
     fn set_tf32(&self, on: bool) -> Result<(), String> {
         self.tf32.store(on, Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::backend::check_download;
+    use super::*;
+
+    /// Device calls whose lengths do not match are errors, not panics: a download into a host
+    /// slice of another length, a product into an offset past its buffer or reading an operand
+    /// from past its buffer, a launch with a buffer too short. The checks are `Backend`'s
+    /// provided methods, which the GPU runs before cudarc's calls (whose asserts would panic).
+    /// An empty tensor uploads as one value and downloads into an empty slice, as on the GPU.
+    #[test]
+    fn device_calls_with_mismatched_lengths_are_errors() {
+        let Some(dev) = super::super::kernels_host::build() else { return };
+        let three = dev.upload(&[1.0, 2.0, 3.0]).unwrap();
+        let e = dev.download_into(&three, &mut [0.0; 2]).unwrap_err();
+        assert!(e.contains("a buffer of 3 values into 2"), "{e}");
+        let e = dev.download_into(&three, &mut [0.0; 4]).unwrap_err();
+        assert!(e.contains("a buffer of 3 values into 4"), "{e}");
+        let mut host = [0.0; 3];
+        dev.download_into(&three, &mut host).unwrap();
+        assert_eq!(host, [1.0, 2.0, 3.0]);
+
+        let empty = dev.upload(&[]).unwrap();
+        assert_eq!(dev.len(&empty), 1, "an empty upload is one value, as on the GPU");
+        dev.download_into(&empty, &mut []).unwrap();
+        let e = dev.download_into(&empty, &mut [0.0; 2]).unwrap_err();
+        assert!(e.contains("1 values into 2"), "{e}");
+
+        let mut c = dev.zeros(4).unwrap();
+        // An empty product (m = 0) into an offset past the buffer.
+        let (a, b) = (Src::Buf(&three, 1), Src::Buf(&three, 1));
+        let e = dev.gemm_at((false, false), (0, 1, 1), a, b, 0.0, (&mut c, 9)).unwrap_err();
+        assert!(e.contains("offset 9 of a buffer of 4 values"), "{e}");
+        let (a, b) = (Src::At(&three, 5, 1), Src::Buf(&three, 1));
+        let e = dev.gemm((false, false), (1, 1, 1), a, b, 0.0, &mut c).unwrap_err();
+        assert!(e.contains("offset 5 of a buffer of 3 values"), "{e}");
+        // A 2 × 2 product reading a 2 × 2 operand from a buffer of 3.
+        let (a, b) = (Src::Buf(&three, 2), Src::Buf(&three, 1));
+        let e = dev.gemm((false, false), (2, 2, 2), a, b, 0.0, &mut c).unwrap_err();
+        assert!(e.contains("needs 4 values, has 3"), "{e}");
+
+        let args = &mut [Arg::Out(&mut c), Arg::In(&three), Arg::I64(4)];
+        let e = dev.launch(K::MulInplace, 4, args).unwrap_err();
+        assert!(e.contains("kernel mul_inplace: argument 1 holds 3 values, needs 4"), "{e}");
+    }
+
+    #[test]
+    fn downloads_need_the_same_length_or_the_empty_stand_in() {
+        assert_eq!(check_download(5, 5), Ok(()));
+        assert_eq!(check_download(1, 0), Ok(()));
+        assert!(check_download(0, 1).is_err());
+        assert!(check_download(2, 0).is_err());
+        assert!(check_download(4, 5).unwrap_err().contains("4 values into 5"));
     }
 }

@@ -8,6 +8,8 @@
 // is a plain loop, so every kernel's arithmetic and indexing is checked against the Rust code
 // it stands in for without a GPU. Hence C only: no templates, no shared memory, no atomics on
 // floats; column sums go by fixed chunks of rows, so the GPU's sums are deterministic too.
+// Neither build contracts multiply-adds into FMA (NVRTC `--fmad=false`, the host compiler
+// `-ffp-contract=off`), so both round as the source reads; CI also runs the host build with FMA.
 
 #ifdef __CUDACC_RTC__
 #define KERNEL extern "C" __global__ void

@@ -15,10 +15,23 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::nn::{Activation, BatchNorm, BN_EPS};
 
+/// Set to `1`, the kernels are built with the multiply-adds contracted into FMA
+/// (`-ffp-contract=fast`, and `-mfma` on x86-64), as NVRTC does by default; unset, with none
+/// contracted, as the GPU build is (`--fmad=false`, `kernels::OPTIONS`). CI runs the emulated
+/// tests both ways, so their tolerances are seen to hold under the other rounding.
+pub(crate) const FMA_ENV: &str = "GLSHIFT_EMULATE_FMA";
+
+/// Whether [`FMA_ENV`] asks for contracted multiply-adds.
+pub(crate) fn fma_requested() -> bool {
+    std::env::var(FMA_ENV).is_ok_and(|v| v == "1")
+}
+
 /// The kernels as a host shared library (kept alive with its folder).
 pub(crate) struct HostKernels {
     lib: Library,
     _dir: tempfile::TempDir,
+    /// Whether multiply-adds were contracted into FMA ([`FMA_ENV`]).
+    pub(crate) fma: bool,
     /// The TF32 mode a GPU would be in (`Backend::set_tf32`); the emulation computes in f32.
     pub(crate) tf32: std::sync::atomic::AtomicBool,
     /// Products run while that mode was on.
@@ -32,8 +45,22 @@ pub(crate) fn build() -> Option<HostKernels> {
     let (src, out) = (dir.path().join("kernels.c"), dir.path().join("libkernels.so"));
     std::fs::write(&src, super::kernels::SOURCE).expect("write the source");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let fma = fma_requested();
+    // Contraction is named either way: compilers differ in their default (GCC's ISO C mode
+    // contracts nothing, Clang contracts within expressions where the target has FMA).
+    let mut contract = vec![if fma { "-ffp-contract=fast" } else { "-ffp-contract=off" }];
+    if fma && cfg!(target_arch = "x86_64") {
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            std::arch::is_x86_feature_detected!("fma"),
+            "{FMA_ENV}=1 but this CPU has no FMA instructions"
+        );
+        contract.push("-mfma");
+    }
     let run = Command::new(&cc)
-        .args(["-O2", "-std=c99", "-shared", "-fPIC", "-o"])
+        .args(["-O2", "-std=c99", "-shared", "-fPIC"])
+        .args(&contract)
+        .arg("-o")
         .arg(&out)
         .arg(&src)
         .arg("-lm")
@@ -55,6 +82,7 @@ pub(crate) fn build() -> Option<HostKernels> {
     Some(HostKernels {
         lib,
         _dir: dir,
+        fma,
         tf32: Default::default(),
         tf32_products: Default::default(),
     })
@@ -265,7 +293,8 @@ fn activation_bias_and_mask_kernels_match_the_layers() {
 }
 
 /// Two AdamW steps of a small network (weights decayed, biases and BatchNorm not) with the
-/// constants `Adam::step_constants` gives, against `Adam::step`: the same bits.
+/// constants `Adam::step_constants` gives, against `Adam::step`: the same bits (one ulp apart
+/// at most where the host compiler contracts multiply-adds, `FMA_ENV`).
 #[test]
 fn adam_kernel_matches_the_optimiser() {
     use crate::nn::{Adam, AdamConfig, Forward, Network, NetworkConfig};
@@ -330,9 +359,23 @@ fn adam_kernel_matches_the_optimiser() {
             .flat_map(|(_, p)| p.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
             .collect::<Vec<_>>()
     };
-    assert_eq!(bits(&got_net), bits(&want_net));
+    // Computed in double and rounded to f32 once: without FMA (as the GPU builds it,
+    // `--fmad=false`) the same bits as `Adam::step`; with multiply-adds contracted, a double
+    // that differs in its last bits can round to the neighbouring f32: one ulp at most.
+    let tol = u64::from(k.fma);
+    let close = |got: &[u32], want: &[u32], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let ulps = (i64::from(*g) - i64::from(*w)).unsigned_abs();
+            assert!(ulps <= tol, "{what}[{i}]: {} vs {}", f32::from_bits(*g), f32::from_bits(*w));
+        }
+    };
+    close(&bits(&got_net), &bits(&want_net), "parameters");
     assert_ne!(bits(&got_net), bits(&net0));
-    assert_eq!(got_adam.moments().0, want_adam.moments().0);
+    let moment_bits = |a: &Adam| {
+        a.moments().0.iter().flat_map(|m| m.iter().map(|v| v.to_bits())).collect::<Vec<_>>()
+    };
+    close(&moment_bits(&got_adam), &moment_bits(&want_adam), "first moments");
 }
 
 /// The flag is raised by a NaN or an infinity and by nothing else.

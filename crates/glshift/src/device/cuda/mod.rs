@@ -1,5 +1,6 @@
-//! One CUDA GPU through `cudarc`: the driver, cuBLAS and NVRTC are loaded at run time
-//! (`dynamic-loading`), so a machine without them builds, tests and runs on the CPU.
+//! One CUDA GPU: the driver and cuBLAS through `cudarc`, NVRTC opened by glshift (`nvrtc`), all
+//! loaded at run time (`dynamic-loading`), so a machine without them builds, tests and runs on
+//! the CPU. Which files are used is checked before any is used (`libs`, docs/gpu.md).
 //!
 //! Row-major ndarray data meets column-major cuBLAS through one identity: a row-major m×n
 //! buffer is the column-major n×m matrix of its transpose, so C = op(A)·op(B) (row-major) is
@@ -18,7 +19,9 @@ pub(crate) mod host_backend;
 mod kernels;
 #[cfg(test)]
 pub(crate) mod kernels_host;
+mod libs;
 pub(crate) mod net;
+mod nvrtc;
 mod reduce;
 pub(crate) mod resident;
 mod signatures;
@@ -34,6 +37,8 @@ pub(crate) use net::{DevNet, DevSnapshot};
 /// The process's GPU (device 0), shared by every thread; operations are serialised.
 pub struct Gpu {
     name: String,
+    /// The libraries it was opened with and how the kernels were built ([`Gpu::libraries`]).
+    libraries: String,
     inner: Mutex<Inner>,
 }
 
@@ -79,8 +84,13 @@ impl Gpu {
         GPU.get_or_init(|| {
             // cudarc panics where a symbol is missing from an old library: contain it.
             std::panic::catch_unwind(Gpu::open)
-                .unwrap_or_else(|_| {
-                    Err("the CUDA libraries failed to load (too old a driver?)".into())
+                .unwrap_or_else(|payload| {
+                    let what = payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("a panic");
+                    Err(format!("the CUDA libraries failed to load: {what}"))
                 })
                 .map(Arc::new)
         })
@@ -88,34 +98,32 @@ impl Gpu {
     }
 
     fn open() -> Result<Gpu, String> {
-        // SAFETY: these only try to open the shared libraries.
-        let (driver, blas, nvrtc) = unsafe {
-            (
-                cudarc::driver::sys::is_culib_present(),
-                cudarc::cublas::sys::is_culib_present(),
-                cudarc::nvrtc::sys::is_culib_present(),
-            )
-        };
-        if !driver {
-            return Err("no CUDA driver library (libcuda.so.1) found".into());
+        // SAFETY: this only tries to open the shared library.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            let tried = cudarc::get_lib_name_candidates("cuda").join(", ");
+            return Err(format!("no CUDA driver library found (tried {tried})"));
         }
+        let driver = libs::driver_version()?;
+        libs::check_driver(driver)?;
         let count = CudaContext::device_count().map_err(err("cuInit / device count"))?;
         if count < 1 {
             return Err("the CUDA driver reports no device".into());
         }
-        if !blas {
-            return Err("cuBLAS (libcublas.so.13) not found on the library path".into());
-        }
-        if !nvrtc {
-            return Err("NVRTC (libnvrtc.so.13) not found on the library path".into());
-        }
+        // Both checked before cudarc opens cuBLAS or anything is compiled.
+        let cublas = libs::check_cublas()?;
+        let nvrtc = nvrtc::Nvrtc::open()?;
         let ctx = CudaContext::new(0).map_err(err("opening device 0"))?;
         let name = ctx.name().map_err(err("device name"))?;
+        keep_pool_memory(&ctx)?;
         let stream = ctx.default_stream();
         let blas = CudaBlas::new(stream.clone()).map_err(err("cuBLAS handle"))?;
-        let kernels = Kernels::load(&ctx)?;
+        let kernels = Kernels::load(&ctx, &nvrtc, driver)?;
         Ok(Gpu {
             name,
+            libraries: format!(
+                "driver for CUDA {}.{}; {cublas}; kernels: {}",
+                driver.0, driver.1, kernels.built
+            ),
             inner: Mutex::new(Inner { stream, blas, kernels, pins: Vec::new(), next_pin: 0 }),
         })
     }
@@ -150,6 +158,13 @@ impl Gpu {
         &self.name
     }
 
+    /// The driver's CUDA version, the cuBLAS opened and how the kernels were built, e.g.
+    /// "driver for CUDA 13.0; cuBLAS 13.0 (its file); kernels: a cubin for sm_90 from NVRTC
+    /// 13.0 (its file)".
+    pub fn libraries(&self) -> &str {
+        &self.libraries
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, String> {
         self.inner.lock().map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())
     }
@@ -182,7 +197,7 @@ impl Gpu {
         let ao = g.operand(a)?;
         let bo = g.operand(b)?;
         let mut c = g.stream.alloc_zeros::<f32>(m * n).map_err(err("allocating a product"))?;
-        let (av, bv) = (g.view(&ao.buf), g.view(&bo.buf));
+        let (av, bv) = (g.view(&ao.buf)?, g.view(&bo.buf)?);
         g.gemm_rm(
             (ao.trans, bo.trans),
             (m, n, k),
@@ -198,10 +213,41 @@ impl Gpu {
     }
 }
 
+/// Lets the device's memory pool keep the memory freed into it (release threshold: all of it)
+/// instead of returning it to the system at each synchronisation, its default: every
+/// iteration allocates its activations afresh (`cuMemAllocAsync`) and frees them, so with the
+/// default the same memory could be unmapped and mapped again at every iteration. Memory held
+/// this way is the fit's peak use, which the memory budget already bounds. Where the device
+/// has no memory pools, cudarc allocates synchronously and there is nothing to set.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<(), String> {
+    use cudarc::driver::result::{device, mem_pool};
+    use cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    if !ctx.has_async_alloc() {
+        return Ok(());
+    }
+    let mut threshold = u64::MAX;
+    // SAFETY: the device is the context's; the attribute's value is a cuuint64_t.
+    unsafe {
+        let pool = device::get_mem_pool(ctx.cu_device()).map_err(err("the memory pool"))?;
+        mem_pool::set_attribute(
+            pool,
+            CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .map_err(err("the memory pool's release threshold"))
+    }
+}
+
 impl Inner {
     /// `a` on the device, read in place from a pinned matrix when it lies inside one.
     fn operand(&self, a: ArrayView2<f32>) -> Result<Operand, String> {
         let (m, k) = a.dim();
+        if m == 0 || k == 0 {
+            // Nothing to read: one zero stands for the empty matrix (CUDA allocates no empty
+            // buffers), and the spans below would count from row or column -1.
+            let dev = self.stream.alloc_zeros::<f32>(1).map_err(err("allocating an operand"))?;
+            return Ok(Operand { buf: Buf::Own(dev), trans: false, ld: k.max(1) });
+        }
         let (s0, s1) = (a.strides()[0] as usize, a.strides()[1] as usize);
         let (trans, ld, span) = if (s1 == 1 || k == 1) && (s0 >= k || m == 1) {
             (false, if m == 1 { k } else { s0 }, (m - 1) * s0 + k)
@@ -233,10 +279,16 @@ impl Inner {
         Ok(Operand { buf, trans, ld })
     }
 
-    fn view<'b>(&'b self, buf: &'b Buf) -> CudaView<'b, f32> {
+    fn view<'b>(&'b self, buf: &'b Buf) -> Result<CudaView<'b, f32>, String> {
         match buf {
-            Buf::Pin { index, offset, len } => self.pins[*index].dev.slice(*offset..*offset + *len),
-            Buf::Own(s) => s.slice(..),
+            Buf::Pin { index, offset, len } => self
+                .pins
+                .get(*index)
+                .and_then(|p| p.dev.try_slice(*offset..offset.saturating_add(*len)))
+                .ok_or_else(|| {
+                    format!("{len} values from offset {offset} of pinned matrix {index}")
+                }),
+            Buf::Own(s) => Ok(s.as_view()),
         }
     }
 
