@@ -162,36 +162,42 @@ fn shift_estimate_with_a_class_never_predicted_warns_and_writes_no_nan() {
     assert!(r["diagnostics"]["hard"]["warning"].as_str().unwrap().contains("singular"));
 }
 
+/// `--data D --source src --target tgt --config CFG` followed by `extra`: the data form's
+/// arguments with the fixture's domains.
+fn data_form<'a>(d: &'a str, cfg: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["--data", d, "--source", "src", "--target", "tgt", "--config", cfg];
+    a.extend_from_slice(extra);
+    a
+}
+
+/// Runs `shift estimate` in the data form (see [`data_form`]) with `extra`, then `--out OUT`.
+fn run_data_form(d: &str, cfg: &str, extra: &[&str], out: &Path) -> std::process::Output {
+    let mut a = vec!["shift", "estimate"];
+    a.extend(data_form(d, cfg, extra));
+    a.extend(["--out", out.to_str().unwrap()]);
+    run(&a)
+}
+
+/// The JSON file at `path`, untyped.
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
 #[test]
 fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
     let cfg = fast_config(dir.path());
     let d = dir.path().to_str().unwrap();
+    let c = cfg.to_str().unwrap();
     let out = dir.path().join("r/report.json");
     let probs = dir.path().join("probs");
-    let o = run(&[
-        "shift",
-        "estimate",
-        "--data",
-        d,
-        "--source",
-        "src",
-        "--target",
-        "tgt",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--bootstrap",
-        "10",
-        "--seed",
-        "1",
-        "--save-probs",
-        probs.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let seeded = ["--bootstrap", "10", "--seed", "1"];
+    let mut extra = seeded.to_vec();
+    extra.extend(["--save-probs", probs.to_str().unwrap()]);
+    let o = run_data_form(d, c, &extra, &out);
     assert!(o.status.success(), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let r = read_json(&out);
     assert_eq!(r["n_source"], 60);
     assert_eq!(r["n_source_holdout"].as_u64().unwrap() + r["n_source_train"].as_u64().unwrap(), 60);
     let typed: glshift::records::ShiftEstimateFile =
@@ -213,45 +219,15 @@ fn shift_estimate_data_form_trains_the_source_classifier_and_reports_all_four() 
     assert_eq!((hp.nrows() as u64, tp.nrows()), (r["n_source_holdout"].as_u64().unwrap(), 45));
     // Same seed, same report.
     let out2 = dir.path().join("r/report2.json");
-    let o = run(&[
-        "shift",
-        "estimate",
-        "--data",
-        d,
-        "--source",
-        "src",
-        "--target",
-        "tgt",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--bootstrap",
-        "10",
-        "--seed",
-        "1",
-        "--out",
-        out2.to_str().unwrap(),
-    ]);
+    let o = run_data_form(d, c, &seeded, &out2);
     assert!(o.status.success(), "{}", stderr(&o));
-    let r2: serde_json::Value = serde_json::from_slice(&std::fs::read(&out2).unwrap()).unwrap();
+    let r2 = read_json(&out2);
     assert_eq!(r["estimators"], r2["estimators"]);
     // An unlabelled target: no ℓ1 error, no true prior.
     std::fs::remove_file(dir.path().join("tgt_labels.npy")).unwrap();
-    let o = run(&[
-        "shift",
-        "estimate",
-        "--data",
-        d,
-        "--source",
-        "src",
-        "--target",
-        "tgt",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out2.to_str().unwrap(),
-    ]);
+    let o = run_data_form(d, c, &[], &out2);
     assert!(o.status.success(), "{}", stderr(&o));
-    let r3: serde_json::Value = serde_json::from_slice(&std::fs::read(&out2).unwrap()).unwrap();
+    let r3 = read_json(&out2);
     assert!(r3.get("true_target_prior").is_none());
     assert!(
         r3["estimators"]["mlls"].get("prior_l1_error").is_none()
@@ -325,86 +301,12 @@ fn shift_estimate_data_form_bad_inputs_name_the_problem_and_write_nothing() {
             "cannot be combined with --source-probs",
         ),
         (vec!["--data", d, "--source", "src", "--target", "nope", "--config", c], "nope"),
-        (
-            vec![
-                "--data",
-                d,
-                "--source",
-                "src",
-                "--target",
-                "tgt",
-                "--config",
-                c,
-                "--bootstrap",
-                "1",
-            ],
-            "--bootstrap 1",
-        ),
-        (
-            vec![
-                "--data",
-                d,
-                "--source",
-                "src",
-                "--target",
-                "tgt",
-                "--config",
-                c,
-                "--estimator",
-                "em",
-            ],
-            "em",
-        ),
-        (
-            vec![
-                "--data",
-                d,
-                "--source",
-                "src",
-                "--target",
-                "tgt",
-                "--config",
-                c,
-                "--bootstrap",
-                "5",
-                "--level",
-                "1.5",
-            ],
-            "--level",
-        ),
+        (data_form(d, c, &["--bootstrap", "1"]), "--bootstrap 1"),
+        (data_form(d, c, &["--estimator", "em"]), "em"),
+        (data_form(d, c, &["--bootstrap", "5", "--level", "1.5"]), "--level"),
         (vec!["--source-probs", &sp], "give either"),
-        (
-            vec![
-                "--data",
-                d,
-                "--source",
-                "src",
-                "--target",
-                "tgt",
-                "--config",
-                c,
-                "--cross-fit",
-                "0",
-            ],
-            "--cross-fit 0",
-        ),
-        (
-            vec![
-                "--data",
-                d,
-                "--source",
-                "src",
-                "--target",
-                "tgt",
-                "--config",
-                c,
-                "--bootstrap",
-                "5",
-                "--interval",
-                "bca",
-            ],
-            "bca",
-        ),
+        (data_form(d, c, &["--cross-fit", "0"]), "--cross-fit 0"),
+        (data_form(d, c, &["--bootstrap", "5", "--interval", "bca"]), "bca"),
         (
             vec!["--data", "/nonexistent/folder", "--source", "a", "--target", "b"],
             "/nonexistent/folder",

@@ -144,6 +144,18 @@ pub fn bench_report(
 ) -> Result<(String, Vec<Figure>)> {
     let mut page = Page::new(&format!("glshift bench: {}", dir.display()));
     let n_seeds = unique(records.iter().map(|r| r.seed)).len();
+    write_overview(&mut page, records, failed);
+    let mut figures = Vec::new();
+    for setting in unique(records.iter().map(|r| r.setting.clone())) {
+        let rs: Vec<&BenchRecord> = records.iter().filter(|r| r.setting == setting).collect();
+        figures.push(write_setting(&mut page, &setting, &rs, failed, n_seeds)?);
+    }
+    Ok((page.finish(), figures))
+}
+
+/// The page's opening paragraphs: how many runs and how to read the tables, then the runs
+/// that diverged when there are any.
+fn write_overview(page: &mut Page, records: &[BenchRecord], failed: &[FailedRun]) {
     page.para(
         &format!("{} runs. Accuracies in %, mean ± std over seeds (Avg: mean ± std over seeds of the task average, only seeds with every task). Target labels were read only to score.", records.len()),
         None,
@@ -163,79 +175,103 @@ pub fn bench_report(
             None,
         );
     }
-    let mut figures = Vec::new();
-    for setting in unique(records.iter().map(|r| r.setting.clone())) {
-        let rs: Vec<&BenchRecord> = records.iter().filter(|r| r.setting == setting).collect();
-        let g = grid(&rs);
-        let names = task_names(&g.tasks);
-        page.h2(&format!("Setting {setting}"));
-        let mut header = vec!["method".to_string()];
-        header.extend(names.iter().cloned());
-        header.push("Avg".into());
-        let mut rows: Vec<Vec<String>> = g
-            .methods
+}
+
+/// One setting's section of the page (its `records` only): the accuracy table with the shift
+/// row, the target-prior error table when a method estimates one, and the bar figure, which
+/// it returns.
+fn write_setting(
+    page: &mut Page,
+    setting: &str,
+    records: &[&BenchRecord],
+    failed: &[FailedRun],
+    n_seeds: usize,
+) -> Result<Figure> {
+    let g = grid(records);
+    let names = task_names(&g.tasks);
+    page.h2(&format!("Setting {setting}"));
+    let mut header = vec!["method".to_string()];
+    header.extend(names.iter().cloned());
+    header.push("Avg".into());
+    let mut rows = accuracy_rows(&g, setting, failed);
+    rows.push(shift_row(&g));
+    page.table(&header, &rows);
+    write_prior_errors(page, &g, &header);
+    let mut groups = names.clone();
+    groups.push("Avg".into());
+    let bars = MethodBars {
+        title: format!("Target accuracy by task, setting {setting} ({n_seeds} seed(s))"),
+        groups,
+        methods: g.methods.clone(),
+        values: g.acc.clone(),
+    };
+    let fig = bars.render(&format!("bench_bars_{setting}"), &format!("Mean target accuracy per task and method, setting {setting}; whiskers ± std over seeds"))?;
+    page.figure(&fig, &format!("figures/{}.svg", fig.name));
+    Ok(fig)
+}
+
+/// The accuracy table's rows, one per method: its name, then "mean ± std" per task and for
+/// the average, each cell noting how many of its runs in `failed` diverged.
+fn accuracy_rows(g: &Grid, setting: &str, failed: &[FailedRun]) -> Vec<Vec<String>> {
+    g.methods
+        .iter()
+        .zip(&g.acc)
+        .map(|(m, row)| {
+            // As table.md: a cell says how many of its seeds diverged (the Avg cell has no task).
+            let diverged = |j: usize| {
+                g.tasks.get(j).map_or(0, |(s, t)| {
+                    failed
+                        .iter()
+                        .filter(|f| {
+                            f.setting == setting
+                                && &f.method == m
+                                && &f.source == s
+                                && &f.target == t
+                        })
+                        .count()
+                })
+            };
+            let mut r = vec![m.clone()];
+            r.extend(row.iter().enumerate().map(|(j, v)| {
+                match (v, diverged_note(diverged(j), v.is_some())) {
+                    (Some((a, s)), None) => format!("{a:.1} ± {s:.1}"),
+                    (Some((a, s)), Some(note)) => format!("{a:.1} ± {s:.1} ({note})"),
+                    (None, None) => "–".into(),
+                    (None, Some(note)) => note,
+                }
+            }));
+            r
+        })
+        .collect()
+}
+
+/// The accuracy table's last row: the ℓ1 distance between source and target priors per task
+/// (empty under Avg).
+fn shift_row(g: &Grid) -> Vec<String> {
+    let mut shift_row = vec!["‖pˢ − pᵗ‖₁".to_string()];
+    shift_row.extend(g.shift.iter().map(|v| num(*v, 2)));
+    shift_row.push(String::new());
+    shift_row
+}
+
+/// The target-prior ℓ1 error table (mean over seeds per task), for the methods that estimate
+/// a prior; nothing when none does.
+fn write_prior_errors(page: &mut Page, g: &Grid, header: &[String]) {
+    let with_prior: Vec<usize> =
+        (0..g.methods.len()).filter(|&m| g.prior_err[m].iter().any(Option::is_some)).collect();
+    if !with_prior.is_empty() {
+        page.para("Target-prior ℓ1 error ‖p̂ᵗ − pᵗ‖₁ (mean over seeds):", None);
+        let rows: Vec<Vec<String>> = with_prior
             .iter()
-            .zip(&g.acc)
-            .map(|(m, row)| {
-                // As table.md: a cell says how many of its seeds diverged (the Avg cell has no task).
-                let diverged = |j: usize| {
-                    g.tasks.get(j).map_or(0, |(s, t)| {
-                        failed
-                            .iter()
-                            .filter(|f| {
-                                f.setting == setting
-                                    && &f.method == m
-                                    && &f.source == s
-                                    && &f.target == t
-                            })
-                            .count()
-                    })
-                };
-                let mut r = vec![m.clone()];
-                r.extend(row.iter().enumerate().map(|(j, v)| {
-                    match (v, diverged_note(diverged(j), v.is_some())) {
-                        (Some((a, s)), None) => format!("{a:.1} ± {s:.1}"),
-                        (Some((a, s)), Some(note)) => format!("{a:.1} ± {s:.1} ({note})"),
-                        (None, None) => "–".into(),
-                        (None, Some(note)) => note,
-                    }
-                }));
+            .map(|&m| {
+                let mut r = vec![g.methods[m].clone()];
+                r.extend(g.prior_err[m].iter().map(|v| num(*v, 3)));
+                r.push(String::new());
                 r
             })
             .collect();
-        let mut shift_row = vec!["‖pˢ − pᵗ‖₁".to_string()];
-        shift_row.extend(g.shift.iter().map(|v| num(*v, 2)));
-        shift_row.push(String::new());
-        rows.push(shift_row);
-        page.table(&header, &rows);
-        let with_prior: Vec<usize> =
-            (0..g.methods.len()).filter(|&m| g.prior_err[m].iter().any(Option::is_some)).collect();
-        if !with_prior.is_empty() {
-            page.para("Target-prior ℓ1 error ‖p̂ᵗ − pᵗ‖₁ (mean over seeds):", None);
-            let rows: Vec<Vec<String>> = with_prior
-                .iter()
-                .map(|&m| {
-                    let mut r = vec![g.methods[m].clone()];
-                    r.extend(g.prior_err[m].iter().map(|v| num(*v, 3)));
-                    r.push(String::new());
-                    r
-                })
-                .collect();
-            page.table(&header, &rows);
-        }
-        let mut groups = names.clone();
-        groups.push("Avg".into());
-        let bars = MethodBars {
-            title: format!("Target accuracy by task, setting {setting} ({n_seeds} seed(s))"),
-            groups,
-            methods: g.methods.clone(),
-            values: g.acc.clone(),
-        };
-        let fig = bars.render(&format!("bench_bars_{setting}"), &format!("Mean target accuracy per task and method, setting {setting}; whiskers ± std over seeds"))?;
-        page.figure(&fig, &format!("figures/{}.svg", fig.name));
-        figures.push(fig);
+        page.table(header, &rows);
     }
-    Ok((page.finish(), figures))
 }
 
 /// Reads `dir/results.json` and writes `dir/figures/*` and `dir/report.html` atomically.

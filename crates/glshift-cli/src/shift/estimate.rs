@@ -309,17 +309,8 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_outcomes(&results);
     print_estimates(&estimators);
-    let accuracy = |p: &Array2<f32>, y: &[usize]| {
-        let ok = p
-            .rows()
-            .into_iter()
-            .zip(y)
-            .filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t)
-            .count();
-        ok as f64 / y.len() as f64
-    };
-    let hold_acc = accuracy(&hp, &hl);
-    let target_accuracy = target.labels.as_ref().map(|y| accuracy(&tp, y));
+    let hold_acc = top1_accuracy(&hp, &hl);
+    let target_accuracy = target.labels.as_ref().map(|y| top1_accuracy(&tp, y));
     let classifier = ClassifierRecord {
         method: "source".into(),
         seed: cfg.seed,
@@ -354,17 +345,41 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
     };
     let mut files = vec![(a.out.clone(), serde_json::to_vec_pretty(&report)?)];
     if let Some(dir) = &a.save_probs {
-        let hl: Array1<i64> = hl.iter().map(|&y| y as i64).collect();
-        let (hp_path, hl_path, tp_path) = (
-            dir.join("holdout_probs.npy"),
-            dir.join("holdout_labels.npy"),
-            dir.join("target_probs.npy"),
-        );
-        files.push((hp_path.clone(), npy_bytes(&hp, &hp_path)?));
-        files.push((hl_path.clone(), npy_bytes(&hl, &hl_path)?));
-        files.push((tp_path.clone(), npy_bytes(&tp, &tp_path)?));
+        files.extend(probability_files(dir, &hp, &hl, &tp)?);
     }
     write_files_atomically(&files)?;
     println!("wrote {}", a.out.display());
     Ok(())
+}
+
+/// Share of rows of `probs` (n × c) whose most probable class is their label in `labels` (n).
+fn top1_accuracy(probs: &Array2<f32>, labels: &[usize]) -> f64 {
+    let ok = probs
+        .rows()
+        .into_iter()
+        .zip(labels)
+        .filter(|(r, t)| glshift::nn::argmax_row(*r).0 == **t)
+        .count();
+    ok as f64 / labels.len() as f64
+}
+
+/// The `--save-probs` files in `dir`, in write order: hold-out probabilities (n_h × c),
+/// hold-out labels (n_h, as i64) and target probabilities (n_t × c), each as `.npy` bytes.
+fn probability_files(
+    dir: &Path,
+    holdout_probs: &Array2<f32>,
+    holdout_labels: &[usize],
+    target_probs: &Array2<f32>,
+) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let hl: Array1<i64> = holdout_labels.iter().map(|&y| y as i64).collect();
+    let (hp_path, hl_path, tp_path) = (
+        dir.join("holdout_probs.npy"),
+        dir.join("holdout_labels.npy"),
+        dir.join("target_probs.npy"),
+    );
+    Ok(vec![
+        (hp_path.clone(), npy_bytes(holdout_probs, &hp_path)?),
+        (hl_path.clone(), npy_bytes(&hl, &hl_path)?),
+        (tp_path.clone(), npy_bytes(target_probs, &tp_path)?),
+    ])
 }

@@ -46,8 +46,17 @@ impl PriorFigure {
 
 impl Draw for PriorFigure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-        let c = self.class_names.len();
         let (top, bottom) = root.split_vertically(400);
+        let names: Vec<String> = self.class_names.iter().map(|n| short_label(n, 11)).collect();
+        self.draw_prior_bars(&top, &names)?;
+        self.draw_errors(&bottom, &names)
+    }
+}
+
+impl PriorFigure {
+    /// The priors drawn as bars, in legend order: (legend label, per-class values, colour);
+    /// the source prior always, the estimate and the truth when known.
+    fn bar_series(&self) -> Vec<(&'static str, &Vec<f64>, RGBColor)> {
         let mut series: Vec<(&str, &Vec<f64>, RGBColor)> =
             vec![("source prior pˢ", &self.source, SOURCE)];
         if let Some(e) = &self.estimated {
@@ -56,17 +65,28 @@ impl Draw for PriorFigure {
         if let Some(t) = &self.truth {
             series.push(("true target prior (evaluation)", t, TRUTH));
         }
+        series
+    }
+
+    /// Top panel: grouped bars per class (one bar per prior of `bar_series`), the estimate's
+    /// interval as a whisker when known, class `names` (one per class) under the groups.
+    fn draw_prior_bars<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        names: &[String],
+    ) -> DrawResult<DB> {
+        let c = self.class_names.len();
+        let series = self.bar_series();
         let mut ymax = series.iter().flat_map(|s| s.1.iter()).copied().fold(0.0, f64::max);
         if let Some((_, hi)) = &self.interval {
             ymax = hi.iter().copied().fold(ymax, f64::max);
         }
-        let mut chart = ChartBuilder::on(&top)
+        let mut chart = ChartBuilder::on(area)
             .caption(self.title.clone(), font(16.0))
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(50)
             .build_cartesian_2d(0.0..c as f64, 0.0..(ymax * 1.45).max(1e-3))?;
-        let names: Vec<String> = self.class_names.iter().map(|n| short_label(n, 11)).collect();
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -95,7 +115,7 @@ impl Draw for PriorFigure {
                 PathElement::new(vec![(x(k), l), (x(k), h)], BLACK.stroke_width(2))
             }))?;
         }
-        draw_category_labels(&mut chart, &names, 0.0)?;
+        draw_category_labels(&mut chart, names, 0.0)?;
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
@@ -103,12 +123,22 @@ impl Draw for PriorFigure {
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()?;
+        Ok(())
+    }
 
+    /// Bottom panel: |p̂ᵗ − pᵗ| per class with the ℓ1 error in the caption, class `names`
+    /// (one per class) under the points; a note saying why instead when it cannot be computed.
+    fn draw_errors<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        names: &[String],
+    ) -> DrawResult<DB> {
+        let c = self.class_names.len();
         match self.errors() {
             Some(err) => {
                 let emax = err.iter().copied().fold(0.0, f64::max);
                 let l1: f64 = err.iter().sum();
-                let mut chart = ChartBuilder::on(&bottom)
+                let mut chart = ChartBuilder::on(area)
                     .caption(format!("|estimated − true| per class (ℓ1 error {l1:.3})"), font(14.0))
                     .margin(10)
                     .x_label_area_size(34)
@@ -121,7 +151,7 @@ impl Draw for PriorFigure {
                     .x_labels(0)
                     .label_style(font(11.0))
                     .draw()?;
-                draw_category_labels(&mut chart, &names, 0.0)?;
+                draw_category_labels(&mut chart, names, 0.0)?;
                 chart.draw_series(LineSeries::new(
                     err.iter().enumerate().map(|(k, &e)| (k as f64 + 0.5, e)),
                     ESTIMATE.stroke_width(2),
@@ -138,7 +168,7 @@ impl Draw for PriorFigure {
                 } else {
                     "The target has no labels: the error cannot be computed."
                 };
-                bottom.draw(&Text::new(why, (60, 80), font(15.0)))?;
+                area.draw(&Text::new(why, (60, 80), font(15.0)))?;
             }
         }
         Ok(())
