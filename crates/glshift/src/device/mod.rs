@@ -31,7 +31,7 @@ use std::sync::Arc;
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Real, Result};
+use crate::{Error, Result};
 
 mod cuda;
 pub(crate) mod training;
@@ -162,6 +162,8 @@ pub fn scoped_with<R>(
     let (gpu, fallback) = resolve(device, probe)?;
     let Some(gpu) = gpu else { return Ok((f()?, DeviceUsed::cpu(fallback))) };
     let name = gpu.name().to_string();
+    crate::nn::products::set_accelerator(gpu_dot);
+    crate::kernel::tiled::set_accelerator(gpu_kernel_sums);
     let previous = ACTIVE.with(|a| a.borrow_mut().replace(Active { gpu, options, failure: None }));
     let out = f();
     let ended = ACTIVE.with(|a| std::mem::replace(&mut *a.borrow_mut(), previous));
@@ -232,58 +234,32 @@ pub(crate) fn take_failures() -> Vec<String> {
     FAILURES.with(|f| std::mem::take(&mut *f.borrow_mut()))
 }
 
-/// `C = A·B` (A m×k, B k×n, any non-negative strides; transposed views are fine): on the
-/// scope's GPU for f32 products of at least [`GPU_MIN_MACS`], else ndarray's product.
-pub fn dot<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>) -> Array2<T> {
+/// `C = A·B` for f32 (A m×k, B k×n, any non-negative strides) on the scope's GPU when the
+/// product has at least [`GPU_MIN_MACS`] multiply-adds; `None` keeps it on the CPU. Installed
+/// as the network's product accelerator (`nn::products`) while a GPU scope is active.
+fn gpu_dot(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Option<Array2<f32>> {
     let macs = a.nrows() * a.ncols() * b.ncols();
-    if macs >= GPU_MIN_MACS && a.ncols() == b.nrows() {
-        if let (Some(gpu), Some(a32), Some(b32)) = (active_gpu(), as_f32(&a), as_f32(&b)) {
-            match gpu.dot(a32, b32) {
-                Ok(c) => return from_f32(c),
-                Err(reason) => record_failure(format!("matrix product on the GPU: {reason}")),
-            }
-        }
-    }
-    a.dot(&b)
-}
-
-/// `a` as an f32 view when `T` is f32 and its strides are non-negative.
-fn as_f32<'a, T: Real>(a: &ArrayView2<'a, T>) -> Option<ArrayView2<'a, f32>> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>()
-        || a.strides().iter().any(|&s| s < 0)
-    {
-        return None;
-    }
-    let strides = (a.strides()[0] as usize, a.strides()[1] as usize);
-    use ndarray::ShapeBuilder;
-    // SAFETY: T is f32 (checked above), so the pointer, shape and strides describe the same
-    // valid f32 elements for the view's lifetime.
-    Some(unsafe { ArrayView2::from_shape_ptr(a.dim().strides(strides), a.as_ptr() as *const f32) })
-}
-
-fn from_f32<T: Real>(c: Array2<f32>) -> Array2<T> {
-    let boxed: Box<dyn std::any::Any> = Box::new(c);
-    *boxed.downcast::<Array2<T>>().expect("T is f32: checked by as_f32")
-}
-
-/// Exact kernel sums on the scope's GPU (f32 only); `None` keeps them on the CPU.
-pub(crate) fn run_tiled<T: Real>(
-    req: &crate::kernel::tiled::request::Request<T>,
-) -> Option<crate::kernel::tiled::request::Output<T>> {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+    if macs < GPU_MIN_MACS || a.ncols() != b.nrows() {
         return None;
     }
     let gpu = active_gpu()?;
-    // SAFETY: T is f32 (checked above): the same type behind the reference.
-    let req32 = unsafe {
-        &*(req as *const crate::kernel::tiled::request::Request<T>)
-            .cast::<crate::kernel::tiled::request::Request<f32>>()
-    };
-    match gpu.kernel_sums(req32, active_options().tf32_kernel_sums) {
-        Ok(out) => {
-            let boxed: Box<dyn std::any::Any> = Box::new(out);
-            Some(*boxed.downcast().expect("T is f32"))
+    match gpu.dot(a, b) {
+        Ok(c) => Some(c),
+        Err(reason) => {
+            record_failure(format!("matrix product on the GPU: {reason}"));
+            None
         }
+    }
+}
+
+/// Exact kernel sums on the scope's GPU; `None` keeps them on the CPU. Installed as the tiled
+/// pass's accelerator (`kernel::tiled`) while a GPU scope is active.
+fn gpu_kernel_sums(
+    req: &crate::kernel::tiled::request::Request<f32>,
+) -> Option<crate::kernel::tiled::request::Output<f32>> {
+    let gpu = active_gpu()?;
+    match gpu.kernel_sums(req, active_options().tf32_kernel_sums) {
+        Ok(out) => Some(out),
         Err(reason) => {
             record_failure(format!("kernel sums on the GPU: {reason}"));
             None

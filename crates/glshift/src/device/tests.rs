@@ -43,13 +43,13 @@ fn scoped_auto_reports_what_ran() {
     }
 }
 
-/// Outside a GPU scope `dot` is ndarray's product bit for bit, transposed views included.
+/// Outside a GPU scope the network's `dot` is ndarray's product bit for bit, transposed views included.
 #[test]
 fn dot_outside_a_gpu_scope_is_ndarrays_product() {
     let a = Array2::from_shape_fn((300, 70), |(i, j)| ((i * 7 + j * 3) % 11) as f32 - 5.0);
     let b = Array2::from_shape_fn((70, 20), |(i, j)| ((i + 2 * j) % 5) as f32 * 0.5);
-    assert_eq!(dot(a.view(), b.view()), a.dot(&b));
-    assert_eq!(dot(a.t(), a.view()), a.t().dot(&a));
+    assert_eq!(crate::nn::products::dot(a.view(), b.view()), a.dot(&b));
+    assert_eq!(crate::nn::products::dot(a.t(), a.view()), a.t().dot(&a));
 }
 
 /// On a machine with a usable GPU: products and kernel sums there match the CPU's (f32
@@ -65,7 +65,8 @@ fn gpu_products_match_the_cpu_where_a_gpu_is_found() {
     let b = Array2::from_shape_fn((700, 300), |(i, j)| ((i + 2 * j) % 5) as f32 * 0.05);
     for (x, y) in [(a.view(), b.view()), (a.t(), a.view())] {
         let want = x.dot(&y);
-        let (got, used) = scoped(Device::Cuda, || Ok(dot(x, y))).expect("cuda");
+        let (got, used) =
+            scoped(Device::Cuda, || Ok(crate::nn::products::dot(x, y))).expect("cuda");
         assert_eq!(used.kind, "cuda");
         let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1.0);
         let worst = (&got - &want).iter().fold(0f32, |m, v| m.max(v.abs())) / scale;

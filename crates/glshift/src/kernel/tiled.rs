@@ -32,9 +32,11 @@
 //! per-pair parts of S are added in that order after each round. Results are therefore
 //! identical for any number of threads.
 //!
-//! Layout: `request` (what is asked and returned, also read by the GPU path in `crate::device`),
+//! Layout: `request` (what is asked and returned, also what an accelerator is handed),
 //! `plan` (tiling and schedule), `pass` (one pass over the schedule), `pair` (the work of one
 //! tile pair).
+
+use std::sync::OnceLock;
 
 use crate::Real;
 
@@ -54,10 +56,34 @@ pub(super) const TILE: usize = 256;
 /// Most tiles per group of the round-robin schedule.
 const GROUP: usize = 4;
 
-/// Runs a request on the exact tiled path: on the GPU inside a GPU scope
-/// ([`crate::device::scoped`]), else on the CPU.
+/// An f32 request's sums off the CPU, or `None` to leave them to the CPU.
+pub(crate) type Accelerator = fn(&Request<f32>) -> Option<Output<f32>>;
+
+static ACCELERATOR: OnceLock<Accelerator> = OnceLock::new();
+
+/// Installs the accelerator of every later request (the first one installed stays):
+/// `crate::device::scoped` installs its GPU's, which serves requests inside a GPU scope.
+pub(crate) fn set_accelerator(accelerator: Accelerator) {
+    let _ = ACCELERATOR.get_or_init(|| accelerator);
+}
+
+/// The accelerator's output for an f32 request it takes; `None` for any other.
+fn accelerated<T: Real>(req: &Request<T>) -> Option<Output<T>> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    let accelerate = ACCELERATOR.get()?;
+    // SAFETY: T is f32 (checked above): the same type behind the reference.
+    let req32 = unsafe { &*(req as *const Request<T>).cast::<Request<f32>>() };
+    let out = accelerate(req32)?;
+    let boxed: Box<dyn std::any::Any> = Box::new(out);
+    Some(*boxed.downcast().expect("T is f32"))
+}
+
+/// Runs a request on the exact tiled path: through the accelerator where one takes it (a GPU
+/// scope's), else on the CPU.
 pub(crate) fn run<T: Real>(req: &Request<T>) -> Output<T> {
-    if let Some(out) = crate::device::run_tiled(req) {
+    if let Some(out) = accelerated(req) {
         return out;
     }
     let plan = Plan::new(req);

@@ -53,7 +53,7 @@ impl<T: Real> Linear<T> {
 
     /// `x` (`n × in`) ↦ `x·W + b` (`n × out`).
     pub fn forward(&self, x: ArrayView2<T>) -> Array2<T> {
-        let mut y = crate::device::dot(x, self.w.view());
+        let mut y = super::products::dot(x, self.w.view());
         y.scaled_add(T::one(), &self.b);
         y
     }
@@ -67,9 +67,9 @@ impl<T: Real> Linear<T> {
         dy: ArrayView2<T>,
         need_dx: bool,
     ) -> (LinearGrad<T>, Option<Array2<T>>) {
-        let dw = crate::device::dot(x.t(), dy);
+        let dw = super::products::dot(x.t(), dy);
         let db = dy.sum_axis(Axis(0));
-        let dx = need_dx.then(|| crate::device::dot(dy, self.w.t()));
+        let dx = need_dx.then(|| super::products::dot(dy, self.w.t()));
         (LinearGrad { dw, db }, dx)
     }
 }

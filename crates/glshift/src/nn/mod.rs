@@ -20,6 +20,7 @@ mod linear;
 mod loss;
 mod mlp;
 mod network;
+pub mod products;
 pub(crate) mod rows;
 mod sgd;
 #[cfg(test)]

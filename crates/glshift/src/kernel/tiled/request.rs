@@ -1,6 +1,6 @@
-//! What a tiled pass is asked ([`Request`]) and returns ([`Output`]): plain data, shared by the
-//! CPU pass (`super`) and the GPU path (`crate::device`), so that neither imports the other's code;
-//! and what both tilings read of it: each objective's Γ_eff per block, the classes of one-hot
+//! What a tiled pass is asked ([`Request`]) and returns ([`Output`]): plain data, read by the
+//! CPU pass (`super`) and by an accelerator (the GPU path in `crate::device` reads it through
+//! this module, which names no device); and what both tilings read of it: each objective's Γ_eff per block, the classes of one-hot
 //! rows, even splits of rows into tiles.
 
 use std::ops::Range;
