@@ -264,7 +264,11 @@ fn activation_bias_and_mask_kernels_match_the_layers() {
         act.forward_inplace(&mut want);
         let mut got = h.clone().into_raw_vec_and_offset().0;
         unsafe {
-            k.get::<Act>("act_forward")(got.as_mut_ptr(), (n * d) as i64, super::net::act_kind(act))
+            k.get::<Act>("act_forward")(
+                got.as_mut_ptr(),
+                (n * d) as i64,
+                super::net::layers::act_kind(act),
+            )
         };
         assert_close(&got, want.as_slice().unwrap(), 1e-6, &format!("{act:?} forward"));
         let mut want_d = up.clone();
@@ -275,7 +279,7 @@ fn activation_bias_and_mask_kernels_match_the_layers() {
                 got_d.as_mut_ptr(),
                 want.as_ptr(),
                 (n * d) as i64,
-                super::net::act_kind(act),
+                super::net::layers::act_kind(act),
             )
         };
         assert_close(&got_d, want_d.as_slice().unwrap(), 1e-6, &format!("{act:?} backward"));

@@ -20,18 +20,13 @@ use rand_chacha::ChaCha8Rng;
 
 use super::backend::{Arg, Backend, Src, K};
 use super::reduce::{col_reduce, col_reduce_into, Reduce};
-use crate::nn::{dropout_mask, Activation, Adam, Forward, Network, ParamKind, BN_EPS};
+use crate::nn::{dropout_mask, Adam, Forward, Network, ParamKind, BN_EPS};
 
-/// The kernel's code for an activation (`kernels.cu`, `act_forward`).
-pub(crate) fn act_kind(a: Activation) -> i32 {
-    match a {
-        Activation::Relu => 0,
-        Activation::LeakyRelu => 1,
-        Activation::Elu => 2,
-        Activation::Tanh => 3,
-        Activation::Identity => 4,
-    }
-}
+mod backward;
+pub(crate) mod layers;
+
+use backward::{block_tail_backward, pair_mut};
+use layers::layers_of;
 
 /// One layer: G's blocks, then F (no BatchNorm, identity, no dropout). Indices into the
 /// parameter tensors, in `Network::params`'s order.
@@ -87,40 +82,6 @@ pub(crate) struct DevNet<D: Backend> {
     m: Vec<D::Buf>,
     v: Vec<D::Buf>,
     cache: Option<Cache<D::Buf>>,
-}
-
-fn layers_of(net: &Network) -> Vec<Layer> {
-    let mut layers = Vec::new();
-    let mut next = 0;
-    for block in &net.g.blocks {
-        let (w, b) = (next, next + 1);
-        next += 2;
-        let bn = block.bn.as_ref().map(|_| {
-            next += 2;
-            (next - 2, next - 1)
-        });
-        let (in_dim, out_dim) = (block.linear.in_dim(), block.linear.out_dim());
-        layers.push(Layer {
-            w,
-            b,
-            bn,
-            in_dim,
-            out_dim,
-            act: act_kind(block.activation),
-            dropout: block.dropout,
-        });
-    }
-    let (in_dim, out_dim) = (net.f.in_dim(), net.f.out_dim());
-    layers.push(Layer {
-        w: next,
-        b: next + 1,
-        bn: None,
-        in_dim,
-        out_dim,
-        act: act_kind(Activation::Identity),
-        dropout: 0.0,
-    });
-    layers
 }
 
 impl<D: Backend> DevNet<D> {
@@ -363,30 +324,9 @@ impl<D: Backend> DevNet<D> {
             )?;
             d = dx;
         }
-        let mut flag = dev.zeros(1)?;
-        for grad in grads.iter() {
-            let len = dev.len(grad);
-            dev.launch(
-                K::FlagNonfinite,
-                len,
-                &mut [Arg::In(grad), Arg::I64(len as i64), Arg::Out(&mut flag)],
-            )?;
-        }
-        let finite = dev.download(&flag)?[0] == 0.0;
+        let finite = self.grads_finite()?;
         if finite {
-            self.adam.advance();
-            for i in 0..self.params.len() {
-                let k = self.adam.step_constants(self.kinds[i]);
-                let len = dev.len(&self.params[i]);
-                let (p, g, m, v) =
-                    (&mut self.params[i], &self.grads[i], &mut self.m[i], &mut self.v[i]);
-                let args =
-                    [Arg::Out(p), Arg::In(g), Arg::Out(m), Arg::Out(v), Arg::I64(len as i64)];
-                let consts =
-                    [k.beta1, k.beta2, k.lr, k.eps, k.bias1, k.bias2, k.keep].map(Arg::F64);
-                let mut all: Vec<Arg<'_, D::Buf>> = args.into_iter().chain(consts).collect();
-                dev.launch(K::Adam, len, &mut all)?;
-            }
+            self.adam_step()?;
         }
         dev.sync()?;
         Ok(finite)
@@ -429,70 +369,5 @@ impl<D: Backend> DevNet<D> {
             self.dev.download_into(dev, host)?;
         }
         Ok((self.net, self.adam))
-    }
-}
-
-/// Backward through block `l`'s dropout, activation and BatchNorm: `d` (r × width) goes from
-/// ∂ℓ/∂output to ∂ℓ/∂(linear output); dγ and dβ are written into `grads`.
-#[allow(clippy::too_many_arguments)]
-fn block_tail_backward<D: Backend + ?Sized>(
-    dev: &D,
-    layer: &Layer,
-    cache: &Cache<D::Buf>,
-    l: usize,
-    params: &[D::Buf],
-    grads: &mut [D::Buf],
-    d: &mut D::Buf,
-    r: usize,
-) -> Result<(), String> {
-    let w = layer.out_dim;
-    let total = (r * w) as i64;
-    // The kernels read the leading r rows of the pass's buffers (row-major prefixes).
-    let act_out = match (&cache.masks[l], &cache.pre[l]) {
-        (Some(mask), Some(pre)) => {
-            dev.launch(K::MulInplace, r * w, &mut [Arg::Out(d), Arg::In(mask), Arg::I64(total)])?;
-            pre
-        }
-        _ => &cache.outs[l],
-    };
-    dev.launch(
-        K::ActBackward,
-        r * w,
-        &mut [Arg::Out(d), Arg::In(act_out), Arg::I64(total), Arg::I32(layer.act)],
-    )?;
-    if let (Some((gamma, beta)), Some(xhat), Some(rstd)) =
-        (layer.bn, &cache.xhat[l], &cache.rstd[l])
-    {
-        let m = cache.stats_rows;
-        let (dgamma, dbeta) = pair_mut(grads, gamma, beta);
-        col_reduce_into(dev, Reduce::Sum, d, None, r, w, 1.0, dbeta)?;
-        col_reduce_into(dev, Reduce::Dot, d, Some(xhat), r, w, 1.0, dgamma)?;
-        let (dgamma, dbeta) = (&grads[gamma], &grads[beta]);
-        let args = &mut [
-            Arg::Out(d),
-            Arg::In(xhat),
-            Arg::In(&params[gamma]),
-            Arg::In(rstd),
-            Arg::In(dbeta),
-            Arg::In(dgamma),
-            Arg::I64(total),
-            Arg::I32(w as i32),
-            Arg::I64(m as i64),
-            Arg::F32(1.0 / m as f32),
-        ];
-        dev.launch(K::BnBackward, r * w, args)?;
-    }
-    Ok(())
-}
-
-/// Two distinct tensors of `xs`, both mutable.
-fn pair_mut<T>(xs: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    assert!(a != b, "two distinct tensors");
-    if a < b {
-        let (lo, hi) = xs.split_at_mut(b);
-        (&mut lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = xs.split_at_mut(a);
-        (&mut hi[0], &mut lo[b])
     }
 }
