@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::adapt_loop::adapt_with_fallback;
 use super::layout::Layout;
+use super::pretrain::PretrainState;
 use super::pretrain_full::pretrain_on;
 use super::records::{FitData, Stage};
 use crate::config::FitConfig;
@@ -338,11 +339,34 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     let layout = Layout::new(&data, &cfg).unwrap();
     assert!(layout.is_borrowed(), "a mini-batch layout");
     let cpu = pretrain_on(&layout, &cfg, 20, &mut |_| {}, None::<NoDevice>).unwrap();
+    pretraining_redone_after_a_failure_is_the_cpus(&layout, &cfg, &cpu);
+    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
+    let kernels = std::sync::Arc::new(kernels);
+    let emulated_gpu = |net, adam| GpuNet::upload(kernels.clone(), net, adam);
+    minibatch_pretraining_on_a_device_follows_the_cpus(&layout, &cfg, &cpu, emulated_gpu);
+
+    // Adaptation with the memory bank: on the emulated GPU as on the CPU; a failing device
+    // gives the CPU's fit bit for bit.
+    let cfg = FitConfig {
+        adapt_iters: 12,
+        minibatch: MiniBatchConfig { refresh_every: 5, context_rows: 64, ..cfg.minibatch.clone() },
+        ..cfg
+    };
+    bank_adaptation_on_a_device_follows_the_cpus(&data, &layout, cpu, &cfg, emulated_gpu);
+}
+
+/// Pre-training (20 iterations) on a device failing at its 7th forward is redone on the CPU
+/// and gives `cpu`, the CPU's own pre-training, bit for bit.
+fn pretraining_redone_after_a_failure_is_the_cpus(
+    layout: &Layout,
+    cfg: &FitConfig,
+    cpu: &PretrainState,
+) {
     let forwards = Rc::new(Cell::new(0));
     let fwd = forwards.clone();
     let redone = pretrain_on(
-        &layout,
-        &cfg,
+        layout,
+        cfg,
         20,
         &mut |_| {},
         Some(move |net, adam| {
@@ -353,17 +377,19 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     assert_eq!(forwards.get(), 7);
     assert_eq!(redone.net, cpu.net);
     assert_eq!(redone.history, cpu.history);
-    let Some(kernels) = crate::device::cuda_host_kernels() else { return };
-    let kernels = std::sync::Arc::new(kernels);
+}
+
+/// Mini-batch pre-training (20 iterations) on the network `device` makes stays on it and
+/// follows `cpu`, the CPU's: the same records, CE within rounding, the hold-out evaluated at
+/// the same iterations (at least twice).
+fn minibatch_pretraining_on_a_device_follows_the_cpus<N: Snapshots>(
+    layout: &Layout,
+    cfg: &FitConfig,
+    cpu: &PretrainState,
+    device: impl FnOnce(Network, Adam) -> Result<N, String>,
+) {
     crate::device::take_failures();
-    let dev = pretrain_on(
-        &layout,
-        &cfg,
-        20,
-        &mut |_| {},
-        Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam)),
-    )
-    .unwrap();
+    let dev = pretrain_on(layout, cfg, 20, &mut |_| {}, Some(device)).unwrap();
     assert_eq!(
         crate::device::take_failures(),
         Vec::<String>::new(),
@@ -383,31 +409,28 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
         cpu.history.iter().filter(|h| h.holdout.is_some()).count() >= 2,
         "the hold-out was evaluated"
     );
+}
 
-    // Adaptation with the memory bank: on the emulated GPU as on the CPU; a failing device
-    // gives the CPU's fit bit for bit.
-    let cfg = FitConfig {
-        adapt_iters: 12,
-        minibatch: MiniBatchConfig { refresh_every: 5, context_rows: 64, ..cfg.minibatch.clone() },
-        ..cfg
-    };
-    let want = adapt_with_fallback(
-        &data,
-        &layout,
-        cpu.clone(),
-        &cfg,
-        false,
-        &mut |_| {},
-        None::<NoDevice>,
-    )
-    .unwrap();
+/// The memory bank's adaptation from `cpu` (the CPU's pre-training): on a device failing at
+/// its 4th forward it gives the CPU's network bit for bit; on the network `device` makes it
+/// stays there, with the CPU's number of records and target predictions agreeing on ≥ 98%.
+fn bank_adaptation_on_a_device_follows_the_cpus<N: TrainingNet + 'static>(
+    data: &FitData,
+    layout: &Layout,
+    cpu: PretrainState,
+    cfg: &FitConfig,
+    device: impl FnOnce(Network, Adam) -> Result<N, String>,
+) {
+    let want =
+        adapt_with_fallback(data, layout, cpu.clone(), cfg, false, &mut |_| {}, None::<NoDevice>)
+            .unwrap();
     let fwd = Rc::new(Cell::new(0));
     let f2 = fwd.clone();
     let failed = adapt_with_fallback(
-        &data,
-        &layout,
+        data,
+        layout,
         cpu.clone(),
-        &cfg,
+        cfg,
         false,
         &mut |_| {},
         Some(move |net, adam| {
@@ -418,16 +441,8 @@ fn minibatch_training_on_a_device_follows_the_cpus() {
     assert_eq!(fwd.get(), 4);
     assert_eq!(failed.network, want.network);
     crate::device::take_failures();
-    let got = adapt_with_fallback(
-        &data,
-        &layout,
-        cpu,
-        &cfg,
-        false,
-        &mut |_| {},
-        Some(|net, adam| GpuNet::upload(kernels.clone(), net, adam)),
-    )
-    .unwrap();
+    let got =
+        adapt_with_fallback(data, layout, cpu, cfg, false, &mut |_| {}, Some(device)).unwrap();
     assert_eq!(
         crate::device::take_failures(),
         Vec::<String>::new(),

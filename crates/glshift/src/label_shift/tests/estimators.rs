@@ -324,31 +324,35 @@ fn degenerate_inputs_give_an_error_or_a_warning_never_nan() {
             out.warnings
         );
 
-        // Errors: rows not summing to 1, one class, mismatched shapes, bad labels, bad prior.
-        let mut bad = case.tp.clone();
-        bad[[0, 0]] += 0.2;
-        assert!(est.estimate(&ShiftInputs { target_probs: bad.view(), ..case.inputs() }).is_err());
-        let mut nan = case.sp.clone();
-        nan[[3, 1]] = f32::NAN;
-        assert!(est.estimate(&ShiftInputs { source_probs: nan.view(), ..case.inputs() }).is_err());
-        let ones = Array2::<f32>::ones((4, 1));
-        let r = est.estimate(&ShiftInputs {
-            source_probs: ones.view(),
-            source_labels: &[0; 4],
-            target_probs: ones.view(),
-            source_prior: None,
-        });
-        assert!(r.unwrap_err().to_string().contains("at least 2 classes"));
-        let t4 = case.tp.slice(ndarray::s![.., ..4]).to_owned();
-        assert!(est.estimate(&ShiftInputs { target_probs: t4.view(), ..case.inputs() }).is_err());
-        assert!(est
-            .estimate(&ShiftInputs { source_labels: &case.sl[1..], ..case.inputs() })
-            .is_err());
-        let bad_prior = [0.5, 0.5, 0.5, 0.0, 0.0];
-        assert!(est
-            .estimate(&ShiftInputs { source_prior: Some(&bad_prior), ..case.inputs() })
-            .is_err());
+        assert_malformed_inputs_are_errors(est.as_ref(), &case);
     }
+}
+
+/// `est` refuses malformed inputs built from `case`: rows not summing to 1, a NaN, a single
+/// class, target probabilities of the wrong width, labels of the wrong count, a source prior
+/// not summing to 1.
+fn assert_malformed_inputs_are_errors(est: &dyn ShiftEstimator, case: &Case) {
+    let mut bad = case.tp.clone();
+    bad[[0, 0]] += 0.2;
+    assert!(est.estimate(&ShiftInputs { target_probs: bad.view(), ..case.inputs() }).is_err());
+    let mut nan = case.sp.clone();
+    nan[[3, 1]] = f32::NAN;
+    assert!(est.estimate(&ShiftInputs { source_probs: nan.view(), ..case.inputs() }).is_err());
+    let ones = Array2::<f32>::ones((4, 1));
+    let r = est.estimate(&ShiftInputs {
+        source_probs: ones.view(),
+        source_labels: &[0; 4],
+        target_probs: ones.view(),
+        source_prior: None,
+    });
+    assert!(r.unwrap_err().to_string().contains("at least 2 classes"));
+    let t4 = case.tp.slice(ndarray::s![.., ..4]).to_owned();
+    assert!(est.estimate(&ShiftInputs { target_probs: t4.view(), ..case.inputs() }).is_err());
+    assert!(est.estimate(&ShiftInputs { source_labels: &case.sl[1..], ..case.inputs() }).is_err());
+    let bad_prior = [0.5, 0.5, 0.5, 0.0, 0.0];
+    assert!(est
+        .estimate(&ShiftInputs { source_prior: Some(&bad_prior), ..case.inputs() })
+        .is_err());
 }
 
 #[test]
