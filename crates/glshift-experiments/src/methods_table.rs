@@ -39,6 +39,7 @@ pub fn markdown() -> String {
             ClassWeights::None => "none",
             ClassWeights::Importance => "BBSE-QP's w",
             ClassWeights::Pada => "PADA's γ",
+            ClassWeights::KernelMeanMatching => "KMM's β, one per source row",
         };
         out.push_str(&format!(
             "| `{}` | {family} | {stage} | {weights} | {} |\n",

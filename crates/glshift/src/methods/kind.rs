@@ -51,7 +51,7 @@ macro_rules! registry {
     };
 }
 
-use ClassWeights::{Importance, Pada as PadaGamma};
+use ClassWeights::{Importance, KernelMeanMatching, Pada as PadaGamma};
 use Family::{Baseline, Mul as MulFamily, Source as NoAdaptation};
 
 registry! {
@@ -87,6 +87,10 @@ registry! {
     /// MCC (Jin et al. 2020): λ·L_MCC, the target predictions' class confusion (`baselines::mcc`).
     Mcc = "mcc", info(Baseline, true, ClassWeights::None, "Jin et al. 2020 (ECCV)")
         => |b| Ok(Box::new(super::baselines::mcc::Mcc::new(b.baselines)));
+    /// KMM (Huang et al. 2007): source rows re-weighted by kernel mean matching on the input
+    /// features, then the β-weighted source CE (`baselines::kmm`).
+    Kmm = "kmm", info(Baseline, false, KernelMeanMatching, "Huang et al. 2007 (NIPS)")
+        => |b| Ok(Box::new(super::baselines::kmm::Kmm::new(&b.baselines.kmm)));
 }
 
 impl MethodKind {

@@ -66,7 +66,7 @@ pub struct AdaptInputs<'a, T = f32> {
     pub prior: &'a [f64],
 }
 
-/// How the source cross-entropy is weighted per class.
+/// How the source cross-entropy is weighted: per class, or per source training row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CeWeights {
     /// The plain mean over the source training rows.
@@ -75,6 +75,9 @@ pub enum CeWeights {
     WeightedMean(Vec<f64>),
     /// (1/n_s)·Σᵢ w_{yᵢ}·CEᵢ, as the baselines' papers write it (IW-DANN, IW-CDAN, PADA).
     WeightedSum(Vec<f64>),
+    /// The weighted mean Σᵢ βᵢ·CEᵢ / Σᵢ βᵢ with one weight per source training row (length
+    /// n_s, in the order of `AdaptInputs::ys`; KMM's β). The hold-out rows get none.
+    PerRow(Vec<f64>),
 }
 
 /// A baseline's transfer term (MMD², or the discriminator's domain loss) and the weight λ applied.
@@ -173,6 +176,24 @@ pub trait Method {
     /// in one pass over the source; `None` = never (its inputs are the batch alone).
     fn full_view_interval(&self, _batches_per_pass: usize) -> Option<usize> {
         None
+    }
+
+    /// Whether the method reads the input features (the preprocessed rows, not Z) of the source
+    /// training rows and of the target rows, once before the adaptation stage
+    /// ([`Method::set_features`]). Only full-batch fits hold them in memory.
+    fn reads_features(&self) -> bool {
+        false
+    }
+
+    /// Where [`Method::reads_features`]: called once before the first adaptation iteration with
+    /// the source training rows `x_train` (n_s × d, the order of `AdaptInputs::ys`; the
+    /// hold-out excluded) and every target row `x_target` (n_t × d).
+    fn set_features(
+        &mut self,
+        _x_train: ArrayView2<f32>,
+        _x_target: ArrayView2<f32>,
+    ) -> Result<()> {
+        Ok(())
     }
 
     /// How the loop's error names this method's gradient wrt Z when it is not finite.

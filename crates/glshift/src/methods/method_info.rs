@@ -15,7 +15,8 @@ pub enum Family {
     Baseline,
 }
 
-/// The per-class weights a method puts on the source cross-entropy (and its transfer term).
+/// The weights a method puts on the source cross-entropy (and its transfer term): per class,
+/// or KMM's per row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClassWeights {
     None,
@@ -23,6 +24,9 @@ pub enum ClassWeights {
     Importance,
     /// PADA's γ, the target's mean prediction normalised to max 1 (Cao et al. 2018).
     Pada,
+    /// KMM's β, one weight per source training row from kernel mean matching on the input
+    /// features (Huang et al. 2007), not per class.
+    KernelMeanMatching,
 }
 
 /// What the loop and the docs need to know about a method, from its registry row.

@@ -13,6 +13,7 @@ use super::records::{FitData, Fitted, Progress, Stage};
 use super::shift::ShiftTracker;
 use crate::config::{build_method, FitConfig};
 use crate::device::training::{gpu_net_maker, HostNet, TrainingNet};
+use crate::methods::method::Method;
 use crate::nn::{Adam, Network, Sgd};
 use crate::{Error, Result};
 
@@ -78,6 +79,23 @@ pub(super) fn adapt_with_fallback<N: TrainingNet + 'static>(
     )
 }
 
+/// Gives a method that reads the input features (KMM) the source training rows and the target
+/// rows, from the full-batch layout; a fit whose rows are borrowed (mini-batch) has no such
+/// copy, so that is an error naming the setting.
+fn hand_features(method: &mut dyn Method, layout: &Layout, cfg: &FitConfig) -> Result<()> {
+    if layout.is_borrowed() {
+        return Err(Error::param(
+            "training",
+            "mini-batch",
+            format!(
+                "{} reads every source and target row at once: train it full-batch",
+                cfg.method
+            ),
+        ));
+    }
+    method.set_features(layout.x_train(), layout.x_target())
+}
+
 /// The adaptation, full-batch on the network `device` makes or on the CPU's.
 fn adapt_on(
     data: &FitData,
@@ -93,7 +111,10 @@ fn adapt_on(
     history.reserve(iters);
     let pretrain_done = history.len();
     let total = pretrain_done + iters;
-    let method = build_method(cfg, net.z_dim(), layout.c)?;
+    let mut method = build_method(cfg, net.z_dim(), layout.c)?;
+    if method.reads_features() {
+        hand_features(method.as_mut(), layout, cfg)?;
+    }
     let tracker = ShiftTracker::new(cfg, layout.c);
     let b = &cfg.baselines;
     let (trainer, mut schedule) = if b.minibatch(cfg.method) {

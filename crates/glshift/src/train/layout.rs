@@ -151,6 +151,12 @@ impl<'a> Layout<'a> {
         self.x_all.slice(s![..self.n_train(), ..])
     }
 
+    /// Every target row (n_t × d); empty (0 × d) when the rows are borrowed.
+    pub fn x_target(&self) -> ArrayView2<'_, f32> {
+        let off = if self.is_borrowed() { 0 } else { self.target_offset() };
+        self.x_all.slice(s![off.., ..])
+    }
+
     /// `[train; hold-out]` ((n_train + n_hold) × d): what pre-training and `source` see.
     pub fn x_source(&self) -> ArrayView2<'_, f32> {
         self.x_all.slice(s![..self.target_offset(), ..])

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::kmm::KmmConfig;
 use crate::methods::method_info::MethodInfo;
 use crate::{Error, Result};
 
@@ -81,6 +82,8 @@ pub struct BaselineConfig {
     /// PADA: iterations between two refreshes of the class weights γ (500, the `update_iter`
     /// of PADA's released training script).
     pub pada_update_interval: usize,
+    /// KMM's QP (`[baselines.kmm]`; `baselines::kmm` for the defaults' sources).
+    pub kmm: KmmConfig,
 }
 
 /// How the adversarial and MMD baselines train in the adaptation stage.
@@ -115,6 +118,7 @@ impl Default for BaselineConfig {
             nesterov: true,
             weight_decay: 1e-3,
             pada_update_interval: 500,
+            kmm: KmmConfig::default(),
         }
     }
 }
@@ -186,7 +190,7 @@ impl BaselineConfig {
                 return Err(Error::param(name, 0, "must be >= 1"));
             }
         }
-        Ok(())
+        self.kmm.validate()
     }
 
     /// Whether `kind` adapts with mini-batch SGD under these settings (`training = "paper"`
@@ -250,7 +254,11 @@ mod tests {
         for k in MethodKind::ALL {
             let want = !matches!(
                 k,
-                MethodKind::Source | MethodKind::Mul | MethodKind::MmdClasswise | MethodKind::Coral
+                MethodKind::Source
+                    | MethodKind::Mul
+                    | MethodKind::MmdClasswise
+                    | MethodKind::Coral
+                    | MethodKind::Kmm
             );
             assert_eq!(b.minibatch(k), want, "{k}");
         }

@@ -125,7 +125,7 @@ impl Method for Dann<f32> {
         match self.class_weights {
             ClassWeights::Importance => Some(batches_per_pass),
             ClassWeights::Pada => Some(self.pada_interval),
-            ClassWeights::None => None,
+            ClassWeights::None | ClassWeights::KernelMeanMatching => None,
         }
     }
 

@@ -10,6 +10,7 @@
 //! | `cdan`, `cdan-e`, `iw-cdan` | [`cdan`] | Long et al. 2018 (NeurIPS); Combes et al. 2020 |
 //! | `mmd-classwise` | `methods::mul` with `Discrepancy::ClasswiseMmd` | the paper's ablation |
 //! | `coral` | [`coral`] | Sun & Saenko 2016 (ECCV workshops), Deep CORAL: covariances of Z aligned |
+//! | `kmm` | [`kmm`] | Huang et al. 2007 (NIPS), kernel mean matching: source rows re-weighted on the input features |
 //!
 //! A baseline sees the representation Z and the logits of the source training rows and of every
 //! target row, never a target label. It returns the gradient of its term (already weighted) with
@@ -21,6 +22,7 @@ pub mod cdan;
 pub(crate) mod config;
 pub mod coral;
 pub mod dann;
+pub mod kmm;
 pub mod mcc;
 pub mod mmd;
 
@@ -101,7 +103,8 @@ pub(crate) fn source_class_weights<T: Real>(
             )),
         },
         ClassWeights::Pada => Ok(Some(dann::pada_class_weights(inp.target_probs))),
-        ClassWeights::None => Ok(None),
+        // KMM's weights are per row and set by `kmm` itself, not per class.
+        ClassWeights::None | ClassWeights::KernelMeanMatching => Ok(None),
     }
 }
 

@@ -39,6 +39,10 @@ pub fn source_cross_entropy(
         CeWeights::Uniform => (uniform.clone(), false),
         CeWeights::WeightedMean(w) => (y.iter().map(|&k| w[k] as f32).collect(), false),
         CeWeights::WeightedSum(w) => (y.iter().map(|&k| w[k] as f32).collect::<Vec<f32>>(), true),
+        CeWeights::PerRow(w) => {
+            debug_assert_eq!(w.len(), y.len(), "one weight per source training row");
+            (w.iter().map(|&v| v as f32).collect(), false)
+        }
     };
     let w = if weights.iter().any(|&w| w > 0.0) { &weights } else { &uniform };
     let (mut ce, mut grad) = weighted_cross_entropy(logits, y, w);
