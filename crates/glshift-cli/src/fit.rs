@@ -129,7 +129,10 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         cfg.adapt_iters
     );
     if let Some(p) = &r.estimated_target_prior {
-        eprintln!("estimated target prior: {}", fmt_vec(p));
+        match &r.estimated_target_prior_untrusted {
+            None => eprintln!("estimated target prior: {}", fmt_vec(p)),
+            Some(why) => eprintln!("estimated target prior: {} — {why}", fmt_vec(p)),
+        }
     }
     if let Some(d) = &r.diagnostics {
         d.summary_lines().iter().for_each(|l| eprintln!("{l}"));

@@ -80,9 +80,10 @@ fn a_distrusted_estimate_runs_the_fallback() {
     let data = support::fit_data(&task);
     // α = 1 makes every disagreement significant (here the target is also under the
     // confident-share floor); with `on_disagreement = "fallback"` (the default) every
-    // distrusted fit runs the fallback.
+    // distrusted fit runs the fallback, here `source`.
     let mut cfg = config();
     cfg.label_shift.guard.alpha = 1.0;
+    cfg.label_shift.guard.fallback = GuardFallback::Source;
     assert_eq!(cfg.label_shift.guard.on_disagreement, DisagreementResponse::Fallback);
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
     let g = f.prior_guard.as_ref().unwrap();
@@ -104,6 +105,55 @@ fn a_distrusted_estimate_runs_the_fallback() {
     let f = fit(&data, &cfg, &mut |_| {}).unwrap();
     assert!(adapt_records(&f).any(|r| r.j_tu > 0.0), "no-correction keeps J_TU");
     assert!(adapt_records(&f).all(|r| r.target_prior.as_deref() == Some(ps.as_slice())));
+}
+
+#[test]
+fn the_default_fallback_keeps_the_no_correction_fit_or_redoes_it_as_source_by_the_check() {
+    let task = support::synthetic_task(300, 240, 4);
+    let data = support::fit_data(&task);
+    let mut cfg = config();
+    cfg.label_shift.guard.alpha = 1.0;
+    assert_eq!(cfg.label_shift.guard.fallback, GuardFallback::AdaptChecked);
+    let f = fit(&data, &cfg, &mut |_| {}).unwrap();
+    let g = f.prior_guard.as_ref().unwrap();
+    assert!(!g.trusted, "{g:?}");
+    let check = f.adaptation_check.as_ref().expect("a distrusted guard runs the check");
+    assert_eq!(
+        (check.qp_mlls_l1_before, check.confident_share_before),
+        (g.qp_mlls_l1, g.confident_share)
+    );
+    let (d, m) = (check.qp_mlls_l1_after.unwrap(), check.confident_share_after.unwrap());
+    assert_eq!(check.kept, d <= g.qp_mlls_l1 && m >= g.confident_share, "{check:?}");
+    // The fit is one of the two single-response fits, bit for bit: the check only chooses.
+    let with = |fallback| {
+        let mut c = cfg.clone();
+        c.label_shift.guard.fallback = fallback;
+        fit(&data, &c, &mut |_| {}).unwrap()
+    };
+    let no_correction = with(GuardFallback::NoCorrection);
+    let source = with(GuardFallback::Source);
+    assert!(no_correction.adaptation_check.is_none() && source.adaptation_check.is_none());
+    let expected = if check.kept { &no_correction } else { &source };
+    assert_eq!(fingerprint(&f), fingerprint(expected), "kept = {}", check.kept);
+    // The check measured the no-correction fit's final network.
+    let y = task.source.labels.as_deref().unwrap();
+    let labels: Vec<usize> = no_correction.holdout_rows.iter().map(|&i| y[i]).collect();
+    let again = glshift::prior_policy::adaptation_check(
+        g,
+        no_correction.holdout_probs.view(),
+        &labels,
+        no_correction.target_probs.view(),
+        &no_correction.source_prior,
+        &glshift::prior_policy::CheckParams { tau: cfg.mul.tau, soft: true, calibrate: true },
+    )
+    .unwrap();
+    assert_eq!(&again, check);
+    // A trusted estimate runs no check.
+    cfg.label_shift.guard.min_confident_share = 0.0;
+    cfg.label_shift.guard.alpha = 0.05;
+    let trusted = fit(&data, &cfg, &mut |_| {}).unwrap();
+    assert!(trusted.prior_guard.as_ref().is_some_and(|g| g.trusted));
+    assert!(trusted.adaptation_check.is_none());
 }
 
 #[test]
@@ -145,4 +195,49 @@ fn a_disagreement_with_a_confident_network_keeps_mul_without_the_correction() {
             "λ = {lambda}: a shrunk correction is still one"
         );
     }
+}
+
+#[test]
+fn a_distrusted_fit_reports_an_untrusted_prior_with_a_range_holding_every_estimate() {
+    let task = support::synthetic_task(300, 240, 4);
+    let mut cfg = config();
+    cfg.label_shift.guard.alpha = 1.0;
+    for fallback in [GuardFallback::AdaptChecked, GuardFallback::Source] {
+        cfg.label_shift.guard.fallback = fallback;
+        let out = glshift::pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
+        let r = &out.report;
+        let g = r.prior_guard.as_ref().unwrap();
+        assert!(!g.trusted);
+        let why = r.estimated_target_prior_untrusted.as_deref().expect("the report says so");
+        let est = r.estimated_target_prior.as_ref().unwrap();
+        let kept = r.adaptation_check.as_ref().is_some_and(|c| c.kept);
+        if kept {
+            assert!(why.contains("adapted network"), "{why}");
+            // The adapted classifier's mean calibrated probability: on the simplex, not pˢ.
+            assert!((est.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            assert_ne!(est, &r.source_prior);
+        } else {
+            assert!(why.contains("source proportions"), "{why}");
+            assert_eq!(est, &r.source_prior, "{fallback:?}");
+        }
+        let (lo, hi) = (
+            r.estimated_target_prior_ci_low.as_ref().unwrap(),
+            r.estimated_target_prior_ci_high.as_ref().unwrap(),
+        );
+        let mut points = vec![est, &r.source_prior, &g.qp_prior, &g.mlls_prior];
+        if let Some(c) = &r.adaptation_check {
+            points.extend([&c.qp_prior_after, &c.mlls_prior_after]);
+        }
+        for p in points {
+            for k in 0..p.len() {
+                assert!(lo[k] <= p[k] && p[k] <= hi[k], "class {k}: {p:?} outside {lo:?}–{hi:?}");
+            }
+        }
+    }
+    // A trusted fit reports the configured estimator, with no note.
+    cfg.label_shift.guard.alpha = 0.05;
+    cfg.label_shift.guard.min_confident_share = 0.0;
+    let out = glshift::pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
+    assert!(out.report.prior_guard.as_ref().unwrap().trusted);
+    assert!(out.report.estimated_target_prior_untrusted.is_none());
 }

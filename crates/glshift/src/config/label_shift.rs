@@ -148,10 +148,13 @@ impl Default for LabelShiftConfig {
 /// disagree both significantly (p < `alpha` under their bootstrap disagreement at exact label
 /// shift) and materially (beyond half the summed width of the estimate's `level` box), or when
 /// fewer than `min_confident_share` of the target rows are τ-confident. Under the floor MUL
-/// runs `fallback`; a disagreement alone gets `on_disagreement` (by default the same fallback:
-/// the lighter responses, best on development draws of the cross-domain protocol, failed the
-/// MNIST→USPS safety check). Off: the estimate is always used. The confident-share floor and `fallback` were chosen after reading SURF target
-/// accuracies (docs/safety.md).
+/// runs `fallback`; a disagreement alone gets `on_disagreement` (by default the same fallback).
+/// The default fallback, `adapt-checked`, adapts without the correction (w ≡ 1) and keeps that
+/// adaptation only where the adaptation check passes (`prior_policy::adaptation_check`), else
+/// redoes the stage as `source`; it was chosen on PACS (development data, target labels read)
+/// with the MNIST→USPS and SURF safety checks (docs/strong-shift.md). Off: the estimate is
+/// always used. The confident-share floor was chosen after reading SURF target accuracies
+/// (docs/safety.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PriorGuardConfig {
@@ -181,7 +184,7 @@ impl Default for PriorGuardConfig {
             resamples: 200,
             min_confident_share: 0.5,
             cap_drift: false,
-            fallback: GuardFallback::Source,
+            fallback: GuardFallback::AdaptChecked,
             on_disagreement: DisagreementResponse::Fallback,
         }
     }

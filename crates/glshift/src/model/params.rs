@@ -11,7 +11,7 @@ use crate::data::Preprocess;
 use crate::data::{self, FeatureFile, PreprocessStats, Rows};
 use crate::label_shift::ShiftEstimate;
 use crate::methods::MethodKind;
-use crate::prior_policy::FinalOutputs;
+use crate::prior_policy::{self, FinalOutputs};
 use crate::train::{fit_checked, FitData, Fitted};
 use crate::train::{PretrainCache, Progress};
 use crate::Result;
@@ -110,6 +110,9 @@ pub struct FitOutcome {
 pub struct ReportedPrior {
     pub estimate: ShiftEstimate,
     pub outputs: Option<FinalOutputs>,
+    /// Why the estimate is not trusted (`prior_policy::untrusted_note`), where the prior guard
+    /// distrusted the label-shift estimate; `None` when it is trusted.
+    pub untrusted: Option<String>,
 }
 
 /// Optional parts of a fit beyond the data.
@@ -311,7 +314,11 @@ fn reported_prior(
 ) -> Result<Option<ReportedPrior>> {
     let Some(tracker) = fitted.shift.as_ref() else { return Ok(None) };
     if fitted.holdout_rows.is_empty() {
-        return Ok(Some(ReportedPrior { estimate: tracker.clone(), outputs: None }));
+        return Ok(Some(ReportedPrior {
+            estimate: tracker.clone(),
+            outputs: None,
+            untrusted: None,
+        }));
     }
     let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
     let ls = &cfg.label_shift;
@@ -322,6 +329,13 @@ fn reported_prior(
         &fitted.source_prior,
         ls.calibrate,
     )?;
+    if fitted.prior_guard.as_ref().is_some_and(|g| !g.trusted) {
+        let check = fitted.adaptation_check.as_ref();
+        let kept = check.is_some_and(|c| c.kept);
+        let estimate = prior_policy::untrusted_estimate(&outputs, kept)?;
+        let untrusted = Some(prior_policy::untrusted_note(check));
+        return Ok(Some(ReportedPrior { estimate, outputs: Some(outputs), untrusted }));
+    }
     let estimate = outputs.estimate(ls.prior_estimator, ls.soft, tracker)?;
-    Ok(Some(ReportedPrior { estimate, outputs: Some(outputs) }))
+    Ok(Some(ReportedPrior { estimate, outputs: Some(outputs), untrusted: None }))
 }

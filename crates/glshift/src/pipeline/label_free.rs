@@ -15,6 +15,8 @@ pub(super) struct LabelFree {
     /// The reported prior: `label_shift.prior_estimator` on the final network, or the
     /// tracker's last estimate where no interval could be built (no hold-out).
     pub estimated: Option<Vec<f64>>,
+    /// Why the reported prior is not trusted (`None`: trusted, or no prior).
+    pub untrusted: Option<String>,
 }
 
 /// The diagnostics, the prior estimate and its interval of a fit (`holdout_labels`: the
@@ -27,12 +29,23 @@ pub(super) fn label_free(
     warnings: &mut Vec<String>,
 ) -> Result<LabelFree> {
     let diagnostics = diagnose(fitted, holdout_labels, cfg, warnings);
-    let prior_ci = prior.map(|p| prior_interval(p, cfg)).transpose()?.flatten();
+    let mut prior_ci = prior.map(|p| prior_interval(p, cfg)).transpose()?.flatten();
+    if let (Some(iv), Some(g)) = (prior_ci.as_mut(), fitted.prior_guard.as_ref()) {
+        if prior.is_some_and(|p| p.untrusted.is_some()) {
+            let check = fitted.adaptation_check.as_ref();
+            (iv.low, iv.high) =
+                prior_policy::untrusted_range(&iv.low, &iv.high, &fitted.source_prior, g, check);
+        }
+    }
     let estimated = prior.map(|p| p.estimate.target_prior.clone());
     if let Some(g) = fitted.prior_guard.as_ref().filter(|g| !g.trusted) {
         warnings.push(g.summary());
     }
-    Ok(LabelFree { diagnostics, prior_ci, estimated })
+    if let Some(check) = &fitted.adaptation_check {
+        warnings.push(check.summary());
+    }
+    let untrusted = prior.and_then(|p| p.untrusted.clone());
+    Ok(LabelFree { diagnostics, prior_ci, estimated, untrusted })
 }
 
 /// Bootstrap replicates of the label-shift residual in a fit's diagnostics.

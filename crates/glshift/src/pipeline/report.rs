@@ -36,14 +36,20 @@ pub struct FitReport {
     pub n_source_holdout: usize,
     pub source_prior: Vec<f64>,
     /// The target prior estimated by `label_shift.prior_estimator` (after training, on the
-    /// final network's outputs; `tracker`: the training loop's last estimate).
+    /// final network's outputs; `tracker`: the training loop's last estimate); where the prior
+    /// guard distrusted the estimate, what `estimated_target_prior_untrusted` says instead.
     pub estimated_target_prior: Option<Vec<f64>>,
     /// 90% bootstrap interval of `estimated_target_prior`, per class
-    /// ([`prior_policy::fit_prior_interval`]); absent without an estimate.
+    /// ([`prior_policy::fit_prior_interval`]; distrusted: widened to the range of every
+    /// estimate, [`prior_policy::untrusted_range`]); absent without an estimate.
     #[serde(default)]
     pub estimated_target_prior_ci_low: Option<Vec<f64>>,
     #[serde(default)]
     pub estimated_target_prior_ci_high: Option<Vec<f64>>,
+    /// Present where the prior guard distrusted the label-shift estimate: what is reported
+    /// instead and how its interval is built (`prior_policy::untrusted_note`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_target_prior_untrusted: Option<String>,
     /// The importance weights training used (the tracker's last estimate, whatever
     /// `label_shift.prior_estimator` reports).
     pub importance_weights: Option<Vec<f64>>,
@@ -95,6 +101,9 @@ pub struct FitReport {
     /// The prior guard's test and box on the pre-trained network (MUL with the guard on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_guard: Option<prior_policy::PriorGuard>,
+    /// What the adaptation check found where a distrusted guard's fallback is `adapt-checked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptation_check: Option<prior_policy::AdaptationCheck>,
 }
 
 /// `report.json` of a fit before evaluation (no target label read): the task, the settings,
@@ -134,6 +143,7 @@ pub(super) fn fit_report(
         estimated_target_prior: label_free.estimated,
         estimated_target_prior_ci_low: label_free.prior_ci.as_ref().map(|i| i.low.clone()),
         estimated_target_prior_ci_high: label_free.prior_ci.map(|i| i.high),
+        estimated_target_prior_untrusted: label_free.untrusted,
         confusion_filled_classes: fitted.confusion_filled_classes.clone(),
         floored_classes: fitted.floored_classes.clone(),
         predicted_class_counts,
@@ -151,5 +161,6 @@ pub(super) fn fit_report(
         warnings,
         diagnostics: label_free.diagnostics,
         prior_guard: fitted.prior_guard.clone(),
+        adaptation_check: fitted.adaptation_check.clone(),
     }
 }

@@ -217,6 +217,18 @@ fn log_probs(p: ArrayView2<f32>) -> Array2<f32> {
     p.mapv(|v| v.max(1e-30).ln())
 }
 
+/// The hold-out (n_h × c, labels `labels`) and target (n_t × c) probabilities, both
+/// temperature-scaled by the temperature fitted on the hold-out (as the training loop reads
+/// them).
+pub(super) fn recalibrate_on_holdout(
+    holdout_probs: ArrayView2<f32>,
+    labels: &[usize],
+    target_probs: ArrayView2<f32>,
+) -> Result<(Array2<f32>, Array2<f32>)> {
+    let temperature = fit_temperature(log_probs(holdout_probs).view(), labels)?;
+    Ok((recalibrate(holdout_probs, temperature), recalibrate(target_probs, temperature)))
+}
+
 /// softmax(ln p / T).
 fn recalibrate(p: ArrayView2<f32>, temperature: f64) -> Array2<f32> {
     softmax_with_temperature(log_probs(p).view(), temperature)

@@ -33,14 +33,15 @@
 //! The estimate is trusted unless the disagreement counts or `m < min_confident_share` (1/2).
 //!
 //! **Response** ([`PriorGuard::response`]). Under the floor the fit falls back
-//! (`label_shift.guard.fallback`, `source` by default: no MUL term). A disagreement with a
-//! confident network gets `on_disagreement`: `fallback` (default) answers as under the floor;
-//! `no-correction` keeps J_TU and J_DU with w ≡ 1 (the network recognises most of the target,
-//! only the correction is in doubt); `shrink` keeps them with every in-loop estimate pulled
-//! towards pˢ, `p ← pˢ + λ(p − pˢ)`, by the share of the correction the disagreement leaves,
-//! `λ = clamp(1 − D / ‖p̂_QP − pˢ‖₁, 0, 1)`. The two lighter answers beat the fallback on the
-//! development false alarms of docs/safety.md but fail its MNIST→USPS safety check (the
-//! alignment itself hurts there), so they are options, not the default.
+//! (`label_shift.guard.fallback`). The default, `adapt-checked`, keeps J_TU and J_DU with
+//! w ≡ 1 (p̂ᵗ = pˢ in the loop) and then checks the adapted network ([`super::adaptation_check`]:
+//! the two estimators must agree at least as well, and the confident share be at least as
+//! large, as on the pre-trained network); a failed check redoes the stage as `source`.
+//! `no-correction` keeps the adaptation unchecked; `source` drops every MUL term. A
+//! disagreement with a confident network gets `on_disagreement`: `fallback` (default) answers
+//! as under the floor; `no-correction` as above, unchecked; `shrink` keeps the terms with every
+//! in-loop estimate pulled towards pˢ, `p ← pˢ + λ(p − pˢ)`, by the share of the correction the
+//! disagreement leaves, `λ = clamp(1 − D / ‖p̂_QP − pˢ‖₁, 0, 1)`.
 //!
 //! **Box.** Each replicate also resamples the real target rows (with replacement) and recomputes
 //! the QP on (C*, q*): the per-class percentile interval at `level`, widened to hold p̂_QP,
@@ -126,9 +127,13 @@ pub struct PriorGuard {
 }
 
 /// What a fit does when the target is under the confident-share floor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GuardFallback {
+    /// Adapt as `no-correction`, then keep the adaptation only where the final network passes
+    /// the adaptation check ([`super::adaptation_check()`]); else redo the stage as `source`.
+    #[default]
+    AdaptChecked,
     /// Keep J_TU and J_DU, drop the label-shift correction (w ≡ 1, p̂ᵗ = pˢ).
     NoCorrection,
     /// Drop every MUL term too: the adaptation stage trains the source cross-entropy alone,
@@ -175,7 +180,9 @@ impl PriorGuard {
         on_disagreement: DisagreementResponse,
     ) -> GuardResponse {
         let fallen = match fallback {
-            GuardFallback::NoCorrection => GuardResponse::NoCorrection,
+            GuardFallback::AdaptChecked | GuardFallback::NoCorrection => {
+                GuardResponse::NoCorrection
+            }
             GuardFallback::Source => GuardResponse::Source,
         };
         if self.trusted {
@@ -191,12 +198,24 @@ impl PriorGuard {
         }
     }
 
+    /// Whether this verdict, under these settings, sends the fit through the adaptation check:
+    /// distrusted, and answered by an `adapt-checked` fallback.
+    pub fn checks_adaptation(
+        &self,
+        fallback: GuardFallback,
+        on_disagreement: DisagreementResponse,
+    ) -> bool {
+        !self.trusted
+            && fallback == GuardFallback::AdaptChecked
+            && (self.low_confidence() || on_disagreement == DisagreementResponse::Fallback)
+    }
+
     /// One line for the fit's printed summary.
     pub fn summary(&self) -> String {
         let verdict = if self.trusted {
             "label-shift correction used"
         } else {
-            "not trusted: the fit falls back (label_shift.guard.fallback; a disagreement alone: label_shift.guard.on_disagreement)"
+            "label-shift estimate not trusted: the fit adapts as label_shift.guard.fallback says (a disagreement alone: label_shift.guard.on_disagreement)"
         };
         format!(
             "prior guard: BBSE-QP vs MLLS ℓ1 = {:.3} (null median {:.3}, p = {:.3}, α = {}; box half-width {:.3}; largest class gap {:.3}, prior floor {:.3}); confident target rows {:.3} (floor {}): {verdict}",
@@ -285,7 +304,7 @@ pub fn prior_guard(
 }
 
 /// (BBSE-QP, MLLS-BCTS) target priors, unfloored.
-fn both_estimates(
+pub(super) fn both_estimates(
     hold: ArrayView2<f32>,
     labels: &[usize],
     target: ArrayView2<f32>,

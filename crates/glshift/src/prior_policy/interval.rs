@@ -164,6 +164,16 @@ impl FinalOutputs {
         softmax_with_temperature(probs.mapv(|v| v.max(1e-30).ln()).view(), self.temperature)
     }
 
+    /// The calibrated target probabilities (n_t × c).
+    pub fn target(&self) -> ArrayView2<'_, f32> {
+        self.target.view()
+    }
+
+    /// The full-source prior pˢ (length c).
+    pub fn source_prior(&self) -> &[f64] {
+        &self.source_prior
+    }
+
     /// The calibrated outputs as an estimator's inputs (the hold-out with its labels, the target).
     pub fn inputs(&self) -> ShiftInputs<'_> {
         ShiftInputs {

@@ -7,11 +7,14 @@
 //!
 //! Shapes: c classes; probabilities are n × c row-stochastic matrices; priors length c.
 
+mod adaptation_check;
 mod diagnostics;
 mod estimator;
 mod guard;
 pub(crate) mod interval;
+mod untrusted;
 
+pub use adaptation_check::{adaptation_check, AdaptationCheck, CheckParams};
 pub use diagnostics::{fit_diagnostics, DiagnosticsParams, FitDiagnostics};
 pub use estimator::{FinalPrior, PriorEstimator};
 pub use guard::{
@@ -22,3 +25,4 @@ pub(crate) use interval::hull_with_report;
 pub use interval::{
     fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval,
 };
+pub use untrusted::{untrusted_estimate, untrusted_note, untrusted_range};

@@ -333,6 +333,7 @@ impl Adaptation<'_, '_> {
             n_train: layout.n_train(),
             n_holdout: layout.n_hold(),
             prior_guard: tracker.guard,
+            adaptation_check: None,
             confusion_filled_classes: tracker.filled,
             floored_classes: tracker.floored,
             holdout_rows: layout.hold_idx.clone(),

@@ -35,6 +35,9 @@ mod tests;
 
 use crate::config::FitConfig;
 pub use crate::methods::TransferRecord;
+use crate::prior_policy::{
+    self, AdaptationCheck, CheckParams, DisagreementResponse, GuardFallback, PriorGuard,
+};
 use crate::{Error, Result};
 pub use adapt::{pseudo_labels, source_cross_entropy};
 pub use guard::{
@@ -120,7 +123,7 @@ fn adapt_here(
             "was pre-trained on other source rows, hold-out or pre-training settings (seed, network, optimizer, pretrain_iters, pretrain_patience, pretrain_min_gain_se)",
         ));
     }
-    adapt_loop::run_adaptation(data, &layout, pre.state.clone(), cfg, false, progress)
+    adapt_checked(data, &layout, pre.state.clone(), cfg, false, progress)
 }
 
 /// Trains `cfg.method` on the data. Deterministic for a given seed.
@@ -173,5 +176,69 @@ fn fit_here(
             }
         }
     };
-    adapt_loop::run_adaptation(data, &layout, state, cfg, reused, progress)
+    adapt_checked(data, &layout, state, cfg, reused, progress)
+}
+
+/// The adaptation stage from `state`, with the adaptation check where the prior guard
+/// distrusts the pre-trained network's estimate and its fallback is `adapt-checked`
+/// (`prior_policy::adaptation_check`): the stage adapts without correction (w ≡ 1); if the
+/// final network fails the check, the stage is redone from `state` as `source`. A trusted
+/// estimate, or another fallback, runs the stage once, as without the check.
+fn adapt_checked(
+    data: &FitData,
+    layout: &Layout,
+    state: PretrainState,
+    cfg: &FitConfig,
+    reused: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Fitted> {
+    let guard = &cfg.label_shift.guard;
+    if !(guard.enabled && guard.fallback == GuardFallback::AdaptChecked) {
+        return adapt_loop::run_adaptation(data, layout, state, cfg, reused, progress);
+    }
+    let mut fitted =
+        adapt_loop::run_adaptation(data, layout, state.clone(), cfg, reused, progress)?;
+    let Some(verdict) = fitted.prior_guard.as_ref() else { return Ok(fitted) };
+    if !verdict.checks_adaptation(guard.fallback, guard.on_disagreement) {
+        return Ok(fitted);
+    }
+    let check = check_adapted(&fitted, verdict, data.source_y, cfg)?;
+    if check.kept {
+        fitted.adaptation_check = Some(check);
+        return Ok(fitted);
+    }
+    let mut as_source = cfg.clone();
+    as_source.label_shift.guard.fallback = GuardFallback::Source;
+    as_source.label_shift.guard.on_disagreement = DisagreementResponse::Fallback;
+    let mut redone = adapt_loop::run_adaptation(data, layout, state, &as_source, reused, progress)?;
+    redone.adaptation_check = Some(check);
+    Ok(redone)
+}
+
+/// The adaptation check of `fitted` against the guard's `verdict` on the pre-trained network;
+/// without a hold-out (the guard then read the training rows) the check cannot be made and
+/// fails, so the fit adapts as `source`.
+fn check_adapted(
+    fitted: &Fitted,
+    verdict: &PriorGuard,
+    source_y: &[usize],
+    cfg: &FitConfig,
+) -> Result<AdaptationCheck> {
+    let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let params = CheckParams {
+        tau: cfg.mul.tau,
+        soft: cfg.label_shift.soft,
+        calibrate: cfg.label_shift.calibrate,
+    };
+    if labels.is_empty() {
+        return Ok(AdaptationCheck::not_made(verdict));
+    }
+    prior_policy::adaptation_check(
+        verdict,
+        fitted.holdout_probs.view(),
+        &labels,
+        fitted.target_probs.view(),
+        &fitted.source_prior,
+        &params,
+    )
 }

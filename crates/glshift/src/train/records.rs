@@ -101,6 +101,9 @@ pub struct Fitted {
     pub pretraining_reused: bool,
     /// What the prior guard found on the pre-trained network (MUL with the guard on).
     pub prior_guard: Option<crate::prior_policy::PriorGuard>,
+    /// The adaptation check of a distrusted guard answered `adapt-checked` (`None` otherwise):
+    /// whether the adaptation without correction was kept or redone as `source`.
+    pub adaptation_check: Option<crate::prior_policy::AdaptationCheck>,
     /// Mini-batch fits: the source rows (input order) whose statistics every BatchNorm used in
     /// evaluation mode (a seeded sample of the training rows); `None`: all training rows.
     pub bn_stats_rows: Option<Vec<usize>>,
