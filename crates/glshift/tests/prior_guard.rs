@@ -233,6 +233,10 @@ fn a_distrusted_fit_reports_an_untrusted_prior_with_a_range_holding_every_estima
                 assert!(lo[k] <= p[k] && p[k] <= hi[k], "class {k}: {p:?} outside {lo:?}–{hi:?}");
             }
         }
+        // Evaluation: the share of classes whose true prior the interval holds.
+        let truth = r.true_target_prior.as_ref().unwrap();
+        let inside = (0..truth.len()).filter(|&k| lo[k] <= truth[k] && truth[k] <= hi[k]).count();
+        assert_eq!(r.prior_interval_coverage(), Some(inside as f64 / truth.len() as f64));
     }
     // A trusted fit reports the configured estimator, with no note.
     cfg.label_shift.guard.alpha = 0.05;

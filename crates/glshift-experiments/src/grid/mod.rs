@@ -287,6 +287,8 @@ impl Task<'_> {
             target_accuracy,
             prior_l1_error: r.prior_l1_error,
             source_target_prior_l1: r.source_target_prior_l1,
+            prior_interval_coverage: r.prior_interval_coverage(),
+            prior_untrusted: r.estimated_target_prior_untrusted.is_some(),
             source_class_counts: protocol::class_counts(self.src).unwrap_or_default(),
             target_class_counts: protocol::class_counts(self.tgt).unwrap_or_default(),
             elapsed_seconds: r.elapsed_seconds,

@@ -81,6 +81,8 @@ fn a_diverged_run_shows_in_the_table_as_such_never_as_a_number() {
         target_accuracy: acc,
         prior_l1_error: None,
         source_target_prior_l1: Some(0.1),
+        prior_interval_coverage: None,
+        prior_untrusted: false,
         source_class_counts: vec![],
         target_class_counts: vec![],
         elapsed_seconds: 1.0,

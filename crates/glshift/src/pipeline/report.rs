@@ -106,6 +106,19 @@ pub struct FitReport {
     pub adaptation_check: Option<prior_policy::AdaptationCheck>,
 }
 
+impl FitReport {
+    /// Evaluation only: the share of classes whose true target prior lies in the reported
+    /// interval (`None` without an interval or target labels).
+    pub fn prior_interval_coverage(&self) -> Option<f64> {
+        let truth = self.true_target_prior.as_ref()?;
+        let low = self.estimated_target_prior_ci_low.as_ref()?;
+        let high = self.estimated_target_prior_ci_high.as_ref()?;
+        let inside =
+            (0..truth.len()).filter(|&k| low[k] <= truth[k] && truth[k] <= high[k]).count();
+        Some(inside as f64 / truth.len() as f64)
+    }
+}
+
 /// `report.json` of a fit before evaluation (no target label read): the task, the settings,
 /// the fitted state and the label-free estimates. `shape`: (source rows, dims, target rows).
 #[allow(clippy::too_many_arguments)]

@@ -20,6 +20,14 @@ pub struct BenchRecord {
     /// NaN, which JSON also holds as `null`).
     #[serde(default)]
     pub source_target_prior_l1: Option<f64>,
+    /// Share of the classes whose true target prior lies in the reported 90% interval of the
+    /// estimate (evaluation only; absent without an interval or target labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_interval_coverage: Option<f64>,
+    /// The fit reported its prior as not trusted (`report.json →
+    /// estimated_target_prior_untrusted`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prior_untrusted: bool,
     #[serde(default)]
     pub source_class_counts: Vec<usize>,
     #[serde(default)]
@@ -67,6 +75,8 @@ mod tests {
             target_accuracy: 0.9,
             prior_l1_error: Some(0.1),
             source_target_prior_l1: Some(0.3),
+            prior_interval_coverage: None,
+            prior_untrusted: false,
             source_class_counts: vec![3, 4],
             target_class_counts: vec![2, 5],
             elapsed_seconds: 1.5,
