@@ -90,6 +90,10 @@ fn shift_estimate_writes_every_estimator_with_bootstrap_intervals() {
     // BBSE hard recovers (0.5, 0.5, 0) here (the fixture is noise-free in expectation).
     let bbse: Vec<f64> = serde_json::from_value(est["bbse"]["prior"].clone()).unwrap();
     assert!((bbse[0] - 0.5).abs() < 0.05 && bbse[2] < 0.05, "{bbse:?}");
+    // The prior guard's test of label shift, as a fit runs it, is part of the record.
+    let g = typed.prior_guard.as_ref().expect("the label-shift test ran");
+    assert!((0.0..=1.0).contains(&g.p_value) && g.resamples > 100, "{g:?}");
+    assert_eq!(g.trusted, !stderr(&o).contains("label shift looks broken"), "{}", stderr(&o));
 }
 
 #[test]

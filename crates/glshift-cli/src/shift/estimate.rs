@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use glshift::config::FitConfig;
+use glshift::config::{FitConfig, MulConfig, PriorGuardConfig};
 use glshift::data::Domain;
 use glshift::data::{self, read_npy_labels, read_npy_matrix};
 use glshift::label_shift::l1_distance;
@@ -16,6 +16,7 @@ use glshift::label_shift::suite::{
 use glshift::label_shift::{class_prior, confusion_diagnostics, confusion_matrix, ShiftInputs};
 use glshift::output::{npy_bytes, write_files_atomically};
 use glshift::pipeline;
+use glshift::prior_policy::{label_shift_verdict, DiagnosticsParams, GuardParams, PriorGuard};
 use glshift::records::{
     ClassifierRecord, Conditioning, ConditioningOutcome, EstimateInput, ShiftEstimateFile,
     TrainRows, TrainedInput,
@@ -95,6 +96,44 @@ fn conditioning(sp: &Array2<f32>, labels: &[usize], ps: &[f64]) -> Conditioning 
         Err(e) => ConditioningOutcome::Failed { error: e.to_string() },
     };
     Conditioning { hard: one(false), soft: one(true) }
+}
+
+/// The prior guard's test of the label-shift assumption on the probabilities, with a fit's
+/// default settings; printed, and `None` (with a warning) where it cannot run.
+fn verdict(
+    hold: &Array2<f32>,
+    labels: &[usize],
+    target: &Array2<f32>,
+    ps: &[f64],
+    seed: u64,
+) -> Option<PriorGuard> {
+    let g = PriorGuardConfig::default();
+    let params = GuardParams {
+        bootstrap: DiagnosticsParams {
+            tau: MulConfig::default().tau,
+            soft: true,
+            resamples: g.resamples,
+            seed,
+        },
+        alpha: g.alpha,
+        level: g.level,
+        min_confident_share: g.min_confident_share,
+        resolution: 1.0 / (4.0 * ps.len() as f64),
+    };
+    match label_shift_verdict(hold.view(), labels, target.view(), ps, &params) {
+        Ok(v) if v.trusted => Some(v),
+        Ok(v) => {
+            eprintln!(
+                "warning: label shift looks broken (BBSE-QP vs MLLS ℓ1 = {:.3}, p = {:.3}; confident target rows {:.3}): the estimates above are not trusted; the source proportions assume no correction (prior_guard in the output)",
+                v.qp_mlls_l1, v.p_value, v.confident_share
+            );
+            Some(v)
+        }
+        Err(e) => {
+            eprintln!("warning: the label-shift test could not run: {e}");
+            None
+        }
+    }
 }
 
 fn to_indices(raw: &[i64], path: &Path) -> Result<Vec<usize>> {
@@ -224,6 +263,7 @@ fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_outcomes(&results);
     print_estimates(&estimators);
+    let guard = verdict(&sp, &labels, &tp, &ps, a.seed.get().unwrap_or(0));
     let report = ShiftEstimateFile {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
         input: EstimateInput::Saved {
@@ -240,6 +280,7 @@ fn estimate_probs(a: &EstimateArgs, names: &[String]) -> Result<()> {
         bootstrap: boot.copied(),
         estimators,
         true_target_prior: truth,
+        prior_guard: guard,
     };
     write_files_atomically(&[(a.out.clone(), serde_json::to_vec_pretty(&report)?)])?;
     println!("wrote {}", a.out.display());
@@ -309,6 +350,7 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
     let results = run_suite(names, &inp, boot, truth.as_deref())?;
     let estimators = suite_outcomes(&results);
     print_estimates(&estimators);
+    let guard = verdict(&hp, &hl, &tp, &ps, cfg.seed);
     let hold_acc = top1_accuracy(&hp, &hl);
     let target_accuracy = target.labels.as_ref().map(|y| top1_accuracy(&tp, y));
     let classifier = ClassifierRecord {
@@ -342,6 +384,7 @@ fn estimate_data(a: &EstimateArgs, names: &[String]) -> Result<()> {
         bootstrap: boot.copied(),
         estimators,
         true_target_prior: truth,
+        prior_guard: guard,
     };
     let mut files = vec![(a.out.clone(), serde_json::to_vec_pretty(&report)?)];
     if let Some(dir) = &a.save_probs {

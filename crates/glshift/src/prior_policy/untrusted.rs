@@ -68,3 +68,18 @@ pub fn untrusted_range(
         })
         .unzip()
 }
+
+/// The prior guard's verdict on a classifier's plain softmax outputs, for estimates made outside
+/// a fit (`glshift shift estimate`): `holdout_probs` (n_h × c) with `labels`, `target_probs`
+/// (n_t × c), pˢ, both temperature-scaled on the hold-out as a fit's are, then tested with `p`.
+pub fn label_shift_verdict(
+    holdout_probs: ndarray::ArrayView2<f32>,
+    labels: &[usize],
+    target_probs: ndarray::ArrayView2<f32>,
+    source_prior: &[f64],
+    p: &super::GuardParams,
+) -> Result<PriorGuard> {
+    let (hold, target) =
+        super::diagnostics::recalibrate_on_holdout(holdout_probs, labels, target_probs)?;
+    super::prior_guard(hold.view(), labels, target.view(), source_prior, p)
+}

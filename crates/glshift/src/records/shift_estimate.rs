@@ -33,6 +33,10 @@ pub struct ShiftEstimateFile {
     pub true_target_prior: Option<Vec<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_target_prior_l1: Option<f64>,
+    /// The prior guard's test on these probabilities (`prior_policy::label_shift_verdict`):
+    /// whether label shift, the estimators' assumption, looks broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_guard: Option<crate::prior_policy::PriorGuard>,
 }
 
 /// Where the probabilities came from.
@@ -132,6 +136,7 @@ mod tests {
             )]),
             true_target_prior: Some(vec![0.25, 0.75]),
             source_target_prior_l1: Some(0.5),
+            prior_guard: None,
         }
     }
 
