@@ -92,14 +92,20 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         &format!("{} {}→{}", cfg.method, args.pair.source, args.pair.target),
         args.run.quiet,
     );
-    let (out, proto) = match open_on_disk(args, cfg)? {
-        Some((pair, proto)) => (pipeline::run_files(&pair, cfg, &mut |p| bar.update(p)), proto),
-        None => {
-            let (source, target) = args.pair.load()?;
-            let proto = args.protocol.parse(source.n_classes())?;
-            // By value from here on: the run preprocesses the loaded features in place (one copy).
-            let (source, target) = protocol::apply_owned(proto, source, target)?;
-            (pipeline::run_owned(source, target, cfg, &mut |p| bar.update(p)), proto)
+    let sources = args.pair.sources()?;
+    let (out, proto) = if sources.len() > 1 {
+        (pooled_run(args, cfg, &sources, &bar)?, Protocol::Uda)
+    } else {
+        match open_on_disk(args, cfg)? {
+            Some((pair, proto)) => (pipeline::run_files(&pair, cfg, &mut |p| bar.update(p)), proto),
+            None => {
+                let (source, target) = args.pair.load()?;
+                let proto = args.protocol.parse(source.n_classes())?;
+                // By value from here on: the run preprocesses the loaded features in place (one
+                // copy).
+                let (source, target) = protocol::apply_owned(proto, source, target)?;
+                (pipeline::run_owned(source, target, cfg, &mut |p| bar.update(p)), proto)
+            }
         }
     };
     bar.finish();
@@ -117,6 +123,16 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
         r.method, r.source, r.target, r.n_target, r.elapsed_seconds
     );
     eprintln!("device: {}", device_line(&r.device));
+    for d in r.source_domains.iter().flatten() {
+        let acc = d.holdout_accuracy.map_or("–".into(), |a| format!("{:.1}%", 100.0 * a));
+        eprintln!(
+            "source {}: {} rows, prior {}, hold-out accuracy {acc} ({} rows)",
+            d.name,
+            d.n_rows,
+            fmt_vec(&d.prior),
+            d.n_holdout
+        );
+    }
     if let Some(t) = bar.iteration_times() {
         eprintln!("time per iteration: {t}");
     }
@@ -153,6 +169,21 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
 /// The pair with its feature rows left in their `.npy` files, when the fit reads them from
 /// there (`pipeline::reads_from_files`: it trains by mini-batch) and the task takes every row
 /// (`uda`); `None`: load the pair.
+/// A fit on several sources, pooled (`glshift::data::load_sources`; UDA only).
+fn pooled_run(
+    args: &FitArgs,
+    cfg: &FitConfig,
+    sources: &[String],
+    bar: &TrainBar,
+) -> Result<glshift::Result<pipeline::RunOutput>> {
+    if args.protocol.parse(2)? != Protocol::Uda {
+        anyhow::bail!("--source with several domains: only --setting uda is supported");
+    }
+    let (pooled, target) =
+        glshift::data::load_sources(&args.pair.data, sources, &args.pair.target)?;
+    Ok(pipeline::run_pooled(&pooled, &target, cfg, &mut |p| bar.update(p)))
+}
+
 fn open_on_disk(
     args: &FitArgs,
     cfg: &FitConfig,

@@ -14,7 +14,8 @@ pub struct PairArgs {
     /// Folder holding the domains (npy layout, MATLAB v5 .mat files or CSV files).
     #[arg(long)]
     pub data: PathBuf,
-    /// Labelled source domain name (e.g. amazon).
+    /// Labelled source domain name (e.g. amazon); `fit` also takes several, comma-separated
+    /// (`amazon,dslr`): pooled, in any order the same fit (docs/multi-source.md).
     #[arg(long)]
     pub source: String,
     /// Target domain name; its labels, if present, never train or test anything (`fit` reads
@@ -24,6 +25,15 @@ pub struct PairArgs {
 }
 
 impl PairArgs {
+    /// The source names of `--source` (comma-separated; an empty name is an error).
+    pub fn sources(&self) -> anyhow::Result<Vec<String>> {
+        let names: Vec<String> = self.source.split(',').map(|s| s.trim().to_string()).collect();
+        if names.iter().any(String::is_empty) {
+            anyhow::bail!("--source {:?}: an empty domain name", self.source);
+        }
+        Ok(names)
+    }
+
     /// Loads the two domains (errors name the file and the problem).
     pub fn load(&self) -> glshift::Result<(Domain, Domain)> {
         data::load_pair(&self.data, &self.source, &self.target)

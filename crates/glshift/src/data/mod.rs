@@ -29,6 +29,7 @@ mod npy_header;
 mod npy_rows;
 mod preprocess;
 mod rows;
+mod sources;
 mod validate;
 
 use std::io::Read;
@@ -85,6 +86,7 @@ pub use preprocess::{
     ZSCORE_TARGET_RMS_LIMIT,
 };
 pub use rows::{Rows, BLOCK_ROWS};
+pub use sources::{check_source_names, load_sources, pool, PooledSource, SourcePart};
 pub use validate::{check_feature_rows, check_features};
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton

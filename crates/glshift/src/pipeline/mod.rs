@@ -23,12 +23,14 @@ mod evaluate;
 mod label_free;
 mod output_files;
 mod report;
+mod sources;
 use label_free::label_free;
 pub use label_free::{DIAGNOSTICS_RESAMPLES, PRIOR_CI_LEVEL, PRIOR_CI_RESAMPLES};
 use output_files::labels_array;
 pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
 use report::fit_report;
 pub use report::FitReport;
+pub use sources::{run_pooled, SourceDomainReport};
 
 /// Scores computed from the target labels after training (evaluation only).
 #[derive(Clone, Debug, Serialize)]

@@ -104,6 +104,10 @@ pub struct FitReport {
     /// What the adaptation check found where a distrusted guard's fallback is `adapt-checked`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptation_check: Option<prior_policy::AdaptationCheck>,
+    /// A fit on several pooled sources: each source domain's counts, prior and hold-out
+    /// accuracy (`source` then names them joined by `+`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_domains: Option<Vec<super::SourceDomainReport>>,
 }
 
 impl FitReport {
@@ -175,5 +179,6 @@ pub(super) fn fit_report(
         diagnostics: label_free.diagnostics,
         prior_guard: fitted.prior_guard.clone(),
         adaptation_check: fitted.adaptation_check.clone(),
+        source_domains: None,
     }
 }
