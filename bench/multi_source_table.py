@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Multi-source fits against single-source ones, target by target (docs/multi-source.md).
+
+MS_DIR holds `glshift fit` runs named METHOD-TARGET-sSEED (METHOD `mul` or `source`, each on
+every other domain pooled); GRID is a `glshift bench` grid of `mul` on every ordered pair of
+the same folder and seeds. For each target: the pooled `mul` and `source` fits, each
+single-source `mul` fit, and whether the pooled `mul` is at least the better single-source
+one and the pooled `source` (means ± std over seeds; accuracy in %). With `--doc DOC NAME` the
+table replaces the part of DOC between `<!-- BEGIN multi-source:NAME -->` and
+`<!-- END multi-source:NAME -->`. Target labels enter only as the runs' scores.
+
+    python3 bench/multi_source_table.py MS_DIR GRID [--doc DOC NAME]
+"""
+
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def mean_std(values):
+    if len(values) < 2:
+        return values[0], 0.0
+    return statistics.mean(values), statistics.stdev(values)
+
+
+def fmt(values):
+    m, s = mean_std([100 * v for v in values])
+    return f"{m:.1f} ± {s:.1f}"
+
+
+def pooled_runs(ms_dir):
+    runs = {}
+    for path in glob.glob(os.path.join(ms_dir, "*", "report.json")):
+        method, rest = os.path.basename(os.path.dirname(path)).split("-", 1)
+        target, seed = rest.rsplit("-s", 1)
+        runs.setdefault((method, target), {})[int(seed)] = json.load(open(path))["target_accuracy"]
+    return runs
+
+
+def single_runs(grid):
+    runs = {}
+    for path in glob.glob(os.path.join(grid, "runs", "*.json")):
+        r = json.load(open(path))
+        if r["method"] == "mul" and "error" not in r:
+            runs.setdefault((r["source"], r["target"]), {})[r["seed"]] = r["target_accuracy"]
+    return runs
+
+
+def table(ms_dir, grid):
+    pooled, single = pooled_runs(ms_dir), single_runs(grid)
+    targets = sorted({t for (_, t) in pooled})
+    lines = [
+        "| target | pooled `mul` | pooled `source` | single-source `mul` (each source)"
+        " | ≥ better single | ≥ pooled `source` |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in targets:
+        ms = pooled.get(("mul", t), {})
+        src = pooled.get(("source", t), {})
+        seeds = sorted(ms)
+        singles = {s: v for (s, tt), v in single.items() if tt == t}
+        each = ", ".join(
+            f"{s}: {fmt([v[k] for k in seeds if k in v])}" for s, v in sorted(singles.items())
+        )
+        best = max(
+            (statistics.mean(v[k] for k in seeds if k in v) for v in singles.values()),
+            default=float("nan"),
+        )
+        m = statistics.mean(ms[k] for k in seeds)
+        s_mean = statistics.mean(src[k] for k in seeds if k in src) if src else float("nan")
+        lines.append(
+            f"| {t} | {fmt([ms[k] for k in seeds])} | "
+            f"{fmt([src[k] for k in seeds if k in src]) if src else '–'} | {each} | "
+            f"{'yes' if m >= best else 'no'} | {'yes' if m >= s_mean else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    text = table(argv[0], argv[1])
+    if "--doc" not in argv:
+        print(text)
+        return
+    doc, name = argv[argv.index("--doc") + 1], argv[argv.index("--doc") + 2]
+    page = open(doc).read()
+    begin, end = f"<!-- BEGIN multi-source:{name} -->", f"<!-- END multi-source:{name} -->"
+    head, rest = page.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc + ".tmp", "w") as f:
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
+    os.replace(doc + ".tmp", doc)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
