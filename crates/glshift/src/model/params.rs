@@ -332,8 +332,14 @@ fn reported_prior(
     if fitted.prior_guard.as_ref().is_some_and(|g| !g.trusted) {
         let check = fitted.adaptation_check.as_ref();
         let kept = check.is_some_and(|c| c.kept);
-        let estimate = prior_policy::untrusted_estimate(&outputs, kept)?;
-        let untrusted = Some(prior_policy::untrusted_note(check));
+        let guard = &cfg.label_shift.guard;
+        let (estimate, read) = prior_policy::untrusted_estimate(
+            &outputs,
+            kept,
+            cfg.mul.tau,
+            guard.min_confident_share,
+        )?;
+        let untrusted = Some(prior_policy::untrusted_note(read));
         return Ok(Some(ReportedPrior { estimate, outputs: Some(outputs), untrusted }));
     }
     let estimate = outputs.estimate(ls.prior_estimator, ls.soft, tracker)?;

@@ -3,14 +3,19 @@
 //! BBSE-QP and MLLS read the target through the source's confusion: `q = C w` holds when
 //! `P_t(z|y) = P_s(z|y)`, which the guard found false on the pre-trained network. Correcting by
 //! the source confusion then moves the estimate away from the truth as readily as towards it
-//! (PACS: ℓ1 up to 1.3 where the source proportions are 0.37 away). So a distrusted fit reports:
+//! (PACS: ℓ1 up to 1.3 where the source proportions are 0.37 away). So a distrusted fit reports
+//! what the adapted classifier reads where it recognises the target, and the source proportions
+//! where it does not:
 //!
-//! - **after a kept adaptation** (`adaptation_check`): the adapted classifier's own reading of the
-//!   target, the mean of its calibrated target probabilities `p̂_k = (1/n_t) Σ_i P_t[i, k]`
-//!   (probabilistic classify-and-count), which needs no source confusion: the check found the
-//!   adapted network recognising the target at least as well as the pre-trained one;
-//! - **otherwise** (the fit is `source`): the source proportions pˢ, the one value that
-//!   assumes no correction it cannot support.
+//! ```text
+//! p̂_k = (1/n_t) · ( Σ_{i confident} P_t[i, k]  +  #{i not confident} · pˢ_k )
+//! ```
+//!
+//! with "confident" the calibrated top probability above τ (the rows MUL pseudo-labels). No
+//! source confusion enters. This needs a kept adaptation (`adaptation_check`) that recognises at
+//! least half the target (the guard's own confident-share floor, 1/2); otherwise — a `source`
+//! fit, or an adapted network confident on under half the rows — the fit reports pˢ, the one
+//! value that assumes no correction it cannot support.
 //!
 //! Its interval is the per-class range of every estimate the fit made and could not choose
 //! between — the bootstrap interval of `label_shift.prior_estimator` on the final network, the
@@ -22,30 +27,53 @@ use super::{AdaptationCheck, FinalOutputs, PriorGuard};
 use crate::label_shift::{predicted_distribution, ShiftEstimate};
 use crate::Result;
 
-/// Why a fit's prior is not trusted, for the report and the summary line.
-pub fn untrusted_note(check: Option<&AdaptationCheck>) -> String {
-    let what = match check {
-        Some(c) if c.kept => "the mean calibrated target probability of the adapted network",
-        _ => "the source proportions",
+/// Why a fit's prior is not trusted and what was reported instead (`read`: the adapted
+/// network's reading, else pˢ), for the report and the summary line.
+pub fn untrusted_note(read: bool) -> String {
+    let what = if read {
+        "the adapted network's probabilities on its confident target rows, the source proportions on the others"
+    } else {
+        "the source proportions"
     };
     format!(
         "not trusted (the prior guard found the label-shift assumption broken): reported as {what}; its interval spans every estimate the fit made and the source proportions"
     )
 }
 
-/// The point reported for a distrusted fit (module docs): `outputs` the final network's
-/// calibrated outputs, `kept` whether its adaptation passed the check; pˢ (length c) otherwise.
-pub fn untrusted_estimate(outputs: &FinalOutputs, kept: bool) -> Result<ShiftEstimate> {
+/// The point reported for a distrusted fit (module docs) and whether it is the adapted
+/// network's reading (else pˢ): `outputs` the final network's calibrated outputs (n_t × c),
+/// `kept` whether its adaptation passed the check, `tau` the confidence threshold and
+/// `min_share` the share of confident rows the reading needs.
+pub fn untrusted_estimate(
+    outputs: &FinalOutputs,
+    kept: bool,
+    tau: f64,
+    min_share: f64,
+) -> Result<(ShiftEstimate, bool)> {
     let ps = outputs.source_prior();
-    let prior = if kept { predicted_distribution(outputs.target(), true)? } else { ps.to_vec() };
+    let target = outputs.target();
+    let n = target.nrows() as f64;
+    let confident: Vec<usize> = (0..target.nrows())
+        .filter(|&i| target.row(i).iter().fold(0.0f32, |m, &v| m.max(v)) as f64 > tau)
+        .collect();
+    let read = kept && n > 0.0 && confident.len() as f64 >= min_share * n;
+    let prior: Vec<f64> = if read {
+        let rows = target.select(ndarray::Axis(0), &confident);
+        let read_part = predicted_distribution(rows.view(), true)?;
+        let share = confident.len() as f64 / n;
+        read_part.iter().zip(ps).map(|(&r, &s)| share * r + (1.0 - share) * s).collect()
+    } else {
+        ps.to_vec()
+    };
     let weights = prior.iter().zip(ps).map(|(&p, &s)| if s > 0.0 { p / s } else { 0.0 }).collect();
-    Ok(ShiftEstimate {
+    let estimate = ShiftEstimate {
         weights,
         target_prior: prior,
         objective: None,
         warnings: Vec::new(),
         iterations: None,
-    })
+    };
+    Ok((estimate, read))
 }
 
 /// `(low, high)` widened, per class, to hold pˢ and every estimate of `guard` and `check`.
@@ -83,3 +111,6 @@ pub fn label_shift_verdict(
         super::diagnostics::recalibrate_on_holdout(holdout_probs, labels, target_probs)?;
     super::prior_guard(hold.view(), labels, target.view(), source_prior, p)
 }
+
+#[cfg(test)]
+mod tests;
