@@ -143,12 +143,34 @@ fn fit_interruptible(
     py: Python<'_>,
     params: &CheckedParams,
     data: Dataset,
+    holdout: Option<&[usize]>,
 ) -> PyResult<FitOutcome> {
     interruptible(py, "fit", move |tick| {
         let mut progress = |_: Progress| tick();
-        params
-            .fit_owned(data, FitOptions { progress: Some(&mut progress), ..FitOptions::default() })
+        let opts = FitOptions { progress: Some(&mut progress), holdout, ..FitOptions::default() };
+        params.fit_owned(data, opts)
     })
+}
+
+/// The hold-out of several pooled sources, stratified by class and domain (`domains`: one
+/// domain index per source row; `None` or a single domain: the fit's own split).
+fn pooled_holdout(
+    params: &CheckedParams,
+    labels: &[usize],
+    c: usize,
+    domains: Option<&[usize]>,
+) -> PyResult<Option<Vec<usize>>> {
+    let Some(domains) = domains.filter(|d| d.iter().any(|&x| x != d[0])) else {
+        return Ok(None);
+    };
+    let cfg = params.config();
+    if cfg.label_shift.confusion != glshift::config::ConfusionRows::Holdout {
+        return Ok(None);
+    }
+    let fraction = cfg.label_shift.holdout_fraction;
+    glshift::data::holdout_by_class_and_domain(labels, domains, c, fraction, cfg.seed)
+        .map(Some)
+        .map_err(py_err)
 }
 
 /// Runs `work` on a worker thread without the GIL; the calling thread wakes every 100 ms to
@@ -215,7 +237,7 @@ fn interruptible<T: Send>(
 /// Trains a model: `source_x` (n_s × d, float32), `source_y` (n_s class indices in
 /// 0..len(class_names)), `target_x` (n_t × d, float32). Returns `(model, warnings)`.
 #[pyfunction]
-#[pyo3(signature = (source_x, source_y, target_x, class_names, config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None, device=None))]
+#[pyo3(signature = (source_x, source_y, target_x, class_names, config_json=None, config_path=None, method=None, seed=None, pretrain_iters=None, adapt_iters=None, device=None, source_domains=None))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
     py: Python<'_>,
@@ -230,6 +252,7 @@ fn fit(
     pretrain_iters: Option<usize>,
     adapt_iters: Option<usize>,
     device: Option<String>,
+    source_domains: Option<Vec<usize>>,
 ) -> PyResult<(Model, Vec<String>)> {
     let params = resolve_config(
         config_json.as_deref(),
@@ -242,9 +265,11 @@ fn fit(
     )
     .map_err(py_err)?;
     let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
+    let c = class_names.len();
+    let holdout = pooled_holdout(&params, &ys, c, source_domains.as_deref())?;
     let data =
         Dataset::new(xs, ys, xt).and_then(|d| d.with_class_names(class_names)).map_err(py_err)?;
-    let outcome = fit_interruptible(py, &params, data)?;
+    let outcome = fit_interruptible(py, &params, data, holdout.as_deref())?;
     Ok((Model { inner: outcome.model }, outcome.warnings))
 }
 

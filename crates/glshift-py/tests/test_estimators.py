@@ -235,9 +235,9 @@ def _fit(est, X, y, sd):
         (lambda X, y, sd: (X, y[:-1], sd), ValueError, "inconsistent numbers of samples"),
         (lambda X, y, sd: (X, y, sd[:-1]), ValueError, "sample_domain"),
         (
-            lambda X, y, sd: (X, y, np.where(sd > 0, np.arange(len(sd)) % 2 + 1, sd)),
+            lambda X, y, sd: (X, y, np.where(sd < 0, -(np.arange(len(sd)) % 2) - 1, sd)),
             ValueError,
-            "one source",
+            "one target domain",
         ),
         (
             lambda X, y, sd: (X, np.where(np.arange(len(y)) == 0, -1, y), sd),
@@ -368,3 +368,32 @@ def test_methods_are_the_core_registry_and_every_one_fits():
         assert est.config_["method"] == m
         p = est.predict_proba(X[:5])
         assert p.shape == (5, 3) and np.all(np.isfinite(p))
+
+
+def _two_sources(data):
+    """The fixture's source rows split into domains 1 and 2 (alternating), target -3."""
+    sd = data["sd"].copy()
+    src = np.flatnonzero(sd > 0)
+    sd[src] = src % 2 + 1
+    sd[sd < 0] = -3
+    return sd
+
+
+def test_several_sources_pool_whatever_the_row_order_and_predict(data):
+    X, y = data["X"], data["y_int"]
+    sd = _two_sources(data)
+    a = glshift.MUL(seed=0, **FAST).fit(X, y, sample_domain=sd)
+    # The same rows of each domain in the same order within it, domains grouped instead of
+    # interleaved: the same fit.
+    order = np.concatenate(
+        [np.flatnonzero(sd == 2), np.flatnonzero(sd == 1), np.flatnonzero(sd < 0)]
+    )
+    b = glshift.MUL(seed=0, **FAST).fit(X[order], y[order], sample_domain=sd[order])
+    Xt = X[sd < 0]
+    assert np.array_equal(a.predict_proba(Xt), b.predict_proba(Xt))
+    assert a.predict(Xt).shape == (len(Xt),)
+    # One source domain is the single-source fit, whatever its id.
+    one = np.where(sd > 0, 5, sd)
+    c = glshift.MUL(seed=0, **FAST).fit(X, y, sample_domain=one)
+    d = glshift.MUL(seed=0, **FAST).fit(X, y, sample_domain=data["sd"])
+    assert np.array_equal(c.predict_proba(Xt), d.predict_proba(Xt))

@@ -98,6 +98,21 @@ def test_fit_based_checks_pass_on_the_transductive_wrapper():
     assert len(passed) >= 30, passed
 
 
+def test_skada_pipeline_fits_two_sources_and_predicts(data):
+    skada = pytest.importorskip("skada")
+    from sklearn.preprocessing import StandardScaler
+
+    sd = data["sd"].copy()
+    src = np.flatnonzero(sd > 0)
+    sd[src] = src % 2 + 1
+    sd[sd < 0] = -3
+    pipe = skada.make_da_pipeline(StandardScaler(), glshift.MUL(seed=0, **FAST))
+    pipe.fit(data["X"], data["y_int"], sample_domain=sd)
+    Xt = data["X"][sd < 0]
+    pred = pipe.predict(Xt, sample_domain=sd[sd < 0])
+    assert pred.shape == (len(Xt),) and np.mean(pred == data["yt"]) > 0.6
+
+
 def test_skada_pipeline_fits_and_predicts(data):
     skada = pytest.importorskip("skada")
     from sklearn.preprocessing import StandardScaler

@@ -63,7 +63,12 @@ def _validate(est, X, y=None, reset=False):
 
 def _split_domains(X, y, sample_domain):
     """skada's convention: ``sample_domain > 0`` marks source rows, ``< 0`` target rows (whose
-    ``y`` is ``-1``); without ``sample_domain``, rows with ``y == -1`` are the target."""
+    ``y`` is ``-1``); without ``sample_domain``, rows with ``y == -1`` are the target. Several
+    source ids (1, 2, …) are pooled: the source rows are ordered by id (stably), and the ids
+    become domain indices 0, 1, … for the hold-out stratified by class and domain
+    (docs/multi-source.md). One target id only. Returns the source rows, their encoded labels,
+    the target rows, the classes and the source rows' domain indices (``None`` for one source)."""
+    source_domains = None
     if sample_domain is None:
         target = (y == -1) if y.dtype.kind in "iuf" else np.zeros(len(y), dtype=bool)
         source = ~target
@@ -77,14 +82,17 @@ def _split_domains(X, y, sample_domain):
         if np.any(sd == 0):
             raise ValueError("sample_domain: 0 is neither source (> 0) nor target (< 0)")
         source, target = sd > 0, sd < 0
-        for name, rows in (("source", source), ("target", target)):
-            ids = np.unique(sd[rows])
-            if len(ids) > 1:
-                raise ValueError(
-                    f"sample_domain: {len(ids)} {name} domains {ids.tolist()}; glshift "
-                    "adapts one source "
-                    "domain to one target domain"
-                )
+        target_ids = np.unique(sd[target])
+        if len(target_ids) > 1:
+            raise ValueError(
+                f"sample_domain: {len(target_ids)} target domains {target_ids.tolist()}; "
+                "glshift adapts its sources to one target domain"
+            )
+        source_ids = np.unique(sd[source])
+        if len(source_ids) > 1:
+            order = np.argsort(sd[source], kind="stable")
+            rows = np.flatnonzero(source)[order]
+            source_domains = np.searchsorted(source_ids, sd[rows]).tolist()
     if not target.any():
         raise ValueError(
             "no target rows: pass sample_domain (< 0 for target rows) or mark target rows "
@@ -92,16 +100,19 @@ def _split_domains(X, y, sample_domain):
         )
     if not source.any():
         raise ValueError("no source rows: pass sample_domain (> 0 for labelled source rows)")
-    ys = y[source]
+    rows = np.flatnonzero(source)
+    if source_domains is not None:
+        rows = rows[np.argsort(np.asarray(sample_domain)[rows], kind="stable")]
+    ys = y[rows]
     if ys.dtype.kind in "iuf" and np.any(ys == -1):
-        i = int(np.flatnonzero(source)[np.flatnonzero(ys == -1)[0]])
+        i = int(rows[np.flatnonzero(ys == -1)[0]])
         raise ValueError(
             f"y: source row {i} has label -1 (skada's mark of an unlabelled row); every "
             "source row needs its label"
         )
     check_classification_targets(ys)
     classes, encoded = np.unique(ys, return_inverse=True)
-    return X[source], encoded.astype(np.int64).reshape(-1), X[target], classes
+    return X[rows], encoded.astype(np.int64).reshape(-1), X[target], classes, source_domains
 
 
 class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -156,8 +167,10 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Train on the source rows (with labels) and the unlabelled target rows of ``X``."""
         settings = self._settings()
         X, y = _validate(self, X, y, reset=True)
-        Xs, ys, Xt, classes = _split_domains(X, y, sample_domain)
-        model, warns = _core.fit(Xs, ys, Xt, [str(c) for c in classes], **settings)
+        Xs, ys, Xt, classes, domains = _split_domains(X, y, sample_domain)
+        model, warns = _core.fit(
+            Xs, ys, Xt, [str(c) for c in classes], source_domains=domains, **settings
+        )
         for w in warns:
             warnings.warn(f"glshift: {w}", UserWarning, stacklevel=2)
         self._set_model(model, classes)

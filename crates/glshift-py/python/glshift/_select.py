@@ -112,7 +112,9 @@ def select(X, y, sample_domain=None, *, candidates=None, rule=None, seed=None, c
     kw.update(_config_kwargs(config))
     # The estimators' validation (rank, dtype float32, sparse, empty) on a throwaway instance.
     X, y = _validate(MUL(), X, y, reset=True)
-    Xs, ys, Xt, classes = _split_domains(X, y, sample_domain)
+    Xs, ys, Xt, classes, domains = _split_domains(X, y, sample_domain)
+    if domains is not None:
+        raise ValueError("sample_domain: select takes one source domain (pool them for MUL)")
     sel_json, model, warns = _core.select(Xs, ys, Xt, [str(c) for c in classes], **kw)
     for w in warns:
         warnings.warn(f"glshift: {w}", UserWarning, stacklevel=2)

@@ -86,7 +86,9 @@ pub use preprocess::{
     ZSCORE_TARGET_RMS_LIMIT,
 };
 pub use rows::{Rows, BLOCK_ROWS};
-pub use sources::{check_source_names, load_sources, pool, PooledSource, SourcePart};
+pub use sources::{
+    check_source_names, holdout_by_class_and_domain, load_sources, pool, PooledSource, SourcePart,
+};
 pub use validate::{check_feature_rows, check_features};
 
 /// Reads a `.npy` file as an n×d f32 matrix (any float or integer dtype; trailing singleton

@@ -132,14 +132,33 @@ impl PooledSource {
     /// [`crate::label_shift::stratified_holdout`] over the (class, domain) cells, so every
     /// domain's share of each class is held out alike.
     pub fn holdout(&self, fraction: f64, seed: u64) -> Result<Vec<usize>> {
-        let c = self.pooled.n_classes();
         let labels = self.pooled.labels.as_deref().unwrap_or_default();
-        let cells: Vec<usize> =
-            labels.iter().zip(self.domain_of_rows()).map(|(&y, d)| d * c + y).collect();
-        let (_, hold) =
-            crate::label_shift::stratified_holdout(&cells, c * self.parts.len(), fraction, seed)?;
-        Ok(hold)
+        let c = self.pooled.n_classes();
+        holdout_by_class_and_domain(labels, &self.domain_of_rows(), c, fraction, seed)
     }
+}
+
+/// Hold-out rows (sorted) of source rows with `labels` (< `c`) and `domains` (any indices, one
+/// per row), stratified by (class, domain): [`crate::label_shift::stratified_holdout`] over the
+/// cells, so every domain's share of each class is held out alike. Errors: lengths differ.
+pub fn holdout_by_class_and_domain(
+    labels: &[usize],
+    domains: &[usize],
+    c: usize,
+    fraction: f64,
+    seed: u64,
+) -> Result<Vec<usize>> {
+    if labels.len() != domains.len() {
+        return Err(Error::param(
+            "source domains",
+            domains.len(),
+            format!("one domain per source row is needed ({} rows)", labels.len()),
+        ));
+    }
+    let k = domains.iter().max().map_or(1, |&m| m + 1);
+    let cells: Vec<usize> = labels.iter().zip(domains).map(|(&y, &d)| d * c + y).collect();
+    let (_, hold) = crate::label_shift::stratified_holdout(&cells, c * k, fraction, seed)?;
+    Ok(hold)
 }
 
 #[cfg(test)]
