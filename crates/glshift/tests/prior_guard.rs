@@ -123,7 +123,8 @@ fn the_default_fallback_keeps_the_no_correction_fit_or_redoes_it_as_source_by_th
         (g.qp_mlls_l1, g.confident_share)
     );
     let (d, m) = (check.qp_mlls_l1_after.unwrap(), check.confident_share_after.unwrap());
-    assert_eq!(check.kept, d <= g.qp_mlls_l1 && m >= g.confident_share, "{check:?}");
+    let floor = cfg.label_shift.guard.min_confident_share;
+    assert_eq!(check.kept, d <= g.qp_mlls_l1 && m >= g.confident_share && m >= floor, "{check:?}");
     // The fit is one of the two single-response fits, bit for bit: the check only chooses.
     let with = |fallback| {
         let mut c = cfg.clone();
@@ -144,7 +145,12 @@ fn the_default_fallback_keeps_the_no_correction_fit_or_redoes_it_as_source_by_th
         &labels,
         no_correction.target_probs.view(),
         &no_correction.source_prior,
-        &glshift::prior_policy::CheckParams { tau: cfg.mul.tau, soft: true, calibrate: true },
+        &glshift::prior_policy::CheckParams {
+            tau: cfg.mul.tau,
+            soft: true,
+            calibrate: true,
+            min_share: cfg.label_shift.guard.min_confident_share,
+        },
     )
     .unwrap();
     assert_eq!(&again, check);

@@ -36,7 +36,8 @@
 //! (`label_shift.guard.fallback`). The default, `adapt-checked`, keeps J_TU and J_DU with
 //! w ≡ 1 (p̂ᵗ = pˢ in the loop) and then checks the adapted network ([`super::adaptation_check`]:
 //! the two estimators must agree at least as well, and the confident share be at least as
-//! large, as on the pre-trained network); a failed check redoes the stage as `source`.
+//! large, as on the pre-trained network, and at least 1/2); a failed check redoes the stage as
+//! `source`.
 //! `no-correction` keeps the adaptation unchecked; `source` drops every MUL term. A
 //! disagreement with a confident network gets `on_disagreement`: `fallback` (default) answers
 //! as under the floor; `no-correction` as above, unchecked; `shrink` keeps the terms with every

@@ -229,6 +229,7 @@ fn check_adapted(
         tau: cfg.mul.tau,
         soft: cfg.label_shift.soft,
         calibrate: cfg.label_shift.calibrate,
+        min_share: cfg.label_shift.guard.min_confident_share,
     };
     if labels.is_empty() {
         return Ok(AdaptationCheck::not_made(verdict));

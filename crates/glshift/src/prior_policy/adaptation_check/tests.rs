@@ -17,7 +17,7 @@ fn guard_params() -> GuardParams {
 }
 
 fn check_params() -> CheckParams {
-    CheckParams { tau: 0.9, soft: true, calibrate: true }
+    CheckParams { tau: 0.9, soft: true, calibrate: true, min_share: 0.5 }
 }
 
 /// A network's hold-out (150 rows a class) and target (400/100/300 rows) probabilities:
@@ -64,7 +64,8 @@ fn an_adaptation_that_restores_label_shift_is_kept_and_one_that_breaks_it_is_not
     assert!(!broke.kept, "{broke:?}");
     for c in [&kept, &broke] {
         let (d, m) = (c.qp_mlls_l1_after.unwrap(), c.confident_share_after.unwrap());
-        assert_eq!(c.kept, d <= c.qp_mlls_l1_before && m >= c.confident_share_before, "{c:?}");
+        let rule = d <= c.qp_mlls_l1_before && m >= c.confident_share_before && m >= 0.5;
+        assert_eq!(c.kept, rule, "{c:?}");
         for p in [&c.qp_prior_after, &c.mlls_prior_after] {
             assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-6 && p.iter().all(|&v| v >= 0.0));
         }
@@ -82,6 +83,21 @@ fn the_check_reads_the_guard_values_and_measures_the_same_quantities_on_the_same
     assert_eq!(same.confident_share_before, before.confident_share);
     assert!((same.qp_mlls_l1_after.unwrap() - before.qp_mlls_l1).abs() < 1e-4, "{same:?}");
     assert!((same.confident_share_after.unwrap() - before.confident_share).abs() < 1e-9);
+}
+
+#[test]
+fn an_adapted_network_confident_on_under_half_the_target_is_not_kept() {
+    // Uncalibrated, so that the strengths set the shares. Before: a shifted target recognised
+    // on one class; after: label shift (D small) but few confident rows.
+    let (h, yh, t) = network([3.0; 3], [0.2, 4.0, 0.2], 21);
+    let before = prior_guard(h.view(), &yh, t.view(), &PS, &guard_params()).unwrap();
+    let (h2, yh2, t2) = network([1.8; 3], [1.8; 3], 22);
+    let p = CheckParams { calibrate: false, ..check_params() };
+    let c = adaptation_check(&before, h2.view(), &yh2, t2.view(), &PS, &p).unwrap();
+    let m = c.confident_share_after.unwrap();
+    assert!(m < 0.5 && m >= c.confident_share_before, "{c:?}");
+    assert!(c.qp_mlls_l1_after.unwrap() <= c.qp_mlls_l1_before, "only the floor fails: {c:?}");
+    assert!(!c.kept, "{c:?}");
 }
 
 #[test]
