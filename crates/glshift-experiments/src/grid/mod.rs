@@ -209,6 +209,40 @@ struct Task<'g> {
 }
 
 impl Task<'_> {
+    /// The record of a finished run: its report's scores (`run` names it in errors).
+    fn record(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        run: &str,
+        r: &pipeline::FitReport,
+        config: serde_json::Value,
+    ) -> Result<BenchRecord> {
+        let target_accuracy = r.target_accuracy.ok_or_else(|| {
+            Error::bad_data(
+                format!("{run}: {}", self.tgt.path.display()),
+                "the target has no labels to score",
+            )
+        })?;
+        Ok(BenchRecord {
+            method: variant.id.clone(),
+            setting: self.proto.name().to_string(),
+            source: self.s.to_string(),
+            target: self.t.to_string(),
+            seed,
+            target_accuracy,
+            prior_l1_error: r.prior_l1_error,
+            source_target_prior_l1: r.source_target_prior_l1,
+            prior_interval_coverage: r.prior_interval_coverage(),
+            prior_untrusted: r.estimated_target_prior_untrusted.is_some(),
+            source_class_counts: protocol::class_counts(self.src).unwrap_or_default(),
+            target_class_counts: protocol::class_counts(self.tgt).unwrap_or_default(),
+            elapsed_seconds: r.elapsed_seconds,
+            pretraining_reused: r.pretraining_reused,
+            config,
+        })
+    }
+
     /// One (variant, seed): read back from `OUT/runs/` when made with the same settings, else
     /// fitted and stored. A run that diverges is kept as a failed run and the grid goes on.
     fn run_one(
@@ -272,29 +306,7 @@ impl Task<'_> {
                 obs.note(&format!("warning: {s}→{t}: {w}"));
             }
         }
-        let target_accuracy = r.target_accuracy.ok_or_else(|| {
-            Error::bad_data(
-                format!("{run}: {}", self.tgt.path.display()),
-                "the target has no labels to score",
-            )
-        })?;
-        let rec = BenchRecord {
-            method: variant.id.clone(),
-            setting: self.proto.name().to_string(),
-            source: s.to_string(),
-            target: t.to_string(),
-            seed,
-            target_accuracy,
-            prior_l1_error: r.prior_l1_error,
-            source_target_prior_l1: r.source_target_prior_l1,
-            prior_interval_coverage: r.prior_interval_coverage(),
-            prior_untrusted: r.estimated_target_prior_untrusted.is_some(),
-            source_class_counts: protocol::class_counts(self.src).unwrap_or_default(),
-            target_class_counts: protocol::class_counts(self.tgt).unwrap_or_default(),
-            elapsed_seconds: r.elapsed_seconds,
-            pretraining_reused: r.pretraining_reused,
-            config: cfg_value,
-        };
+        let rec = self.record(variant, seed, run, r, cfg_value)?;
         let mut files = vec![(path.clone(), json(&path, &rec)?)];
         if self.spec.keep_models {
             files.push((model_path, out.model.to_bytes().map_err(|e| Error::run(run, e))?));
