@@ -41,6 +41,7 @@ fn training_fields(out: &Path) -> Vec<serde_json::Value> {
             "elapsed_seconds",
             "target_accuracy",
             "prior_l1_error",
+            "prior_interval_coverage",
             "source_target_prior_l1",
             "target_class_counts",
         ] {
