@@ -62,14 +62,16 @@ impl Drawable {
     }
 }
 
+/// The rows (of n × c probabilities) whose top probability exceeds τ, in order.
+pub(crate) fn confident_rows(probs: ArrayView2<f32>, tau: f64) -> Vec<usize> {
+    (0..probs.nrows())
+        .filter(|&i| probs.row(i).iter().cloned().fold(0.0f32, f32::max) > tau as f32)
+        .collect()
+}
+
 /// Share of rows (of n × c probabilities) whose top probability exceeds τ; 0 for no rows.
 pub(crate) fn confident_share(probs: ArrayView2<f32>, tau: f64) -> f64 {
-    let confident = probs
-        .rows()
-        .into_iter()
-        .filter(|r| r.iter().cloned().fold(0.0f32, f32::max) > tau as f32)
-        .count();
-    confident as f64 / probs.nrows().max(1) as f64
+    confident_rows(probs, tau).len() as f64 / probs.nrows().max(1) as f64
 }
 
 #[cfg(test)]

@@ -53,9 +53,7 @@ pub fn untrusted_estimate(
     let ps = outputs.source_prior();
     let target = outputs.target();
     let n = target.nrows() as f64;
-    let confident: Vec<usize> = (0..target.nrows())
-        .filter(|&i| target.row(i).iter().fold(0.0f32, |m, &v| m.max(v)) as f64 > tau)
-        .collect();
+    let confident = crate::label_shift::exact_shift::confident_rows(target, tau);
     let read = kept && n > 0.0 && confident.len() as f64 >= min_share * n;
     let prior: Vec<f64> = if read {
         let rows = target.select(ndarray::Axis(0), &confident);
