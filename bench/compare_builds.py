@@ -22,6 +22,50 @@ TIMING = {
 }
 
 
+# Keys the newer build writes under another name: (old key, new key) inside any `history`
+# record, and the flat `[baselines]` keys now in each method's section. The old tree is
+# rewritten to the new names before comparing, so a renamed value is still compared.
+HISTORY_RENAMES = {"lambda_du": "lambda_du_applied"}
+BASELINE_MOVES = {
+    "training": ("schedule",),
+    "grl_gamma": ("adversarial", "grl_gamma"),
+    "discriminator_hidden": ("adversarial", "discriminator_hidden"),
+    "discriminator_dropout": ("adversarial", "discriminator_dropout"),
+    "cdan_max_multilinear_dim": ("cdan", "max_multilinear_dim"),
+    "cdan_random_dim": ("cdan", "random_dim"),
+    "pada_update_interval": ("pada", "update_interval"),
+    "mk_kernels": ("mmd", "kernels"),
+    "jan_prediction_bandwidth": ("jan", "prediction_bandwidth"),
+}
+
+
+def upgrade(v, renamed):
+    """v with the keys of HISTORY_RENAMES and BASELINE_MOVES under their new names, at any
+    depth; the old names met are added to `renamed`."""
+    if isinstance(v, list):
+        return [upgrade(x, renamed) for x in v]
+    if not isinstance(v, dict):
+        return v
+    out = {k: upgrade(x, renamed) for k, x in v.items()}
+    for key in ("history", "history_tail"):
+        for rec in out.get(key) or []:
+            for old, new in HISTORY_RENAMES.items():
+                if isinstance(rec, dict) and old in rec and new not in rec:
+                    rec[new] = rec.pop(old)
+                    renamed.add(f"{key}[].{old} -> {new}")
+    b = out.get("baselines")
+    if isinstance(b, dict):
+        for old, path in BASELINE_MOVES.items():
+            if old in b:
+                value = b.pop(old)
+                target = b
+                for part in path[:-1]:
+                    target = target.setdefault(part, {})
+                target[path[-1]] = value
+                renamed.add(f"baselines.{old} -> baselines.{'.'.join(path)}")
+    return out
+
+
 def strip(v):
     """v without the timing fields, at any depth."""
     if isinstance(v, dict):
@@ -66,6 +110,7 @@ def main(old_root, new_root):
     same = differ = 0
     fields = {"only_old": set(), "only_new": set(), "differ": []}
     largest = (0.0, "")  # the largest absolute difference between two numbers, and where
+    renamed = set()
     for root, _, files in sorted(os.walk(old_root)):
         rel = os.path.relpath(root, old_root)
         for f in sorted(files):
@@ -85,9 +130,10 @@ def main(old_root, new_root):
                     if ta != tb:
                         d["differ"].append(f"{f}: tensor bytes")
                     diff(ha, hb, f + ".tensors", d)
-                    diff(strip(ia), strip(ib), f, d)
+                    diff(strip(upgrade(ia, renamed)), strip(ib), f, d)
                 else:
-                    diff(strip(json.load(open(a))), strip(json.load(open(b))), f, d)
+                    old_json = upgrade(json.load(open(a)), renamed)
+                    diff(strip(old_json), strip(json.load(open(b))), f, d)
                 ok = not d["differ"]
                 fields["only_old"] |= d["only_old"]
                 fields["only_new"] |= d["only_new"]
@@ -101,6 +147,9 @@ def main(old_root, new_root):
         if fields[k]:
             names = sorted({re.sub(r"\[\d+\]", "[]", f) for f in fields[k]})
             print(f"fields in the {k[5:]} build only (not compared): {', '.join(names)}")
+    if renamed:
+        names = ", ".join(sorted(renamed))
+        print(f"renamed in the new build (compared under the new name): {names}")
     for p in fields["differ"][:40]:
         print(f"differs: {p}")
     if largest[1]:

@@ -93,7 +93,7 @@ fn bench_and_fit_accept_every_baseline() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
     let cfg = dir.path().join("tiny.toml");
-    std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 10\n[network]\nhidden = [16]\n[baselines]\ndiscriminator_hidden = [16]\niterations = 6\n").unwrap();
+    std::fs::write(&cfg, "pretrain_iters = 20\nadapt_iters = 10\n[network]\nhidden = [16]\n[baselines]\niterations = 6\n[baselines.adversarial]\ndiscriminator_hidden = [16]\n").unwrap();
     let out = dir.path().join("bench");
     let methods = "source,dan,dann,cdan,cdan-e,jan,iw-dann,iw-cdan,pada,mmd-classwise,mul";
     let o = run(&[
@@ -170,7 +170,7 @@ fn unknown_method_names_list_the_known_ones_before_any_work() {
     );
     assert!(out_is_empty(&out));
     let bad_cfg = dir.path().join("bad.toml");
-    std::fs::write(&bad_cfg, "[baselines]\ndiscriminator_dropout = 1.5\n").unwrap();
+    std::fs::write(&bad_cfg, "[baselines.adversarial]\ndiscriminator_dropout = 1.5\n").unwrap();
     let o = run(&[
         "ablation",
         "--data",
@@ -182,7 +182,7 @@ fn unknown_method_names_list_the_known_ones_before_any_work() {
         "--quiet",
     ]);
     assert!(
-        !o.status.success() && stderr(&o).contains("baselines.discriminator_dropout"),
+        !o.status.success() && stderr(&o).contains("baselines.adversarial.discriminator_dropout"),
         "{}",
         stderr(&o)
     );

@@ -11,7 +11,7 @@ use common::*;
 use glshift::methods::MethodKind;
 use ndarray::Array1;
 
-const TINY: &str = "pretrain_iters = 15\nadapt_iters = 6\n[network]\nhidden = [16]\n[baselines]\ndiscriminator_hidden = [16]\niterations = 6\n";
+const TINY: &str = "pretrain_iters = 15\nadapt_iters = 6\n[network]\nhidden = [16]\n[baselines]\niterations = 6\n[baselines.adversarial]\ndiscriminator_hidden = [16]\n";
 
 /// Three fixture folders with the same features: target labels true, absent, and with every
 /// class-1 row relabelled 0 (other class counts).

@@ -3,18 +3,18 @@
 //! without a hand edit. `tests/methods_table.rs` holds the docs to it (`GLSHIFT_BLESS=1`
 //! rewrites the section).
 
-use glshift::methods::{BaselineConfig, BaselineTraining, ClassWeights, Family, MethodKind};
+use glshift::methods::{BaselineConfig, BaselineSchedule, ClassWeights, Family, MethodKind};
 
 /// The marker lines around the generated section of docs/methods.md.
 pub const BEGIN: &str = "<!-- methods table: generated from the registry (crates/glshift-experiments/src/methods_table.rs) -->";
 pub const END: &str = "<!-- end of the methods table -->";
 
 /// One markdown table, a row per registered method in registry order: name, family, how it
-/// adapts under the default `baselines.training`, the weights on the source cross-entropy, and
+/// adapts under the default `baselines.schedule`, the weights on the source cross-entropy, and
 /// the paper.
 pub fn markdown() -> String {
     let mut out = String::from("| `--method` | family | adaptation stage (defaults) | source CE weights | paper |\n|---|---|---|---|---|\n");
-    let paper_training = BaselineConfig::default().training == BaselineTraining::Paper;
+    let paper_training = BaselineConfig::default().schedule == BaselineSchedule::Paper;
     for m in MethodKind::ALL {
         let info = m.info();
         let family = match info.family {

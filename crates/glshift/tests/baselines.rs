@@ -2,7 +2,7 @@
 //! seed, and (for an importance-weighted conditional baseline) blind to the target labels.
 
 use glshift::config::FitConfig;
-use glshift::methods::{BaselineConfig, MethodKind};
+use glshift::methods::{AdversarialConfig, BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline;
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
@@ -15,7 +15,10 @@ fn small(method: MethodKind, seed: u64) -> FitConfig {
         adapt_iters: 15,
         network: NetworkConfig { hidden: vec![32, 16], ..Default::default() },
         baselines: BaselineConfig {
-            discriminator_hidden: vec![32, 32],
+            adversarial: AdversarialConfig {
+                discriminator_hidden: vec![32, 32],
+                ..Default::default()
+            },
             iterations: 11,
             ..Default::default()
         },
@@ -87,7 +90,7 @@ fn baselines_with_zero_trade_off_train_like_source_on_the_source_rows() {
         .unwrap();
     let mut cfg = small(MethodKind::Dan, 1);
     cfg.baselines.trade_off = 0.0;
-    cfg.baselines.training = glshift::methods::BaselineTraining::FullBatch;
+    cfg.baselines.schedule = glshift::methods::BaselineSchedule::FullBatch;
     let dan = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
     let ce = |o: &pipeline::RunOutput| o.report.history.iter().map(|r| r.ce).collect::<Vec<_>>();
     for (a, b) in ce(&src).iter().zip(ce(&dan)) {
@@ -110,7 +113,7 @@ fn paper_training_steps_on_mini_batches_with_annealed_sgd() {
     let again = pipeline::run(&task.source, &task.target, &cfg, &mut |_| {}).unwrap();
     assert_eq!(paper.target_probs, again.target_probs);
     let mut full = cfg.clone();
-    full.baselines.training = glshift::methods::BaselineTraining::FullBatch;
+    full.baselines.schedule = glshift::methods::BaselineSchedule::FullBatch;
     let full = pipeline::run(&task.source, &task.target, &full, &mut |_| {}).unwrap();
     let adapt = |o: &pipeline::RunOutput| {
         o.report

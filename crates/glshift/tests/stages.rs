@@ -3,7 +3,7 @@
 //! pre-trained state made on other rows or settings.
 
 use glshift::config::FitConfig;
-use glshift::methods::{BaselineConfig, MethodKind};
+use glshift::methods::{AdversarialConfig, BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::train::Fitted;
 use glshift::train::{adapt, fit, pretrain};
@@ -18,7 +18,7 @@ fn tiny(method: MethodKind, seed: u64) -> FitConfig {
         adapt_iters: 8,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
         baselines: BaselineConfig {
-            discriminator_hidden: vec![16],
+            adversarial: AdversarialConfig { discriminator_hidden: vec![16], ..Default::default() },
             iterations: 6,
             ..Default::default()
         },

@@ -8,7 +8,7 @@
 
 use glshift::config::FitConfig;
 use glshift::data::Domain;
-use glshift::methods::{BaselineConfig, MethodKind};
+use glshift::methods::{AdversarialConfig, BaselineConfig, MethodKind};
 use glshift::nn::NetworkConfig;
 use glshift::pipeline::{self, RunOutput};
 use glshift_experiments::synthetic::{generate, SyntheticConfig};
@@ -21,7 +21,7 @@ fn tiny(method: MethodKind) -> FitConfig {
         adapt_iters: 6,
         network: NetworkConfig { hidden: vec![16, 8], ..Default::default() },
         baselines: BaselineConfig {
-            discriminator_hidden: vec![16],
+            adversarial: AdversarialConfig { discriminator_hidden: vec![16], ..Default::default() },
             iterations: 6,
             ..Default::default()
         },

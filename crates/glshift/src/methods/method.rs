@@ -34,7 +34,7 @@ pub struct BuildContext<'a> {
 }
 
 impl BuildContext<'_> {
-    /// The method adapts by mini-batch SGD (`baselines.training = "paper"` and its row says so).
+    /// The method adapts by mini-batch SGD (`baselines.schedule = "paper"` and its row says so).
     pub fn minibatch(&self) -> bool {
         self.baselines.minibatch(self.info)
     }
@@ -110,14 +110,14 @@ pub struct StepOutput {
     pub resident_grad: Option<f64>,
 }
 
-/// What one MUL step reports beyond its terms (the history's `j_tu`, `j_du`, `lambda_du`,
+/// What one MUL step reports beyond its terms (the history's `j_tu`, `j_du`, `lambda_du_applied`,
 /// `du_pooled`; see `train::IterRecord`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MulRecord {
     pub j_tu: f64,
     pub j_du: f64,
     /// The λ_DU applied at this step (after the balance rule).
-    pub lambda_du: f64,
+    pub lambda_du_applied: f64,
     /// Whether J_DU pooled the confident target rows at this step.
     pub du_pooled: bool,
 }

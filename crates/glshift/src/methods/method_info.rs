@@ -33,7 +33,7 @@ pub enum ClassWeights {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MethodInfo {
     pub family: Family,
-    /// Adapts by mini-batch SGD when `baselines.training = "paper"` (as its paper trains).
+    /// Adapts by mini-batch SGD when `baselines.schedule = "paper"` (as its paper trains).
     pub paper_minibatch: bool,
     pub class_weights: ClassWeights,
     /// The paper that defines the method.

@@ -9,7 +9,10 @@ pub mod method;
 pub mod method_info;
 pub mod mul;
 
-pub use baselines::{BaselineConfig, BaselineTraining};
+pub use baselines::{
+    AdversarialConfig, BaselineConfig, BaselineSchedule, CdanConfig, JanConfig, MmdConfig,
+    PadaConfig,
+};
 pub use kind::MethodKind;
 pub use method::BuildContext;
 pub use method::{AdaptInputs, CeWeights, Method, MulRecord, StepOutput, TransferRecord};

@@ -180,7 +180,7 @@ impl Mul {
     fn output(
         &self,
         inp: &AdaptInputs,
-        (j_tu, j_du, lambda_du): (f64, f64, f64),
+        (j_tu, j_du, lambda_du_applied): (f64, f64, f64),
         was_pooled: bool,
     ) -> StepOutput {
         let ce_weights = match inp.estimate {
@@ -188,9 +188,9 @@ impl Mul {
             _ => CeWeights::Uniform,
         };
         StepOutput {
-            terms: vec![self.cfg.lambda_tu * j_tu, -(lambda_du * j_du)],
+            terms: vec![self.cfg.lambda_tu * j_tu, -(lambda_du_applied * j_du)],
             ce_weights,
-            mul: Some(MulRecord { j_tu, j_du, lambda_du, du_pooled: was_pooled }),
+            mul: Some(MulRecord { j_tu, j_du, lambda_du_applied, du_pooled: was_pooled }),
             ..StepOutput::none()
         }
     }

@@ -383,7 +383,7 @@ pub(super) fn adapt_record(
         j_tu: mul.j_tu,
         j_du: mul.j_du,
         total: losses.1,
-        lambda_du: mul.lambda_du,
+        lambda_du_applied: mul.lambda_du_applied,
         n_confident,
         du_pooled: mul.du_pooled,
         temperature,

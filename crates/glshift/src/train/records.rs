@@ -28,8 +28,10 @@ pub struct IterRecord {
     pub j_du: f64,
     /// CE + λ_TU·J_TU − λ_DU·J_DU (with the λ_DU actually applied).
     pub total: f64,
-    /// λ_DU applied at this iteration (the balance rule makes it vary).
-    pub lambda_du: f64,
+    /// λ_DU applied at this iteration: `mul.lambda_du` after the balance rule, which makes it
+    /// vary (read as `lambda_du` from files written before the name said so).
+    #[serde(alias = "lambda_du")]
+    pub lambda_du_applied: f64,
     /// Target rows above the confidence threshold (adaptation only).
     pub n_confident: usize,
     /// Whether confident target rows are part of J_DU at this iteration.
@@ -134,7 +136,7 @@ impl IterRecord {
             j_tu: 0.0,
             j_du: 0.0,
             total: ce,
-            lambda_du: 0.0,
+            lambda_du_applied: 0.0,
             n_confident: 0,
             du_pooled: false,
             temperature: 1.0,

@@ -259,14 +259,16 @@ fn a_fit_on_a_device_agrees_with_the_cpus<N: Snapshots + 'static>(
         for (a, b) in dev.history.iter().zip(&cpu.history) {
             let what = format!("{:?} iteration {}", a.stage, a.iter);
             assert!(
-                close(a.j_tu, b.j_tu) && close(a.j_du, b.j_du) && close(a.lambda_du, b.lambda_du),
+                close(a.j_tu, b.j_tu)
+                    && close(a.j_du, b.j_du)
+                    && close(a.lambda_du_applied, b.lambda_du_applied),
                 "{what}: J_TU {} vs {}, J_DU {} vs {}, λ_DU {} vs {}",
                 a.j_tu,
                 b.j_tu,
                 a.j_du,
                 b.j_du,
-                a.lambda_du,
-                b.lambda_du
+                a.lambda_du_applied,
+                b.lambda_du_applied
             );
             assert_eq!((a.du_pooled, a.n_confident), (b.du_pooled, b.n_confident), "{what}");
         }

@@ -4,7 +4,7 @@
 //! discriminator sees T(h) for h = (f, g), f = Z and g = softmax(F(Z)):
 //! - the multilinear map T⊗(f, g) = f ⊗ g (d_Z·c columns) when d_Z·c ≤ 4096, otherwise the
 //!   randomized map T⊙(f, g) = (R_f f) ⊙ (R_g g)/√d with fixed Gaussian R_f, R_g and d = 1024
-//!   (the paper's rule and dimension, `cdan_max_multilinear_dim`, `cdan_random_dim`);
+//!   (the paper's rule and dimension, `[baselines.cdan]` `max_multilinear_dim`, `random_dim`);
 //! - CDAN-E weights every row's discriminator loss by w(H(g)) = 1 + e^{−H(g)}, H the entropy.
 //!
 //! Where the reversed gradient goes, as the authors' released code trains it (read for facts
@@ -38,7 +38,35 @@ use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
 use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
 use crate::nn::softmax;
-use crate::{Real, Result};
+use crate::{Error, Real, Result};
+use serde::{Deserialize, Serialize};
+
+/// `[baselines.cdan]`: the conditioning map of CDAN, CDAN-E and IW-CDAN.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CdanConfig {
+    /// Above this many dimensions (d_Z·c) the multilinear map is replaced by the randomized
+    /// one (Long et al. 2018, sec. 3.1: 4096).
+    pub max_multilinear_dim: usize,
+    /// Output dimension of the randomized multilinear map (Long et al. 2018: 1024).
+    pub random_dim: usize,
+}
+
+impl Default for CdanConfig {
+    fn default() -> Self {
+        CdanConfig { max_multilinear_dim: 4096, random_dim: 1024 }
+    }
+}
+
+impl CdanConfig {
+    /// Checks every field; part of `BaselineConfig::validate`.
+    pub fn validate(&self) -> Result<()> {
+        if self.random_dim == 0 {
+            return Err(Error::param("baselines.cdan.random_dim", 0, "must be >= 1"));
+        }
+        Ok(())
+    }
+}
 
 /// The conditioning map T(f, g) and its backward.
 #[derive(Clone, Debug)]
@@ -156,15 +184,15 @@ impl<T: Real> Cdan<T> {
         let map = ConditioningMap::for_dims(
             z_dim,
             c,
-            b.cdan_max_multilinear_dim,
-            b.cdan_random_dim,
+            b.cdan.max_multilinear_dim,
+            b.cdan.random_dim,
             seed.wrapping_add(1),
         );
         let input_dim = match &map {
             ConditioningMap::Multilinear => z_dim * c,
             ConditioningMap::Randomized { rf, .. } => rf.ncols(),
         };
-        let mut disc = Discriminator::new(input_dim, b, ctx.optimizer, seed)?;
+        let mut disc = Discriminator::new(input_dim, &b.adversarial, ctx.optimizer, seed)?;
         if ctx.minibatch() {
             disc = disc.with_sgd(b);
         }
@@ -175,7 +203,7 @@ impl<T: Real> Cdan<T> {
             map,
             disc,
             trade_off: b.trade_off,
-            gamma: b.grl_gamma,
+            gamma: b.adversarial.grl_gamma,
         })
     }
 

@@ -1,7 +1,7 @@
 //! Hyper-parameters of the baselines: each default is the one its paper (or the authors'
 //! released configuration) states, never tuned here; the method files say which.
 //!
-//! How the adversarial and MMD baselines train (`training = "paper"`, the default): mini-batch
+//! How the adversarial and MMD baselines train (`schedule = "paper"`, the default): mini-batch
 //! SGD as in their papers and reference code, a stage of the one loop (`train::minibatch`).
 //! Sources of the defaults (the reference code is read for facts only):
 //! - SGD, momentum 0.9, Nesterov: DANN (Ganin et al. 2016, sec. 5.2.2: momentum 0.9) and the
@@ -16,46 +16,37 @@
 //! - PADA's class weights refreshed every 500 iterations from all target rows: the
 //!   `update_iter` of PADA's released training script.
 //! - Iterations: see [`BaselineConfig::iterations`].
+//!
+//! `[baselines]` holds what every baseline shares (λ and the SGD schedule); each method's own
+//! knobs are in its sub-section, beside the code it configures: `[baselines.adversarial]`
+//! (`adversary.rs`), `[baselines.cdan]` (`cdan.rs`), `[baselines.pada]` (`dann.rs`),
+//! `[baselines.mmd]` and `[baselines.jan]` (`mmd.rs`), `[baselines.kmm]` (`kmm/`). Files
+//! written with the earlier flat keys (`grl_gamma`, `cdan_random_dim`, … directly under
+//! `[baselines]`, and `training` for `schedule`) are still read: [`super::config_file`].
 
 use serde::{Deserialize, Serialize};
 
+use super::adversary::AdversarialConfig;
+use super::cdan::CdanConfig;
+use super::dann::PadaConfig;
 use super::kmm::KmmConfig;
+use super::mmd::{JanConfig, MmdConfig};
 use crate::methods::method_info::MethodInfo;
 use crate::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "super::config_file::BaselineConfigFile")]
 pub struct BaselineConfig {
     /// λ, the weight of the transfer term in the feature network's objective. For the
     /// adversarial methods it is the final value of the scheduled gradient-reversal coefficient.
     /// Default 1: DANN's λ (Ganin et al. 2016, sec. 5.2.2, the ramp's end value), CDAN's code
     /// (`trade_off: 1.0`), DAN's and JAN's λ = 1 (their released code); CORAL: see `coral`.
     pub trade_off: f64,
-    /// γ of the gradient-reversal schedule λ_p = λ·(2/(1 + exp(−γp)) − 1), p ∈ [0, 1] the
-    /// adaptation progress (Ganin et al. 2016, sec. 5.2.2: γ = 10).
-    pub grl_gamma: f64,
-    /// Hidden widths of the domain discriminator (Ganin et al. 2016 and Long et al. 2018:
-    /// 1024 → 1024 → 1, ReLU, dropout 0.5).
-    pub discriminator_hidden: Vec<usize>,
-    /// Dropout after each hidden layer of the discriminator (the same sources: 0.5).
-    pub discriminator_dropout: f32,
-    /// Number of Gaussian kernels of the multi-kernel on Z (DAN, JAN): bandwidths
-    /// 2^(−2..=2) × the mean pairwise squared distance for 5 (the `kernel_mul = 2.0`,
-    /// `kernel_num = 5` family of DAN/JAN's released PyTorch code, thuml/Xlearn).
-    pub mk_kernels: usize,
-    /// JAN's Gaussian bandwidth on the softmax predictions, exp(−‖ŷ − ŷ'‖²/1.68) (the fixed
-    /// `fix_sigma = 1.68` of JAN's released code for the prediction layer).
-    pub jan_prediction_bandwidth: f64,
-    /// CDAN: above this many dimensions (d_Z·c) the multilinear map is replaced by the
-    /// randomized one (Long et al. 2018, sec. 3.1: 4096).
-    pub cdan_max_multilinear_dim: usize,
-    /// CDAN: output dimension of the randomized multilinear map (Long et al. 2018: 1024).
-    pub cdan_random_dim: usize,
     /// `paper`: mini-batch SGD with the annealed schedule (module docs) for DANN, CDAN,
     /// CDAN-E, IW-DANN, IW-CDAN, PADA, DAN and JAN; `full-batch`: the loop's full-batch AdamW
     /// for `adapt_iters` steps, as MUL (kept to compare).
-    pub training: BaselineTraining,
-    /// SGD iterations of the adaptation stage under `paper` training (`adapt_iters` is then
+    pub schedule: BaselineSchedule,
+    /// SGD iterations of the adaptation stage under the `paper` schedule (`adapt_iters` is then
     /// not read). The references train far longer (CDAN's code 50 004 iterations, TLLib's
     /// DANN 20 × 1 000, both fine-tuning a ResNet-50 end to end); 1 000 is a compute cap of
     /// this 2-core machine for the 12-task grids: 1 000 × 36 rows is about 37 passes over the
@@ -79,17 +70,24 @@ pub struct BaselineConfig {
     /// Coupled L2 weight decay of SGD (Linear weights): 1e-3 = CDAN's code 5e-4 × its decay
     /// multiplier 2 on new layers.
     pub weight_decay: f64,
-    /// PADA: iterations between two refreshes of the class weights γ (500, the `update_iter`
-    /// of PADA's released training script).
-    pub pada_update_interval: usize,
-    /// KMM's QP (`[baselines.kmm]`; `baselines::kmm` for the defaults' sources).
+    /// `[baselines.adversarial]`: discriminator and reversal schedule (DANN, CDAN families).
+    pub adversarial: AdversarialConfig,
+    /// `[baselines.cdan]`: CDAN's conditioning map.
+    pub cdan: CdanConfig,
+    /// `[baselines.pada]`: PADA's refresh interval.
+    pub pada: PadaConfig,
+    /// `[baselines.mmd]`: the multi-kernel of DAN and JAN.
+    pub mmd: MmdConfig,
+    /// `[baselines.jan]`: JAN's kernel on the predictions.
+    pub jan: JanConfig,
+    /// `[baselines.kmm]`: KMM's QP (`baselines::kmm` for the defaults' sources).
     pub kmm: KmmConfig,
 }
 
 /// How the adversarial and MMD baselines train in the adaptation stage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum BaselineTraining {
+pub enum BaselineSchedule {
     /// Mini-batch SGD, annealed learning rate, as the papers.
     #[default]
     Paper,
@@ -101,14 +99,7 @@ impl Default for BaselineConfig {
     fn default() -> Self {
         BaselineConfig {
             trade_off: 1.0,
-            grl_gamma: 10.0,
-            discriminator_hidden: vec![1024, 1024],
-            discriminator_dropout: 0.5,
-            mk_kernels: 5,
-            jan_prediction_bandwidth: 1.68,
-            cdan_max_multilinear_dim: 4096,
-            cdan_random_dim: 1024,
-            training: BaselineTraining::Paper,
+            schedule: BaselineSchedule::Paper,
             iterations: 1000,
             batch_size: 36,
             lr: 0.01,
@@ -117,7 +108,11 @@ impl Default for BaselineConfig {
             momentum: 0.9,
             nesterov: true,
             weight_decay: 1e-3,
-            pada_update_interval: 500,
+            adversarial: AdversarialConfig::default(),
+            cdan: CdanConfig::default(),
+            pada: PadaConfig::default(),
+            mmd: MmdConfig::default(),
+            jan: JanConfig::default(),
             kmm: KmmConfig::default(),
         }
     }
@@ -126,13 +121,6 @@ impl Default for BaselineConfig {
 impl BaselineConfig {
     /// Checks every field; part of `FitConfig::validate`.
     pub fn validate(&self) -> Result<()> {
-        let positive = |name: &'static str, v: f64| -> Result<()> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(Error::param(name, v, "must be finite and > 0"))
-            }
-        };
         if !(self.trade_off.is_finite() && self.trade_off >= 0.0) {
             return Err(Error::param(
                 "baselines.trade_off",
@@ -140,35 +128,9 @@ impl BaselineConfig {
                 "must be finite and >= 0",
             ));
         }
-        positive("baselines.grl_gamma", self.grl_gamma)?;
-        positive("baselines.jan_prediction_bandwidth", self.jan_prediction_bandwidth)?;
-        if self.discriminator_hidden.is_empty() || self.discriminator_hidden.contains(&0) {
-            return Err(Error::param(
-                "baselines.discriminator_hidden",
-                format!("{:?}", self.discriminator_hidden),
-                "needs at least one layer, every width >= 1",
-            ));
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(Error::param("baselines.lr", self.lr, "must be finite and > 0"));
         }
-        if !(self.discriminator_dropout.is_finite()
-            && (0.0..1.0).contains(&self.discriminator_dropout))
-        {
-            return Err(Error::param(
-                "baselines.discriminator_dropout",
-                self.discriminator_dropout,
-                "must be in [0, 1)",
-            ));
-        }
-        if !(1..=32).contains(&self.mk_kernels) {
-            return Err(Error::param(
-                "baselines.mk_kernels",
-                self.mk_kernels,
-                "must lie in 1..=32",
-            ));
-        }
-        if self.cdan_random_dim == 0 {
-            return Err(Error::param("baselines.cdan_random_dim", 0, "must be >= 1"));
-        }
-        positive("baselines.lr", self.lr)?;
         for (name, v) in [
             ("baselines.lr_alpha", self.lr_alpha),
             ("baselines.lr_beta", self.lr_beta),
@@ -181,23 +143,26 @@ impl BaselineConfig {
         if !(0.0..1.0).contains(&self.momentum) {
             return Err(Error::param("baselines.momentum", self.momentum, "must be in [0, 1)"));
         }
-        for (name, v) in [
-            ("baselines.iterations", self.iterations),
-            ("baselines.batch_size", self.batch_size),
-            ("baselines.pada_update_interval", self.pada_update_interval),
-        ] {
+        for (name, v) in
+            [("baselines.iterations", self.iterations), ("baselines.batch_size", self.batch_size)]
+        {
             if v == 0 {
                 return Err(Error::param(name, 0, "must be >= 1"));
             }
         }
+        self.adversarial.validate()?;
+        self.cdan.validate()?;
+        self.pada.validate()?;
+        self.mmd.validate()?;
+        self.jan.validate()?;
         self.kmm.validate()
     }
 
-    /// Whether `kind` adapts with mini-batch SGD under these settings (`training = "paper"`
+    /// Whether `kind` adapts with mini-batch SGD under these settings (`schedule = "paper"`
     /// and a method whose registry row says its paper trains so; CORAL, MUL and `source` stay
     /// full-batch).
     pub fn minibatch(&self, method: impl Into<MethodInfo>) -> bool {
-        self.training == BaselineTraining::Paper && method.into().paper_minibatch
+        self.schedule == BaselineSchedule::Paper && method.into().paper_minibatch
     }
 
     /// lr_p = lr₀·(1 + αp)^−β at progress p ∈ [0, 1].
@@ -215,35 +180,119 @@ mod tests {
     #[test]
     fn defaults_validate_and_bad_values_name_the_parameter() {
         BaselineConfig::default().validate().unwrap();
+        let adversarial =
+            |a: AdversarialConfig| BaselineConfig { adversarial: a, ..Default::default() };
         let bad = [
-            BaselineConfig { trade_off: -1.0, ..Default::default() },
-            BaselineConfig { grl_gamma: 0.0, ..Default::default() },
-            BaselineConfig { discriminator_hidden: vec![], ..Default::default() },
-            BaselineConfig { discriminator_dropout: 1.0, ..Default::default() },
-            BaselineConfig { mk_kernels: 0, ..Default::default() },
-            BaselineConfig { jan_prediction_bandwidth: f64::NAN, ..Default::default() },
-            BaselineConfig { cdan_random_dim: 0, ..Default::default() },
-            BaselineConfig { lr: 0.0, ..Default::default() },
-            BaselineConfig { momentum: 1.0, ..Default::default() },
-            BaselineConfig { batch_size: 0, ..Default::default() },
-            BaselineConfig { iterations: 0, ..Default::default() },
+            (BaselineConfig { trade_off: -1.0, ..Default::default() }, "baselines.trade_off"),
+            (
+                adversarial(AdversarialConfig { grl_gamma: 0.0, ..Default::default() }),
+                "baselines.adversarial.grl_gamma",
+            ),
+            (
+                adversarial(AdversarialConfig {
+                    discriminator_hidden: vec![],
+                    ..Default::default()
+                }),
+                "baselines.adversarial.discriminator_hidden",
+            ),
+            (
+                adversarial(AdversarialConfig { discriminator_dropout: 1.0, ..Default::default() }),
+                "baselines.adversarial.discriminator_dropout",
+            ),
+            (
+                BaselineConfig { mmd: MmdConfig { kernels: 0 }, ..Default::default() },
+                "baselines.mmd.kernels",
+            ),
+            (
+                BaselineConfig {
+                    jan: JanConfig { prediction_bandwidth: f64::NAN },
+                    ..Default::default()
+                },
+                "baselines.jan.prediction_bandwidth",
+            ),
+            (
+                BaselineConfig {
+                    cdan: CdanConfig { random_dim: 0, ..Default::default() },
+                    ..Default::default()
+                },
+                "baselines.cdan.random_dim",
+            ),
+            (
+                BaselineConfig { pada: PadaConfig { update_interval: 0 }, ..Default::default() },
+                "baselines.pada.update_interval",
+            ),
+            (BaselineConfig { lr: 0.0, ..Default::default() }, "baselines.lr"),
+            (BaselineConfig { momentum: 1.0, ..Default::default() }, "baselines.momentum"),
+            (BaselineConfig { batch_size: 0, ..Default::default() }, "baselines.batch_size"),
+            (BaselineConfig { iterations: 0, ..Default::default() }, "baselines.iterations"),
         ];
-        for b in bad {
+        for (b, name) in bad {
             let err = FitConfig { baselines: b, ..Default::default() }
                 .validate()
                 .unwrap_err()
                 .to_string();
-            assert!(err.contains("baselines."), "{err}");
+            assert!(err.contains(name), "{name}: {err}");
         }
-        let c: FitConfig =
-            toml::from_str("[baselines]\ntrade_off = 0.3\ndiscriminator_hidden = [64]").unwrap();
-        assert_eq!(
-            (c.baselines.trade_off, c.baselines.discriminator_hidden.clone()),
-            (0.3, vec![64])
-        );
         assert!(toml::from_str::<FitConfig>("[baselines]\nlambda = 1").is_err());
-        let c: FitConfig = toml::from_str("[baselines]\ntraining = \"full-batch\"").unwrap();
-        assert!(!c.baselines.minibatch(MethodKind::Dann));
+        assert!(toml::from_str::<FitConfig>("[baselines.adversarial]\nlambda = 1").is_err());
+    }
+
+    #[test]
+    fn each_method_section_is_read_and_written_in_its_place() {
+        let text = "[baselines]\ntrade_off = 0.3\nschedule = \"full-batch\"\n\
+                    [baselines.adversarial]\ndiscriminator_hidden = [64]\n\
+                    [baselines.cdan]\nrandom_dim = 32\n[baselines.pada]\nupdate_interval = 7\n\
+                    [baselines.mmd]\nkernels = 3\n[baselines.jan]\nprediction_bandwidth = 2.0\n";
+        let c: FitConfig = toml::from_str(text).unwrap();
+        let b = &c.baselines;
+        assert_eq!((b.trade_off, b.schedule), (0.3, BaselineSchedule::FullBatch));
+        assert_eq!(b.adversarial.discriminator_hidden, vec![64]);
+        assert_eq!(b.adversarial.grl_gamma, 10.0);
+        assert_eq!((b.cdan.random_dim, b.cdan.max_multilinear_dim), (32, 4096));
+        assert_eq!(
+            (b.pada.update_interval, b.mmd.kernels, b.jan.prediction_bandwidth),
+            (7, 3, 2.0)
+        );
+        assert!(!b.minibatch(MethodKind::Dann));
+        let written = toml::to_string(&c).unwrap();
+        assert!(
+            written.contains("[baselines.adversarial]")
+                && !written.contains("grl_gamma = 10.0\ndiscriminator_hidden = [64]\n[baselines"),
+            "{written}"
+        );
+        assert_eq!(toml::from_str::<FitConfig>(&written).unwrap(), c);
+    }
+
+    /// Model files and configurations written with the flat keys read to the same settings.
+    #[test]
+    fn the_former_flat_keys_are_read_into_their_sections_and_refused_beside_them() {
+        let old = "[baselines]\ntraining = \"full-batch\"\ngrl_gamma = 4.0\n\
+                   discriminator_hidden = [8]\ndiscriminator_dropout = 0.25\nmk_kernels = 2\n\
+                   jan_prediction_bandwidth = 3.0\ncdan_max_multilinear_dim = 99\n\
+                   cdan_random_dim = 16\npada_update_interval = 9\n";
+        let b = toml::from_str::<FitConfig>(old).unwrap().baselines;
+        let want = BaselineConfig {
+            schedule: BaselineSchedule::FullBatch,
+            adversarial: AdversarialConfig {
+                grl_gamma: 4.0,
+                discriminator_hidden: vec![8],
+                discriminator_dropout: 0.25,
+            },
+            mmd: MmdConfig { kernels: 2 },
+            jan: JanConfig { prediction_bandwidth: 3.0 },
+            cdan: CdanConfig { max_multilinear_dim: 99, random_dim: 16 },
+            pada: PadaConfig { update_interval: 9 },
+            ..Default::default()
+        };
+        assert_eq!(b, want);
+        let both = "[baselines]\ngrl_gamma = 4.0\n[baselines.adversarial]\ngrl_gamma = 5.0\n";
+        let err = toml::from_str::<FitConfig>(both).unwrap_err().to_string();
+        assert!(
+            err.contains("baselines.grl_gamma") && err.contains("baselines.adversarial"),
+            "{err}"
+        );
+        let twice = "[baselines]\ntraining = \"paper\"\nschedule = \"paper\"\n";
+        assert!(toml::from_str::<FitConfig>(twice).is_err());
     }
 
     #[test]

@@ -4,12 +4,38 @@
 
 use crate::seeds::{stream_seed, Stream};
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use serde::{Deserialize, Serialize};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
 use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
 use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
-use crate::{Real, Result};
+use crate::{Error, Real, Result};
+
+/// `[baselines.pada]`: PADA's own knob.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PadaConfig {
+    /// Iterations between two refreshes of the class weights γ (500, the `update_iter` of
+    /// PADA's released training script).
+    pub update_interval: usize,
+}
+
+impl Default for PadaConfig {
+    fn default() -> Self {
+        PadaConfig { update_interval: 500 }
+    }
+}
+
+impl PadaConfig {
+    /// Checks every field; part of `BaselineConfig::validate`.
+    pub fn validate(&self) -> Result<()> {
+        if self.update_interval == 0 {
+            return Err(Error::param("baselines.pada.update_interval", 0, "must be >= 1"));
+        }
+        Ok(())
+    }
+}
 
 /// PADA's class weights (Cao, Ma, Long & Wang, "Partial Adversarial Domain Adaptation", ECCV
 /// 2018, eq. 3): γ = (1/n_t) Σⱼ ŷⱼ, the average target prediction, normalised by its maximum.
@@ -45,7 +71,7 @@ pub fn pada_class_weights<T: Real>(target_probs: ArrayView2<T>) -> Vec<f64> {
 ///   training batches, a QP every 15 passes on Office averaged with the last w at 0.5, a
 ///   balanced source CE): docs/baselines.md lists these departures.
 /// - `pada` — Cao et al. 2018 (see [`pada_class_weights`]): source terms of L_D and source CE
-///   weighted by γ_{yᵢ}, γ recomputed from all target rows every `pada_update_interval` = 500
+///   weighted by γ_{yᵢ}, γ recomputed from all target rows every `[baselines.pada] update_interval` = 500
 ///   iterations by mini-batch (the `update_iter` of PADA's released script; from iteration 0,
 ///   where that script starts from uniform weights), every iteration full-batch.
 #[derive(Clone, Debug)]
@@ -64,7 +90,7 @@ impl<T: Real> Dann<T> {
     pub fn new(b: &BuildContext) -> Result<Self> {
         let mut disc = Discriminator::new(
             b.z_dim,
-            b.baselines,
+            &b.baselines.adversarial,
             b.optimizer,
             stream_seed(b.seed, Stream::DannDiscriminator),
         )?;
@@ -77,8 +103,8 @@ impl<T: Real> Dann<T> {
             class_weights: b.info.class_weights,
             disc,
             trade_off: s.trade_off,
-            gamma: s.grl_gamma,
-            pada_interval: s.pada_update_interval,
+            gamma: s.adversarial.grl_gamma,
+            pada_interval: s.pada.update_interval,
         })
     }
 
@@ -120,7 +146,7 @@ impl Method for Dann<f32> {
     }
 
     /// IW-DANN: once per pass over the source (the module docs compare the authors' schedule);
-    /// PADA: every `pada_update_interval` iterations (PADA's code).
+    /// PADA: every `[baselines.pada] update_interval` iterations (PADA's code).
     fn full_view_interval(&self, batches_per_pass: usize) -> Option<usize> {
         match self.class_weights {
             ClassWeights::Importance => Some(batches_per_pass),

@@ -17,7 +17,7 @@
 //! Only the target logits receive a gradient (MCC has no term on Z or on the source). Here: the
 //! term acts on this network's logits (F(Z)); T = 2.5 and λ = `baselines.trade_off` = 1, the
 //! defaults of Transfer-Learning-Library's MCC script; trained as the other mini-batch baselines
-//! (annealed SGD on sampled batches under `baselines.training = "paper"`), each batch's target
+//! (annealed SGD on sampled batches under `baselines.schedule = "paper"`), each batch's target
 //! rows forming C.
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};

@@ -4,14 +4,71 @@ use super::{softmax_backward, AdaptInputs, AdaptOutput, BaselineConfig, GRADIENT
 use crate::kernel::{bandwidth, joint_mmd2, GaussianFamily};
 use crate::methods::method::{Method, StepOutput};
 use crate::nn::softmax;
-use crate::{Real, Result};
+use crate::{Error, Real, Result};
+use serde::{Deserialize, Serialize};
+
+/// `[baselines.mmd]`: the multi-kernel on Z of DAN and JAN.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MmdConfig {
+    /// Number of Gaussian kernels: bandwidths 2^(−2..=2) × the mean pairwise squared distance
+    /// for 5 (the `kernel_mul = 2.0`, `kernel_num = 5` family of DAN/JAN's released PyTorch
+    /// code, thuml/Xlearn).
+    pub kernels: usize,
+}
+
+impl Default for MmdConfig {
+    fn default() -> Self {
+        MmdConfig { kernels: 5 }
+    }
+}
+
+/// `[baselines.jan]`: JAN's kernel on the predictions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JanConfig {
+    /// The Gaussian bandwidth on the softmax predictions, exp(−‖ŷ − ŷ'‖²/1.68) (the fixed
+    /// `fix_sigma = 1.68` of JAN's released code for the prediction layer).
+    pub prediction_bandwidth: f64,
+}
+
+impl Default for JanConfig {
+    fn default() -> Self {
+        JanConfig { prediction_bandwidth: 1.68 }
+    }
+}
+
+impl MmdConfig {
+    /// Checks every field; part of `BaselineConfig::validate`.
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=32).contains(&self.kernels) {
+            return Err(Error::param("baselines.mmd.kernels", self.kernels, "must lie in 1..=32"));
+        }
+        Ok(())
+    }
+}
+
+impl JanConfig {
+    /// Checks every field; part of `BaselineConfig::validate`.
+    pub fn validate(&self) -> Result<()> {
+        let v = self.prediction_bandwidth;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(Error::param(
+                "baselines.jan.prediction_bandwidth",
+                v,
+                "must be finite and > 0",
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// DAN — Long, Cao, Wang & Jordan, "Learning Transferable Features with Deep Adaptation
 /// Networks", ICML 2015 (and the TPAMI 2018 version the MUL paper cites): the source CE plus
 /// λ·MK-MMD²(Zˢ, Zᵗ), the multi-kernel MMD with k = Σ_u β_u k_u, Σβ_u = 1.
 ///
 /// Here: the adaptation layer is Z (this network's only hidden representation besides the input
-/// MLP); k_u are `mk_kernels` = 5 Gaussians with bandwidths 2^(−2..=2) × the mean pairwise
+/// MLP); k_u are `[baselines.mmd] kernels` = 5 Gaussians with bandwidths 2^(−2..=2) × the mean pairwise
 /// squared distance of the pooled Z (the family of the authors' released code; the paper spans a
 /// wider family); β_u = 1/5 equal weights instead of the paper's β learned by a QP per step;
 /// the quadratic-time (biased) estimate over the mini-batch (36 + 36 rows, SGD as the other
@@ -26,7 +83,7 @@ pub struct Dan {
 
 impl Dan {
     pub fn new(cfg: &BaselineConfig) -> Self {
-        Dan { trade_off: cfg.trade_off, kernels: cfg.mk_kernels, fixed_bandwidth: None }
+        Dan { trade_off: cfg.trade_off, kernels: cfg.mmd.kernels, fixed_bandwidth: None }
     }
 
     /// Freezes the base bandwidth (the finite-difference tests: the bandwidth rule is a
@@ -71,9 +128,9 @@ impl Method for Dan {
 /// ICML 2017: the source CE plus λ·JMMD², the MMD of the joint distribution of the adapted
 /// layers under the product of per-layer kernels, here the layers Z and softmax(F(Z)).
 ///
-/// Kernels as in the authors' released configuration: on Z, `mk_kernels` = 5 Gaussians with
+/// Kernels as in the authors' released configuration: on Z, `[baselines.mmd] kernels` = 5 Gaussians with
 /// bandwidths 2^(−2..=2) × the mean pairwise squared distance, summed; on the predictions one
-/// Gaussian exp(−‖ŷ − ŷ'‖²/1.68) (`jan_prediction_bandwidth`). The gradient flows into Z and,
+/// Gaussian exp(−‖ŷ − ŷ'‖²/1.68) (`[baselines.jan] prediction_bandwidth`). The gradient flows into Z and,
 /// through the softmax, into the logits (F is adapted too, as in the paper). Quadratic-time
 /// estimate over the mini-batch (SGD as the other baselines); λ = 1 (`trade_off`), not tuned.
 #[derive(Clone, Debug)]
@@ -88,8 +145,8 @@ impl Jan {
     pub fn new(cfg: &BaselineConfig) -> Self {
         Jan {
             trade_off: cfg.trade_off,
-            kernels: cfg.mk_kernels,
-            prediction_bandwidth: cfg.jan_prediction_bandwidth,
+            kernels: cfg.mmd.kernels,
+            prediction_bandwidth: cfg.jan.prediction_bandwidth,
             fixed_bandwidth: None,
         }
     }

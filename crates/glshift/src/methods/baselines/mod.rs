@@ -20,14 +20,18 @@
 mod adversary;
 pub mod cdan;
 pub(crate) mod config;
+mod config_file;
 pub mod coral;
 pub mod dann;
 pub mod kmm;
 pub mod mcc;
 pub mod mmd;
 
-pub use adversary::{grl_coefficient, reverse_gradient, Discriminator};
-pub use config::{BaselineConfig, BaselineTraining};
+pub use adversary::{grl_coefficient, reverse_gradient, AdversarialConfig, Discriminator};
+pub use cdan::CdanConfig;
+pub use config::{BaselineConfig, BaselineSchedule};
+pub use dann::PadaConfig;
+pub use mmd::{JanConfig, MmdConfig};
 
 use ndarray::{Array2, ArrayView2};
 

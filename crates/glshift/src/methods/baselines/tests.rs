@@ -49,8 +49,11 @@ impl Any {
 
 fn small_config(method: MethodKind) -> FitConfig {
     let baselines = BaselineConfig {
-        discriminator_hidden: vec![6],
-        discriminator_dropout: 0.0,
+        adversarial: AdversarialConfig {
+            discriminator_hidden: vec![6],
+            discriminator_dropout: 0.0,
+            ..Default::default()
+        },
         trade_off: 0.7,
         ..Default::default()
     };
@@ -246,8 +249,8 @@ fn every_baseline_gradient_matches_finite_differences() {
 fn randomized_multilinear_map_gradient_matches_finite_differences() {
     for m in [MethodKind::Cdan, MethodKind::CdanE] {
         let mut cfg = small_config(m);
-        cfg.baselines.cdan_max_multilinear_dim = D * C - 1;
-        cfg.baselines.cdan_random_dim = 8;
+        cfg.baselines.cdan.max_multilinear_dim = D * C - 1;
+        cfg.baselines.cdan.random_dim = 8;
         check_gradients(m, &cfg);
     }
 }
@@ -287,12 +290,15 @@ fn discriminator_learns_to_separate_distinct_domains() {
     let zt = random_matrix(40, 4, &mut rng) + 1.5;
     let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
     let cfg = BaselineConfig {
-        discriminator_hidden: vec![16],
-        discriminator_dropout: 0.0,
+        adversarial: AdversarialConfig {
+            discriminator_hidden: vec![16],
+            discriminator_dropout: 0.0,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let opt = crate::nn::AdamConfig { lr: 1e-2, ..Default::default() };
-    let mut disc = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
+    let mut disc = Discriminator::<f64>::new(4, &cfg.adversarial, &opt, 0).unwrap();
     let ones = vec![1.0; 40];
     let first = disc.loss(h.view(), &ones, &ones);
     disc.update(&first, 0.0);
@@ -313,14 +319,17 @@ fn discriminator_with_annealed_sgd_learns_too_and_differs_from_adamw() {
     let zt = random_matrix(40, 4, &mut rng) + 1.5;
     let h = ndarray::concatenate![ndarray::Axis(0), zs, zt];
     let cfg = BaselineConfig {
-        discriminator_hidden: vec![16],
-        discriminator_dropout: 0.0,
+        adversarial: AdversarialConfig {
+            discriminator_hidden: vec![16],
+            discriminator_dropout: 0.0,
+            ..Default::default()
+        },
         lr: 0.1,
         ..Default::default()
     };
     let opt = crate::nn::AdamConfig::default();
-    let mut sgd = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap().with_sgd(&cfg);
-    let mut adam = Discriminator::<f64>::new(4, &cfg, &opt, 0).unwrap();
+    let mut sgd = Discriminator::<f64>::new(4, &cfg.adversarial, &opt, 0).unwrap().with_sgd(&cfg);
+    let mut adam = Discriminator::<f64>::new(4, &cfg.adversarial, &opt, 0).unwrap();
     let ones = vec![1.0; 40];
     let first = sgd.loss(h.view(), &ones, &ones).value;
     let mut last = first;
@@ -377,12 +386,12 @@ fn importance_weighted_baselines_refuse_a_missing_estimate() {
 fn discriminator_starts_with_the_reference_initialisation() {
     let cfg = BaselineConfig::default();
     let opt = crate::nn::AdamConfig::default();
-    let disc = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
+    let disc = Discriminator::<f64>::new(256, &cfg.adversarial, &opt, 3).unwrap();
     let std = |v: Vec<f64>| (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt();
     let net = disc.network();
     assert_eq!(
         net.g.blocks.iter().map(|b| b.linear.w.ncols()).collect::<Vec<_>>(),
-        cfg.discriminator_hidden
+        cfg.adversarial.discriminator_hidden
     );
     for b in &net.g.blocks {
         let s = std(b.linear.w.iter().copied().collect());
@@ -399,7 +408,7 @@ fn discriminator_starts_with_the_reference_initialisation() {
         "logit weight std {s}"
     );
     assert!(net.f.b.iter().all(|&v| v == 0.0));
-    let again = Discriminator::<f64>::new(256, &cfg, &opt, 3).unwrap();
+    let again = Discriminator::<f64>::new(256, &cfg.adversarial, &opt, 3).unwrap();
     assert_eq!(again.network(), net, "same seed, same D");
-    assert_ne!(Discriminator::<f64>::new(256, &cfg, &opt, 4).unwrap().network(), net);
+    assert_ne!(Discriminator::<f64>::new(256, &cfg.adversarial, &opt, 4).unwrap().network(), net);
 }
