@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates the tables of docs/strong-shift.md from `glshift bench` grids.
 
-For each NAME=GRID argument, the run records GRID/runs/*.json are read (nothing is trained)
+For each NAME=GRID[,GRID...] argument, the run records GRID/runs/*.json are read (nothing is
+trained; a run in a later grid replaces the same method, task and seed of an earlier one)
 and three tables replace the part of DOC between `<!-- BEGIN strong:NAME -->` and
 `<!-- END strong:NAME -->`:
 
@@ -14,7 +15,7 @@ and three tables replace the part of DOC between `<!-- BEGIN strong:NAME -->` an
 
 Target labels enter only as the records' scores. Standard library only.
 
-    python3 bench/strong_shift_page.py DOC NAME=GRID [NAME=GRID ...] [--check]
+    python3 bench/strong_shift_page.py DOC NAME=GRID[,GRID...] [NAME=GRID ...] [--check]
 
 --check exits 1 when the page would change (CI-style), without writing.
 """
@@ -26,15 +27,19 @@ import statistics
 import sys
 
 
-def load(grid):
-    runs = []
-    for path in sorted(glob.glob(os.path.join(grid, "runs", "*.json"))):
-        if path.endswith(".failed.json"):
-            continue
-        runs.append(json.load(open(path)))
-    if not runs:
-        sys.exit(f"{grid}: no run records under runs/")
-    return runs
+def load(grids):
+    """The run records of the comma-separated `grids`; a run (method, setting, task, seed)
+    found in a later grid replaces the earlier one (a method rerun by a newer build)."""
+    runs = {}
+    for grid in grids.split(","):
+        paths = sorted(glob.glob(os.path.join(grid, "runs", "*.json")))
+        paths = [p for p in paths if not p.endswith(".failed.json")]
+        if not paths:
+            sys.exit(f"{grid}: no run records under runs/")
+        for path in paths:
+            r = json.load(open(path))
+            runs[(r["method"], r["setting"], r["source"], r["target"], r["seed"])] = r
+    return list(runs.values())
 
 
 def short(name):

@@ -35,7 +35,7 @@ fn a_source_fit_or_an_adapted_network_confident_on_under_half_the_rows_reports_t
 }
 
 #[test]
-fn the_range_holds_the_interval_the_source_proportions_and_every_estimate() {
+fn the_range_holds_the_interval_the_source_and_uniform_proportions_and_every_estimate() {
     let g = PriorGuard {
         qp_prior: vec![0.6, 0.4],
         mlls_prior: vec![0.1, 0.9],
@@ -60,4 +60,9 @@ fn the_range_holds_the_interval_the_source_proportions_and_every_estimate() {
     let (lo, hi) = untrusted_range(&[0.3, 0.5], &[0.4, 0.6], &[0.25, 0.75], &g, None);
     assert_eq!(lo, vec![0.1, 0.4]);
     assert_eq!(hi, vec![0.6, 0.9]);
+    // Every estimate and pˢ above the uniform 1/2 on class 0: the range still reaches it.
+    let g = PriorGuard { qp_prior: vec![0.7, 0.3], mlls_prior: vec![0.8, 0.2], ..g };
+    let (lo, hi) = untrusted_range(&[0.6, 0.2], &[0.75, 0.35], &[0.65, 0.35], &g, None);
+    assert_eq!((lo[0], hi[0]), (0.5, 0.8));
+    assert_eq!((lo[1], hi[1]), (0.2, 0.5));
 }
