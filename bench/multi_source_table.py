@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Multi-source fits against single-source ones, target by target (docs/multi-source.md).
 
-MS_DIR holds `glshift fit` runs named METHOD-TARGET-sSEED (METHOD `mul` or `source`, each on
-every other domain pooled); GRID is a `glshift bench` grid of `mul` on every ordered pair of
-the same folder and seeds. For each target: the pooled `mul` and `source` fits, each
+MS is a `glshift bench --setting msda` grid (its `mul` and `source` records), or a folder of
+`glshift fit` runs named METHOD-TARGET-sSEED (METHOD `mul` or `source`, each on every other
+domain pooled); GRID is a `glshift bench` grid of `mul` on every ordered pair of the same folder
+and seeds. For each target: the pooled `mul` and `source` fits, each
 single-source `mul` fit, and whether the pooled `mul` is at least the better single-source
-one and the pooled `source` (means ± std over seeds; accuracy in %). With `--doc DOC NAME` the
+one and the pooled `source` (means ± std over seeds; accuracy in %); then the same three means
+over the targets (the better single source chosen per target with its target labels: an oracle
+no user has). With `--doc DOC NAME` the
 table replaces the part of DOC between `<!-- BEGIN multi-source:NAME -->` and
 `<!-- END multi-source:NAME -->`. Target labels enter only as the runs' scores.
 
-    python3 bench/multi_source_table.py MS_DIR GRID [--doc DOC NAME]
+    python3 bench/multi_source_table.py MS GRID [--doc DOC NAME]
 """
 
 import glob
@@ -32,6 +35,10 @@ def fmt(values):
 
 def pooled_runs(ms_dir):
     runs = {}
+    for path in glob.glob(os.path.join(ms_dir, "runs", "*.json")):
+        r = json.load(open(path))
+        if r.get("setting") == "msda" and "error" not in r:
+            runs.setdefault((r["method"], r["target"]), {})[r["seed"]] = r["target_accuracy"]
     for path in glob.glob(os.path.join(ms_dir, "*", "report.json")):
         method, rest = os.path.basename(os.path.dirname(path)).split("-", 1)
         target, seed = rest.rsplit("-s", 1)
@@ -56,6 +63,7 @@ def table(ms_dir, grid):
         " | ≥ better single | ≥ pooled `source` |",
         "|---|---|---|---|---|---|",
     ]
+    means = []
     for t in targets:
         ms = pooled.get(("mul", t), {})
         src = pooled.get(("source", t), {})
@@ -70,11 +78,17 @@ def table(ms_dir, grid):
         )
         m = statistics.mean(ms[k] for k in seeds)
         s_mean = statistics.mean(src[k] for k in seeds if k in src) if src else float("nan")
+        means.append((m, best, s_mean))
         lines.append(
             f"| {t} | {fmt([ms[k] for k in seeds])} | "
             f"{fmt([src[k] for k in seeds if k in src]) if src else '–'} | {each} | "
             f"{'yes' if m >= best else 'no'} | {'yes' if m >= s_mean else 'no'} |"
         )
+    m, best, s_mean = (100 * statistics.mean(x[i] for x in means) for i in range(3))
+    lines.append(
+        f"\nMean over the {len(means)} targets: pooled `mul` {m:.2f}, better single-source `mul`"
+        f" {best:.2f}, pooled `source` {s_mean:.2f}."
+    )
     return "\n".join(lines)
 
 

@@ -30,15 +30,20 @@ pub struct GridArgs {
     #[arg(long)]
     pub data: PathBuf,
     /// Task protocol: uda (domains unchanged), pda (the target keeps the first --pda-classes
-    /// classes) or gls (source subsampled as in Combes et al.).
+    /// classes), gls (source subsampled as in Combes et al.) or msda (each target with every
+    /// other domain pooled as its source).
     #[arg(long, value_enum, default_value_t = crate::pair::SettingArg::Uda)]
     pub setting: crate::pair::SettingArg,
     /// Number of target classes kept in pda (default: half of the classes).
     #[arg(long)]
     pub pda_classes: Option<usize>,
     /// Tasks as SOURCE:TARGET pairs (default: every ordered pair of domains in the folder).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', conflicts_with = "targets")]
     pub tasks: Option<Vec<String>>,
+    /// With --setting msda: the target domains (default: every domain), each with every other
+    /// domain as its sources.
+    #[arg(long, value_delimiter = ',')]
+    pub targets: Option<Vec<String>>,
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
     pub seeds: Vec<u64>,
     #[command(flatten)]
@@ -55,6 +60,7 @@ impl GridArgs {
             setting: self.setting.as_str().to_string(),
             pda_classes: self.pda_classes,
             tasks: self.tasks.clone(),
+            targets: self.targets.clone(),
             seeds: self.seeds.clone(),
             out: self.run.out.clone(),
             keep_models: self.keep_models,

@@ -68,6 +68,9 @@ pub enum SettingArg {
     Pda,
     /// Generalized label shift: the source subsampled as in Combes et al.
     Gls,
+    /// Multi-source, leave one domain out: each target with every other domain pooled as its
+    /// source (`glshift bench`; `fit` takes several sources as `--source a,b`).
+    Msda,
 }
 
 impl SettingArg {
@@ -77,6 +80,7 @@ impl SettingArg {
             SettingArg::Uda => "uda",
             SettingArg::Pda => "pda",
             SettingArg::Gls => "gls",
+            SettingArg::Msda => "msda",
         }
     }
 }
@@ -94,8 +98,16 @@ pub struct ProtocolArgs {
 }
 
 impl ProtocolArgs {
-    /// The protocol for a source of `n_classes` classes (errors name the bad setting).
+    /// The protocol for a source of `n_classes` classes (errors name the bad setting; `msda`
+    /// is a grid of tasks, not one task).
     pub fn parse(&self, n_classes: usize) -> glshift::Result<Protocol> {
+        if self.setting == SettingArg::Msda {
+            return Err(glshift::Error::param(
+                "setting",
+                "msda",
+                "msda is `glshift bench`'s leave-one-domain-out grid; for one multi-source fit give the sources as --source a,b",
+            ));
+        }
         Protocol::parse(self.setting.as_str(), n_classes, self.pda_classes)
     }
 }

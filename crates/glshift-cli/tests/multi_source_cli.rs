@@ -99,3 +99,58 @@ fn bad_source_lists_are_refused_by_name_and_write_nothing() {
         assert!(out_is_empty(&dir.path().join("bad")), "{sources}");
     }
 }
+
+/// `bench --setting msda`: each target with every other domain pooled, the same run as
+/// `fit --source a,b`; `--targets` chooses the targets; misuse is refused by name.
+#[test]
+fn bench_msda_runs_leave_one_domain_out_tasks_as_the_pooled_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    write_fixture(dir.path());
+    let (x2, y2) = blobs(48, 0.15);
+    write_domain(dir.path(), "src2", &x2, Some(&y2));
+    let cfg = fast_config(dir.path());
+    let (d, c) = (dir.path().to_str().unwrap(), cfg.to_str().unwrap());
+    let grid = dir.path().join("grid");
+    let g = grid.to_str().unwrap();
+    let bench = |extra: &[&str]| {
+        let mut args = vec!["bench", "--data", d, "--config", c, "--out", g, "--quiet"];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let o = bench(&["--setting", "msda", "--targets", "tgt", "--seeds", "0", "--methods", "mul"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: Vec<String> = std::fs::read_dir(grid.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(runs, ["msda__mul__src+src2__tgt__seed0.json"]);
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(grid.join("runs").join(&runs[0])).unwrap()).unwrap();
+    assert_eq!((rec["setting"].as_str(), rec["source"].as_str()), (Some("msda"), Some("src+src2")));
+    let o = fit(dir.path(), "src,src2", "pooled");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(rec["target_accuracy"], report(dir.path(), "pooled")["target_accuracy"]);
+    for (extra, expect) in [
+        (&["--setting", "msda", "--targets", "nope"][..], "nope"),
+        (&["--setting", "msda", "--tasks", "src:tgt"][..], "--targets"),
+        (&["--setting", "uda", "--targets", "tgt"][..], "msda"),
+    ] {
+        let o = bench(extra);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(stderr(&o).contains(expect), "{extra:?}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "fit",
+        "--data",
+        d,
+        "--source",
+        "src",
+        "--target",
+        "tgt",
+        "--setting",
+        "msda",
+        "--out",
+        g,
+    ]);
+    assert!(!o.status.success() && stderr(&o).contains("--source a,b"), "{}", stderr(&o));
+}

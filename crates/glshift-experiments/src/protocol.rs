@@ -7,6 +7,7 @@
 //! - `gls`: the subsampling protocol of Combes et al. (NeurIPS 2020) as the MUL paper uses it: the
 //!   source keeps int(0.3·n_c) rows, drawn without replacement with a fixed seed, of each class in
 //!   the first half of the classes, and all rows of the others; the target is untouched.
+//! - `msda`: the pooled sources and the target unchanged (the grid pools every other domain).
 
 use glshift::data::Domain;
 pub use glshift::records::Protocol;
@@ -67,7 +68,7 @@ type Kept = Option<Vec<usize>>;
 fn rows_kept(p: Protocol, source: &Domain, target: &Domain) -> Result<(Kept, Kept)> {
     let c = source.n_classes();
     match p {
-        Protocol::Uda => Ok((None, None)),
+        Protocol::Uda | Protocol::Msda => Ok((None, None)),
         Protocol::Pda { classes } => {
             if classes == 0 || classes > c {
                 return Err(Error::param("pda-classes", classes, format!("must lie in 1..={c}")));

@@ -3,6 +3,7 @@
 //! same grid over MUL variants instead of methods ([`run_grid`], [`crate::ablation`]).
 
 mod table;
+mod tasks;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use crate::protocol::{self, Protocol};
 use crate::{Error, Result};
 
 pub use table::{diverged_note, render_table};
+use tasks::load_task;
+pub use tasks::{parse_tasks, SOURCE_SEPARATOR};
 
 /// What a grid runs on and where it writes (the CLI's flags).
 #[derive(Clone, Debug)]
@@ -30,8 +33,11 @@ pub struct GridSpec {
     pub setting: String,
     /// Number of target classes kept in pda (default: half of the classes).
     pub pda_classes: Option<usize>,
-    /// Tasks as SOURCE:TARGET pairs (default: every ordered pair of domains in the folder).
+    /// Tasks as SOURCE:TARGET pairs (default: every ordered pair of domains in the folder);
+    /// not with `msda`.
     pub tasks: Option<Vec<String>>,
+    /// `msda` only: the targets (default: every domain), each with every other domain pooled.
+    pub targets: Option<Vec<String>>,
     pub seeds: Vec<u64>,
     pub out: PathBuf,
     /// Also write each run's model beside its record (`runs/….glshift`); off by default, since
@@ -90,29 +96,6 @@ pub struct GridOutcome {
     pub table: String,
 }
 
-/// The grid's tasks: the `SOURCE:TARGET` entries of the spec, or every ordered pair of domains.
-pub fn parse_tasks(spec: &GridSpec) -> Result<Vec<(String, String)>> {
-    if let Some(list) = &spec.tasks {
-        return list
-            .iter()
-            .map(|t| match t.split_once(':') {
-                Some((s, d)) if !s.is_empty() && !d.is_empty() => {
-                    Ok((s.to_string(), d.to_string()))
-                }
-                _ => Err(Error::BadTask { entry: t.clone() }),
-            })
-            .collect();
-    }
-    let domains = data::list_domains(&spec.data)?;
-    if domains.len() < 2 {
-        return Err(Error::TooFewDomains { dir: spec.data.clone(), found: domains.len() });
-    }
-    Ok(domains
-        .iter()
-        .flat_map(|s| domains.iter().filter(move |t| *t != s).map(move |t| (s.clone(), t.clone())))
-        .collect())
-}
-
 fn record_path(out: &Path, setting: &str, method: &str, s: &str, t: &str, seed: u64) -> PathBuf {
     out.join("runs").join(format!("{setting}__{method}__{s}__{t}__seed{seed}.json"))
 }
@@ -167,12 +150,18 @@ pub fn run_grid(
     obs.start((tasks.len() * variants.len() * spec.seeds.len()) as u64);
     let mut acc = Collected::default();
     for (s, t) in &tasks {
-        let (src0, tgt0) = data::load_pair(&spec.data, s, t)?;
-        let proto = Protocol::parse(&spec.setting, src0.n_classes(), spec.pda_classes)?;
-        let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
+        let (sources, tgt, proto) = load_task(spec, s, t)?;
         // Every method of this task and seed pre-trains the same network on the same rows.
-        let mut task =
-            Task { spec, s, t, proto, src: &src, tgt: &tgt, pretrained: PretrainCache::new() };
+        let mut task = Task {
+            spec,
+            s,
+            t,
+            proto,
+            src: sources.domain(),
+            pooled: sources.pooled(),
+            tgt: &tgt,
+            pretrained: PretrainCache::new(),
+        };
         for variant in variants {
             for &seed in &spec.seeds {
                 let run = format!("{} {s}→{t} seed {seed}", variant.id);
@@ -204,6 +193,8 @@ struct Task<'g> {
     t: &'g str,
     proto: Protocol,
     src: &'g data::Domain,
+    /// `msda`: the sources `src` pools, for the hold-out stratified by domain.
+    pooled: Option<&'g data::PooledSource>,
     tgt: &'g data::Domain,
     pretrained: PretrainCache,
 }
@@ -243,6 +234,17 @@ impl Task<'_> {
         })
     }
 
+    /// Fits `cfg` on the task, sharing its pre-training with the task's other runs.
+    fn fit(&mut self, cfg: &FitConfig) -> glshift::Result<pipeline::RunOutput> {
+        let cache = Some(&mut self.pretrained);
+        match self.pooled {
+            Some(p) => pipeline::run_pooled_cached(p, self.tgt, cfg, cache, &mut |_| {}),
+            None => {
+                pipeline::run_cached(self.src, self.tgt, cfg, &mut self.pretrained, &mut |_| {})
+            }
+        }
+    }
+
     /// One (variant, seed): read back from `OUT/runs/` when made with the same settings, else
     /// fitted and stored. A run that diverges is kept as a failed run and the grid goes on.
     fn run_one(
@@ -273,33 +275,31 @@ impl Task<'_> {
             }
             _ => {}
         }
-        let out =
-            match pipeline::run_cached(self.src, self.tgt, &cfg, &mut self.pretrained, &mut |_| {})
-            {
-                Ok(out) => out,
-                // Divergence is a result of the method on this task, not a broken grid: it is kept
-                // and shown, and the other runs go on. Anything else stops the grid.
-                Err(e @ glshift::Error::Numerical { .. }) => {
-                    let fpath = failed_path(&path);
-                    obs.note(&format!(
-                        "{run}: {e}; kept as a failed run ({}), the grid goes on",
-                        fpath.display()
-                    ));
-                    let f = FailedRun {
-                        method: variant.id.clone(),
-                        setting: self.proto.name().to_string(),
-                        source: s.to_string(),
-                        target: t.to_string(),
-                        seed,
-                        error: e.to_string(),
-                        config: cfg_value,
-                    };
-                    write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
-                    acc.failed.push(f);
-                    return Ok(());
-                }
-                Err(e) => return Err(Error::run(run, e)),
-            };
+        let out = match self.fit(&cfg) {
+            Ok(out) => out,
+            // Divergence is a result of the method on this task, not a broken grid: it is kept
+            // and shown, and the other runs go on. Anything else stops the grid.
+            Err(e @ glshift::Error::Numerical { .. }) => {
+                let fpath = failed_path(&path);
+                obs.note(&format!(
+                    "{run}: {e}; kept as a failed run ({}), the grid goes on",
+                    fpath.display()
+                ));
+                let f = FailedRun {
+                    method: variant.id.clone(),
+                    setting: self.proto.name().to_string(),
+                    source: s.to_string(),
+                    target: t.to_string(),
+                    seed,
+                    error: e.to_string(),
+                    config: cfg_value,
+                };
+                write_files_atomically(&[(fpath.clone(), json(&fpath, &f)?)])?;
+                acc.failed.push(f);
+                return Ok(());
+            }
+            Err(e) => return Err(Error::run(run, e)),
+        };
         let r = &out.report;
         for w in &r.warnings {
             if acc.warned.insert(format!("{s}→{t}: {w}")) {

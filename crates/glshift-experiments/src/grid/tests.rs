@@ -6,6 +6,7 @@ fn spec(tasks: Option<Vec<&str>>) -> GridSpec {
         setting: "uda".into(),
         pda_classes: None,
         tasks: tasks.map(|t| t.into_iter().map(String::from).collect()),
+        targets: None,
         seeds: vec![0],
         out: PathBuf::from("/nonexistent/out"),
         keep_models: false,

@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{run_with_holdout, RunOutput};
+use super::{run_inner, RunOutput};
 use crate::config::{ConfusionRows, FitConfig};
 use crate::data::{Domain, PooledSource};
-use crate::train::Progress;
+use crate::train::{PretrainCache, Progress};
 use crate::Result;
 
 /// One source domain of a pooled fit (`report.json → source_domains`).
@@ -33,13 +33,25 @@ pub fn run_pooled(
     cfg: &FitConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
+    run_pooled_cached(sources, target, cfg, None, progress)
+}
+
+/// [`run_pooled`] sharing pre-training through `cache` with earlier runs on the same pooled
+/// rows and pre-training settings (a grid's methods on one task and seed); same results.
+pub fn run_pooled_cached(
+    sources: &PooledSource,
+    target: &Domain,
+    cfg: &FitConfig,
+    cache: Option<&mut PretrainCache>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
     let holdout = match cfg.label_shift.confusion {
         ConfusionRows::Holdout => {
             Some(sources.holdout(cfg.label_shift.holdout_fraction, cfg.seed)?)
         }
         ConfusionRows::Train => None,
     };
-    let mut out = run_with_holdout(&sources.pooled, target, cfg, holdout.as_deref(), progress)?;
+    let mut out = run_inner(&sources.pooled, target, cfg, holdout.as_deref(), cache, progress)?;
     out.report.source_domains = Some(source_domains(sources, &out));
     Ok(out)
 }

@@ -7,6 +7,8 @@
 //! - `gls`: the subsampling protocol of Combes et al. (NeurIPS 2020) as the MUL paper uses it: the
 //!   source keeps int(0.3·n_c) rows, drawn without replacement with a fixed seed, of each class in
 //!   the first half of the classes, and all rows of the others; the target is untouched.
+//! - `msda`: multi-source, leave one domain out: each target with every other domain of the
+//!   folder pooled as its source (`data::load_sources`), all unchanged (`glshift bench` only).
 
 use serde::{Deserialize, Serialize};
 
@@ -22,17 +24,22 @@ pub enum Protocol {
     Pda { classes: usize },
     /// Source keeps `fraction` of each class in the first half (seeded).
     Gls { fraction: f64, seed: u64 },
+    /// Every other domain pooled as the source; rows unchanged.
+    Msda,
 }
 
 impl Protocol {
-    /// Parses `uda`, `pda` or `gls` with the paper's defaults: k = c/2 for PDA (5 of 10 classes),
+    /// Parses `uda`, `pda`, `gls` or `msda` with the paper's defaults: k = c/2 for PDA (5 of 10 classes),
     /// fraction 0.3 and seed 42 (Combes et al.'s default) for GLS.
     pub fn parse(setting: &str, n_classes: usize, pda_classes: Option<usize>) -> Result<Protocol> {
         match setting {
             "uda" => Ok(Protocol::Uda),
             "pda" => Ok(Protocol::Pda { classes: pda_classes.unwrap_or(n_classes / 2) }),
             "gls" => Ok(Protocol::Gls { fraction: 0.3, seed: 42 }),
-            other => Err(Error::param("setting", other, "unknown setting; known: uda, pda, gls")),
+            "msda" => Ok(Protocol::Msda),
+            other => {
+                Err(Error::param("setting", other, "unknown setting; known: uda, pda, gls, msda"))
+            }
         }
     }
 
@@ -41,6 +48,7 @@ impl Protocol {
             Protocol::Uda => "uda",
             Protocol::Pda { .. } => "pda",
             Protocol::Gls { .. } => "gls",
+            Protocol::Msda => "msda",
         }
     }
 
@@ -48,6 +56,7 @@ impl Protocol {
     pub fn label(&self) -> String {
         match self {
             Protocol::Pda { classes } => format!("pda ({classes} target classes)"),
+            Protocol::Msda => "msda (every other domain pooled as the source)".to_string(),
             other => other.name().to_string(),
         }
     }
