@@ -356,12 +356,15 @@ fn print_summary(args: &PredictArgs, report: &PredictReport) {
         eprintln!("model's estimated target prior: {}", fmt_vec(p));
     }
     if let Some(b) = &report.batch {
-        eprintln!(
-            "batch prior ({}, {:.0}% interval per class): {}",
-            b.estimator,
-            100.0 * b.level,
-            fmt_vec(&b.batch_prior)
-        );
+        match &b.untrusted {
+            None => eprintln!(
+                "batch prior ({}, {:.0}% interval per class): {}",
+                b.estimator,
+                100.0 * b.level,
+                fmt_vec(&b.batch_prior)
+            ),
+            Some(why) => eprintln!("batch prior: {}, {why}", fmt_vec(&b.batch_prior)),
+        }
         eprintln!(
             "moved from the model's prior: ℓ1 = {:.3} (p = {:.3} for no move)",
             b.batch_prior_move_l1, b.batch_prior_move_p_value

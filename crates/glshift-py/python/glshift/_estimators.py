@@ -205,8 +205,9 @@ class _GLShiftEstimator(ClassifierMixin, TransformerMixin, BaseEstimator):
         are re-weighted to them, and ``batch_prior_`` holds the estimate (``batch_prior``,
         ``batch_prior_ci_low``/``_high``, ``batch_prior_move_l1`` from ``target_prior_`` with
         its p-value, the label-shift residual test, and ``target_shift``: whether the batch is
-        a label shift of the target the model was fitted on, a dict with ``p_value``), as
-        ``glshift predict --adapt-prior`` writes it.
+        a label shift of the target the model was fitted on, a dict with ``p_value``; and
+        ``untrusted``, saying what was reported instead, where the fit's prior guard distrusted
+        label shift), as ``glshift predict --adapt-prior`` writes it.
         """
         check_is_fitted(self, "model_")
         X = _validate(self, X)

@@ -23,7 +23,12 @@
 //!   target's own proportions it predicted slightly worse than the plain model, read from their
 //!   labels, which is what this invariant removes: docs/model.md);
 //! - **the fit's guard:** when the fit's prior guard distrusted the label-shift estimate on its
-//!   own target (the model fell back), a batch's estimate is not trusted to re-weight either,
+//!   own target, a batch's estimate through the source confusion is not trusted either: the
+//!   batch prior is reported as the fit reports its own (`prior_policy::untrusted_estimate`:
+//!   the adapted network's calibrated probabilities on the batch's confident rows and pˢ on the
+//!   others where the fit's adaptation was kept and recognises half the batch, else pˢ; the
+//!   interval widened to hold the bootstrap interval, pˢ and the uniform proportions), flagged
+//!   `untrusted`, and the posteriors are not re-weighted,
 //!   and when fewer than `label_shift.guard.min_confident_share`
 //!   (one half) of the batch's rows are τ-confident, the model does not recognise most of the
 //!   batch, so its estimate says little: the posteriors are left as the plain model's (and a
@@ -100,6 +105,18 @@ pub struct BatchPrior {
     pub target_shift: Option<TargetShiftTest>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why `batch_prior` is not the estimator's (the fit's guard distrusted label shift; module
+    /// docs); absent when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
+}
+
+/// A batch prior with its per-class interval, and why it is not the estimator's, if it is not.
+struct PointAndRange {
+    point: Vec<f64>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+    untrusted: Option<String>,
 }
 
 /// Re-weighted posteriors of a batch (`n_b × c`) and what was estimated.
@@ -181,16 +198,21 @@ impl FittedModel {
             params.resamples,
             params.seed,
         )?;
-        let point = reps.point.target_prior.clone();
+        let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let (q_low, q_high) = reps.quantiles(params.level);
-        let (low, high) = hull_with_report(&q_low, &q_high, &point);
+        let PointAndRange { point, low, high, untrusted } = if guard_trusted {
+            let point = reps.point.target_prior.clone();
+            let (low, high) = hull_with_report(&q_low, &q_high, &point);
+            PointAndRange { point, low, high, untrusted: None }
+        } else {
+            self.untrusted_batch_prior(&outputs, (&q_low, &q_high))?
+        };
         let reference = self.target_prior().unwrap_or(source_prior).to_vec();
         let moved = l1_distance(&point, &reference);
         let reached = reps.replicates.iter().filter(|r| l1_distance(r, &point) >= moved).count();
         let move_p = (1 + reached) as f64 / (1 + reps.replicates.len()) as f64;
         let diag = self.batch_diagnostics(hold, probs, params)?;
         let floor = ls.guard.min_confident_share;
-        let guard_trusted = self.info.prior_guard_trusted != Some(false);
         let reweighted = guard_trusted && diag.confident_target_share >= floor;
         let n_target = self.info.n_target;
         let adapted = if reweighted {
@@ -228,8 +250,26 @@ impl FittedModel {
             label_shift_p_value: diag.label_shift_p_value,
             target_shift,
             warnings,
+            untrusted,
         };
         Ok(BatchAdaptation { probs: adapted, prior })
+    }
+
+    /// The batch prior of a model whose fit distrusted label shift (module docs): the point,
+    /// the bootstrap interval `(q_low, q_high)` widened to hold it, pˢ and 1/c, and the note.
+    fn untrusted_batch_prior(
+        &self,
+        outputs: &FinalOutputs,
+        (q_low, q_high): (&[f64], &[f64]),
+    ) -> Result<PointAndRange> {
+        let cfg = &self.info.config;
+        let kept = self.info.adaptation_kept == Some(true);
+        let floor = cfg.label_shift.guard.min_confident_share;
+        let (estimate, read) = prior_policy::untrusted_estimate(outputs, kept, cfg.mul.tau, floor)?;
+        let point = estimate.target_prior;
+        let points = [point.as_slice(), self.source_prior()];
+        let (low, high) = prior_policy::widened_with_uniform(q_low, q_high, &points);
+        Ok(PointAndRange { point, low, high, untrusted: Some(prior_policy::untrusted_note(read)) })
     }
 
     /// The target test (module docs) of the batch rows `test_rows` (raw) with the ratio π̂_b/π₀

@@ -44,6 +44,10 @@ pub struct ModelInfo {
     /// no guard ran, or a file from before this field; absent from the file then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_guard_trusted: Option<bool>,
+    /// Where the guard distrusted it and the fit adapted under the adaptation check: whether
+    /// the check kept the adaptation (`None` otherwise; absent from the file then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptation_kept: Option<bool>,
     /// Rows of the fitted target the model keeps for the batch target test (format version 3;
     /// 0 in earlier files, absent from the file then).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -124,6 +128,7 @@ impl FittedModel {
             n_target: target_x.nrows(),
             history: fitted.history.clone(),
             prior_guard_trusted: fitted.prior_guard.as_ref().map(|g| g.trusted),
+            adaptation_kept: fitted.adaptation_check.as_ref().map(|c| c.kept),
             n_target_sample: 0,
         };
         let holdout = (!fitted.holdout_rows.is_empty()).then(|| SourceHoldout {

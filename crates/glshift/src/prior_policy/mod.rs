@@ -25,4 +25,6 @@ pub(crate) use interval::hull_with_report;
 pub use interval::{
     fit_prior_estimate, fit_prior_interval, FinalOutputs, FitPrior, FitPriorInterval,
 };
-pub use untrusted::{label_shift_verdict, untrusted_estimate, untrusted_note, untrusted_range};
+pub use untrusted::{
+    label_shift_verdict, untrusted_estimate, untrusted_note, untrusted_range, widened_with_uniform,
+};

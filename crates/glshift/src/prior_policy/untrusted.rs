@@ -95,6 +95,12 @@ pub fn untrusted_range(
     if let Some(c) = check.filter(|c| !c.qp_prior_after.is_empty()) {
         points.extend([c.qp_prior_after.as_slice(), c.mlls_prior_after.as_slice()]);
     }
+    widened_with_uniform(low, high, &points)
+}
+
+/// `(low, high)` widened, per class, to hold the uniform 1/c (c = `low.len()`) and each of
+/// `points` (each of length c), then clipped to [0, 1].
+pub fn widened_with_uniform(low: &[f64], high: &[f64], points: &[&[f64]]) -> (Vec<f64>, Vec<f64>) {
     let uniform = 1.0 / low.len() as f64;
     (0..low.len())
         .map(|k| {

@@ -145,7 +145,25 @@ fn a_model_whose_guard_distrusted_its_estimate_does_not_reweight() {
     let a = model.predict_proba_adapted(data.target_x(), &BatchParams::default()).unwrap();
     assert!(!a.prior.reweighted && a.prior.warnings.iter().any(|w| w.contains("prior guard")));
     assert_eq!(a.probs, model.predict_proba(data.target_x()).unwrap(), "the plain posteriors");
+    // No kept adaptation on record: the batch prior is reported as pˢ, flagged, and its interval
+    // holds pˢ and the uniform proportions.
+    let b = &a.prior;
+    assert_eq!(b.batch_prior, model.source_prior());
+    assert!(b.untrusted.as_deref().is_some_and(|w| w.contains("the source proportions")));
+    let c = b.batch_prior.len() as f64;
+    for k in 0..b.batch_prior.len() {
+        let (lo, hi) = (b.batch_prior_ci_low[k], b.batch_prior_ci_high[k]);
+        assert!(lo <= b.batch_prior[k] && b.batch_prior[k] <= hi && lo <= 1.0 / c && 1.0 / c <= hi);
+    }
+    // A kept adaptation (this model is confident on most of its target): the adapted network's
+    // reading, a distribution other than pˢ.
+    model.info.adaptation_kept = Some(true);
+    let kept = model.predict_proba_adapted(data.target_x(), &BatchParams::default()).unwrap();
+    assert!(kept.prior.untrusted.as_deref().is_some_and(|w| w.contains("confident target rows")));
+    assert!((kept.prior.batch_prior.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    assert_ne!(kept.prior.batch_prior, model.source_prior());
     let again =
         FittedModel::from_bytes(&model.to_bytes().unwrap(), Path::new("m.glshift")).unwrap();
     assert_eq!(again.info.prior_guard_trusted, Some(false), "the verdict travels with the file");
+    assert_eq!(again.info.adaptation_kept, Some(true));
 }
