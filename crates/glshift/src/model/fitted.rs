@@ -133,7 +133,7 @@ impl FittedModel {
         };
         let holdout = (!fitted.holdout_rows.is_empty()).then(|| SourceHoldout {
             probs: fitted.holdout_probs.clone(),
-            labels: fitted.holdout_rows.iter().map(|&i| source_y[i]).collect(),
+            labels: fitted.holdout_labels(source_y),
         });
         let target = TargetSample::from_fit(target_x, fitted.target_probs.view(), cfg.seed)?;
         let info =

@@ -320,7 +320,7 @@ fn reported_prior(
             untrusted: None,
         }));
     }
-    let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let labels = fitted.holdout_labels(source_y);
     let ls = &cfg.label_shift;
     let outputs = FinalOutputs::new(
         fitted.holdout_probs.view(),

@@ -287,7 +287,7 @@ fn run_checked(
     let predictions = argmax_rows(&fitted.target_probs);
     let mut predicted_class_counts = vec![0usize; c];
     predictions.iter().for_each(|&k| predicted_class_counts[k] += 1);
-    let holdout_labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let holdout_labels = fitted.holdout_labels(source_y);
     let label_free = label_free(&fitted, prior.as_ref(), &holdout_labels, cfg, &mut warnings)?;
     let shape = (n_source, n_features, n_target);
     let report = fit_report(

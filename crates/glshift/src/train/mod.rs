@@ -224,7 +224,7 @@ fn check_adapted(
     source_y: &[usize],
     cfg: &FitConfig,
 ) -> Result<AdaptationCheck> {
-    let labels: Vec<usize> = fitted.holdout_rows.iter().map(|&i| source_y[i]).collect();
+    let labels = fitted.holdout_labels(source_y);
     let params = CheckParams {
         tau: cfg.mul.tau,
         soft: cfg.label_shift.soft,

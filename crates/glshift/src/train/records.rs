@@ -126,6 +126,14 @@ pub struct FitData<'a> {
     pub holdout: Option<&'a [usize]>,
 }
 
+impl Fitted {
+    /// The source labels of the hold-out rows, in `holdout_rows` order (`source_y`: every
+    /// source row's label, input order).
+    pub fn holdout_labels(&self, source_y: &[usize]) -> Vec<usize> {
+        self.holdout_rows.iter().map(|&i| source_y[i]).collect()
+    }
+}
+
 impl IterRecord {
     /// A pre-training iteration: cross-entropy, and the hold-out when there is one.
     pub(super) fn pretrain(iter: usize, ce: f64, holdout: Option<HoldoutRecord>) -> IterRecord {
