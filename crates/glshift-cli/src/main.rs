@@ -44,7 +44,7 @@ enum Command {
     Monitor(monitor::MonitorArgs),
     /// Run `source` and `mul` on a built-in seeded synthetic generalized-label-shift task (no files needed).
     Demo(demo::DemoArgs),
-    /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls); resumable.
+    /// Run a grid of tasks × methods × seeds under a protocol (uda, pda, gls, msda); resumable.
     Bench(bench::BenchArgs),
     /// The paper's ablation of MUL (w,y / J_TU / J_DU / class-wise MMD) as a bench grid; resumable.
     Ablation(ablation::AblationArgs),
