@@ -4,6 +4,7 @@
 
 mod conditional;
 mod estimate;
+mod estimate_checks;
 mod study;
 
 use anyhow::Result;
