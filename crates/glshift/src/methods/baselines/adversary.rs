@@ -20,69 +20,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use serde::{Deserialize, Serialize};
-
-use super::BaselineConfig;
+use super::{AdversarialConfig, BaselineConfig};
 use crate::nn::{
     weighted_cross_entropy, Activation, Adam, AdamConfig, Forward, Network, NetworkConfig,
     Optimizer, Sgd,
 };
-use crate::{Error, Real, Result};
-
-/// `[baselines.adversarial]`: the discriminator and reversal schedule shared by DANN, CDAN,
-/// CDAN-E, IW-DANN, IW-CDAN and PADA.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AdversarialConfig {
-    /// γ of the gradient-reversal schedule λ_p = λ·(2/(1 + exp(−γp)) − 1), p ∈ [0, 1] the
-    /// adaptation progress (Ganin et al. 2016, sec. 5.2.2: γ = 10).
-    pub grl_gamma: f64,
-    /// Hidden widths of the domain discriminator (Ganin et al. 2016 and Long et al. 2018:
-    /// 1024 → 1024 → 1, ReLU, dropout 0.5).
-    pub discriminator_hidden: Vec<usize>,
-    /// Dropout after each hidden layer of the discriminator (the same sources: 0.5).
-    pub discriminator_dropout: f32,
-}
-
-impl Default for AdversarialConfig {
-    fn default() -> Self {
-        AdversarialConfig {
-            grl_gamma: 10.0,
-            discriminator_hidden: vec![1024, 1024],
-            discriminator_dropout: 0.5,
-        }
-    }
-}
-
-impl AdversarialConfig {
-    /// Checks every field; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        if !(self.grl_gamma.is_finite() && self.grl_gamma > 0.0) {
-            return Err(Error::param(
-                "baselines.adversarial.grl_gamma",
-                self.grl_gamma,
-                "must be finite and > 0",
-            ));
-        }
-        if self.discriminator_hidden.is_empty() || self.discriminator_hidden.contains(&0) {
-            return Err(Error::param(
-                "baselines.adversarial.discriminator_hidden",
-                format!("{:?}", self.discriminator_hidden),
-                "needs at least one layer, every width >= 1",
-            ));
-        }
-        if !(self.discriminator_dropout.is_finite()
-            && (0.0..1.0).contains(&self.discriminator_dropout))
-        {
-            return Err(Error::param(
-                "baselines.adversarial.discriminator_dropout",
-                self.discriminator_dropout,
-                "must be in [0, 1)",
-            ));
-        }
-        Ok(())
-    }
-}
+use crate::{Real, Result};
 
 /// λ_p = λ·(2/(1 + exp(−γp)) − 1) (Ganin et al. 2016, sec. 5.2.2): the reversal starts at 0,
 /// while the discriminator is still random, and rises to λ.

@@ -38,35 +38,7 @@ use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
 use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
 use crate::nn::softmax;
-use crate::{Error, Real, Result};
-use serde::{Deserialize, Serialize};
-
-/// `[baselines.cdan]`: the conditioning map of CDAN, CDAN-E and IW-CDAN.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CdanConfig {
-    /// Above this many dimensions (d_Z·c) the multilinear map is replaced by the randomized
-    /// one (Long et al. 2018, sec. 3.1: 4096).
-    pub max_multilinear_dim: usize,
-    /// Output dimension of the randomized multilinear map (Long et al. 2018: 1024).
-    pub random_dim: usize,
-}
-
-impl Default for CdanConfig {
-    fn default() -> Self {
-        CdanConfig { max_multilinear_dim: 4096, random_dim: 1024 }
-    }
-}
-
-impl CdanConfig {
-    /// Checks every field; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        if self.random_dim == 0 {
-            return Err(Error::param("baselines.cdan.random_dim", 0, "must be >= 1"));
-        }
-        Ok(())
-    }
-}
+use crate::{Real, Result};
 
 /// The conditioning map T(f, g) and its backward.
 #[derive(Clone, Debug)]

@@ -18,19 +18,14 @@
 //! - Iterations: see [`BaselineConfig::iterations`].
 //!
 //! `[baselines]` holds what every baseline shares (λ and the SGD schedule); each method's own
-//! knobs are in its sub-section, beside the code it configures: `[baselines.adversarial]`
-//! (`adversary.rs`), `[baselines.cdan]` (`cdan.rs`), `[baselines.pada]` (`dann.rs`),
-//! `[baselines.mmd]` and `[baselines.jan]` (`mmd.rs`), `[baselines.kmm]` (`kmm/`). Files
+//! knobs are in its sub-section (`sections.rs`: `[baselines.adversarial]`, `[baselines.cdan]`,
+//! `[baselines.pada]`, `[baselines.mmd]`, `[baselines.jan]`, `[baselines.kmm]`). Files
 //! written with the earlier flat keys (`grl_gamma`, `cdan_random_dim`, … directly under
 //! `[baselines]`, and `training` for `schedule`) are still read: [`super::config_file`].
 
 use serde::{Deserialize, Serialize};
 
-use super::adversary::AdversarialConfig;
-use super::cdan::CdanConfig;
-use super::dann::PadaConfig;
-use super::kmm::KmmConfig;
-use super::mmd::{JanConfig, MmdConfig};
+use super::sections::{AdversarialConfig, CdanConfig, JanConfig, KmmConfig, MmdConfig, PadaConfig};
 use crate::methods::method_info::MethodInfo;
 use crate::{Error, Result};
 

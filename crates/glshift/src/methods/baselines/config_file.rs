@@ -5,12 +5,8 @@
 
 use serde::Deserialize;
 
-use super::adversary::AdversarialConfig;
-use super::cdan::CdanConfig;
 use super::config::{BaselineConfig, BaselineSchedule};
-use super::dann::PadaConfig;
-use super::kmm::KmmConfig;
-use super::mmd::{JanConfig, MmdConfig};
+use super::sections::{AdversarialConfig, CdanConfig, JanConfig, KmmConfig, MmdConfig, PadaConfig};
 
 /// `[baselines]` as written in a file: every key of [`BaselineConfig`] (`training` read as
 /// `schedule`), the sub-sections optional, and the flat keys they replaced.

@@ -4,38 +4,12 @@
 
 use crate::seeds::{stream_seed, Stream};
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
-use serde::{Deserialize, Serialize};
 
 use super::{grl_coefficient, reverse_gradient, row_weights, source_class_weights};
 use super::{AdaptInputs, AdaptOutput, Discriminator, GRADIENT_NAME};
 use crate::methods::method::{BuildContext, Method, StepOutput};
 use crate::methods::method_info::ClassWeights;
-use crate::{Error, Real, Result};
-
-/// `[baselines.pada]`: PADA's own knob.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PadaConfig {
-    /// Iterations between two refreshes of the class weights γ (500, the `update_iter` of
-    /// PADA's released training script).
-    pub update_interval: usize,
-}
-
-impl Default for PadaConfig {
-    fn default() -> Self {
-        PadaConfig { update_interval: 500 }
-    }
-}
-
-impl PadaConfig {
-    /// Checks every field; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        if self.update_interval == 0 {
-            return Err(Error::param("baselines.pada.update_interval", 0, "must be >= 1"));
-        }
-        Ok(())
-    }
-}
+use crate::{Real, Result};
 
 /// PADA's class weights (Cao, Ma, Long & Wang, "Partial Adversarial Domain Adaptation", ECCV
 /// 2018, eq. 3): γ = (1/n_t) Σⱼ ŷⱼ, the average target prediction, normalised by its maximum.

@@ -4,64 +4,7 @@ use super::{softmax_backward, AdaptInputs, AdaptOutput, BaselineConfig, GRADIENT
 use crate::kernel::{bandwidth, joint_mmd2, GaussianFamily};
 use crate::methods::method::{Method, StepOutput};
 use crate::nn::softmax;
-use crate::{Error, Real, Result};
-use serde::{Deserialize, Serialize};
-
-/// `[baselines.mmd]`: the multi-kernel on Z of DAN and JAN.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MmdConfig {
-    /// Number of Gaussian kernels: bandwidths 2^(−2..=2) × the mean pairwise squared distance
-    /// for 5 (the `kernel_mul = 2.0`, `kernel_num = 5` family of DAN/JAN's released PyTorch
-    /// code, thuml/Xlearn).
-    pub kernels: usize,
-}
-
-impl Default for MmdConfig {
-    fn default() -> Self {
-        MmdConfig { kernels: 5 }
-    }
-}
-
-/// `[baselines.jan]`: JAN's kernel on the predictions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct JanConfig {
-    /// The Gaussian bandwidth on the softmax predictions, exp(−‖ŷ − ŷ'‖²/1.68) (the fixed
-    /// `fix_sigma = 1.68` of JAN's released code for the prediction layer).
-    pub prediction_bandwidth: f64,
-}
-
-impl Default for JanConfig {
-    fn default() -> Self {
-        JanConfig { prediction_bandwidth: 1.68 }
-    }
-}
-
-impl MmdConfig {
-    /// Checks every field; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        if !(1..=32).contains(&self.kernels) {
-            return Err(Error::param("baselines.mmd.kernels", self.kernels, "must lie in 1..=32"));
-        }
-        Ok(())
-    }
-}
-
-impl JanConfig {
-    /// Checks every field; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        let v = self.prediction_bandwidth;
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::param(
-                "baselines.jan.prediction_bandwidth",
-                v,
-                "must be finite and > 0",
-            ));
-        }
-        Ok(())
-    }
-}
+use crate::{Real, Result};
 
 /// DAN — Long, Cao, Wang & Jordan, "Learning Transferable Features with Deep Adaptation
 /// Networks", ICML 2015 (and the TPAMI 2018 version the MUL paper cites): the source CE plus

@@ -26,12 +26,11 @@ pub mod dann;
 pub mod kmm;
 pub mod mcc;
 pub mod mmd;
+mod sections;
 
-pub use adversary::{grl_coefficient, reverse_gradient, AdversarialConfig, Discriminator};
-pub use cdan::CdanConfig;
+pub use adversary::{grl_coefficient, reverse_gradient, Discriminator};
 pub use config::{BaselineConfig, BaselineSchedule};
-pub use dann::PadaConfig;
-pub use mmd::{JanConfig, MmdConfig};
+pub use sections::{AdversarialConfig, CdanConfig, JanConfig, KmmConfig, MmdConfig, PadaConfig};
 
 use ndarray::{Array2, ArrayView2};
 

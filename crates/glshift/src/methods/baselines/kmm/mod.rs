@@ -42,59 +42,14 @@ pub mod qp;
 mod tests;
 
 use ndarray::{Array2, ArrayView2, Axis};
-use serde::{Deserialize, Serialize};
 
+pub use super::KmmConfig;
 use crate::methods::method::{AdaptInputs, CeWeights, Method, StepOutput, TransferRecord};
 use crate::{Error, Result};
 
 /// The most source training rows KMM takes: K alone is n_s² f64 (800 MB at 10 000) and the
 /// QP's factorisation grows as n_s³.
 pub const MAX_SOURCE_ROWS: usize = 10_000;
-
-/// KMM's settings (`[baselines.kmm]`); module docs for the sources of the defaults.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct KmmConfig {
-    /// B, the bound on every weight βᵢ (the paper's experiments and skada: 1000).
-    pub weight_bound: f64,
-    /// ε of |Σᵢ βᵢ − n_s| ≤ n_s·ε; `None` = (√n_s − 1)/√n_s (the paper's experiments, skada).
-    pub sum_tolerance: Option<f64>,
-    /// γ of the Gaussian kernel exp(−γ‖x − x'‖²); `None` = 1/d (skada's `gamma=None` through
-    /// scikit-learn's `rbf_kernel`).
-    pub gamma: Option<f64>,
-}
-
-impl Default for KmmConfig {
-    fn default() -> Self {
-        KmmConfig { weight_bound: 1000.0, sum_tolerance: None, gamma: None }
-    }
-}
-
-impl KmmConfig {
-    /// Checks the settings that do not depend on the data; part of `BaselineConfig::validate`.
-    pub fn validate(&self) -> Result<()> {
-        qp::check_feasible(self.weight_bound, self.sum_tolerance.unwrap_or(0.0))?;
-        if let Some(g) = self.gamma {
-            if !(g.is_finite() && g > 0.0) {
-                return Err(Error::param("baselines.kmm.gamma", g, "must be finite and > 0"));
-            }
-        }
-        Ok(())
-    }
-
-    /// ε for `n_s` source rows.
-    pub fn eps(&self, n_s: usize) -> f64 {
-        self.sum_tolerance.unwrap_or_else(|| {
-            let r = (n_s as f64).sqrt();
-            (r - 1.0) / r
-        })
-    }
-
-    /// γ for `d` input features.
-    pub fn gamma(&self, d: usize) -> f64 {
-        self.gamma.unwrap_or(1.0 / d.max(1) as f64)
-    }
-}
 
 /// KMM's weights and what they leave of the discrepancy.
 #[derive(Clone, Debug)]
