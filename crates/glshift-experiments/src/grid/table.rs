@@ -4,8 +4,12 @@
 use glshift::eval::mean_std;
 use glshift::records::{BenchRecord, FailedRun};
 
-fn short(name: &str) -> String {
-    name.chars().next().map(|c| c.to_ascii_uppercase().to_string()).unwrap_or_default()
+/// A domain's initial, upper case; pooled sources (`a+b`, `msda`) give each domain's: `AB`.
+pub(super) fn short(name: &str) -> String {
+    name.split(super::SOURCE_SEPARATOR)
+        .filter_map(|d| d.chars().next())
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
 }
 
 /// Tasks as columns, methods as rows (`(id, label)`: records are matched on the id, the row

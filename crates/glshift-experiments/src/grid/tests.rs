@@ -120,3 +120,9 @@ fn a_diverged_run_shows_in_the_table_as_such_never_as_a_number() {
     assert!(note.contains("- dann a→d seed 1: numerical failure"), "{note}");
     assert_eq!(table::failed_note(&[]), "");
 }
+
+#[test]
+fn pooled_sources_show_every_initial_in_the_column_names() {
+    assert_eq!(table::short("caltech+dslr+webcam"), "CDW");
+    assert_eq!(table::short("amazon"), "A");
+}
