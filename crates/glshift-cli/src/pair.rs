@@ -14,8 +14,8 @@ pub struct PairArgs {
     /// Folder holding the domains (npy layout, MATLAB v5 .mat files or CSV files).
     #[arg(long)]
     pub data: PathBuf,
-    /// Labelled source domain name (e.g. amazon); `fit` also takes several, comma-separated
-    /// (`amazon,dslr`): pooled, in any order the same fit (docs/multi-source.md).
+    /// Labelled source domain name (e.g. amazon); `fit` and `select` also take several,
+    /// comma-separated (`amazon,dslr`): pooled, in any order the same fit (docs/multi-source.md).
     #[arg(long)]
     pub source: String,
     /// Target domain name; its labels, if present, never train or test anything (`fit` reads

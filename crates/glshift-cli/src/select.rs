@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use glshift::output::write_files_atomically_with;
+use glshift::records::Protocol;
 use glshift::select::{
     default_candidates, read_candidates_file, SelectOutcome, SelectParams, SelectRule,
     SelectionFile,
@@ -57,13 +58,9 @@ pub fn run(args: SelectArgs) -> Result<()> {
 }
 
 fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams) -> Result<()> {
-    let (source, target) = args.pair.load()?;
-    let proto = args.protocol.parse(source.n_classes())?;
-    // By value: a domain the protocol leaves whole is moved, not copied.
-    let (source, target) = protocol::apply_owned(proto, source, target)?;
     let started = Instant::now();
     let mut bar: Option<(usize, TrainBar)> = None;
-    let outcome = params.select(&source, &target, &mut |i, p| {
+    let mut progress = |i: usize, p| {
         if bar.as_ref().map(|b| b.0) != Some(i) {
             if let Some((_, b)) = bar.take() {
                 b.finish();
@@ -80,19 +77,20 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
         if let Some((_, b)) = bar.as_ref() {
             b.update(p);
         }
-    });
+    };
+    let task = select_task(args, params, &mut progress);
     if let Some((_, b)) = bar.take() {
         b.finish();
     }
-    let mut outcome = outcome.with_context(|| {
+    let (mut outcome, proto, source, target) = task.with_context(|| {
         format!("selecting on {} → {} failed", args.pair.source, args.pair.target)
     })?;
     let elapsed = started.elapsed().as_secs_f64();
     outcome.chosen.report.protocol = proto;
     let file = SelectionFile {
         glshift_version: env!("CARGO_PKG_VERSION").to_string(),
-        source: source.name.clone(),
-        target: target.name.clone(),
+        source,
+        target,
         protocol: proto,
         selection: outcome.selection.clone(),
         target_evaluation: outcome.evaluation.clone(),
@@ -104,6 +102,31 @@ fn run_checked(args: &SelectArgs, params: &glshift::select::CheckedSelectParams)
     print_summary(&outcome, elapsed);
     eprintln!("wrote {}", args.run.out.display());
     Ok(())
+}
+
+/// The selection on the task of `args`: one source under `--setting`, or several pooled
+/// (`--setting uda` only, as `fit`); with the protocol and the source and target names.
+fn select_task(
+    args: &SelectArgs,
+    params: &glshift::select::CheckedSelectParams,
+    progress: &mut dyn FnMut(usize, glshift::train::Progress),
+) -> Result<(SelectOutcome, Protocol, String, String)> {
+    let sources = args.pair.sources()?;
+    if sources.len() > 1 {
+        if args.protocol.parse(2)? != Protocol::Uda {
+            anyhow::bail!("--source with several domains: only --setting uda is supported");
+        }
+        let (pooled, target) =
+            glshift::data::load_sources(&args.pair.data, &sources, &args.pair.target)?;
+        let outcome = params.select_pooled(&pooled, &target, progress)?;
+        return Ok((outcome, Protocol::Uda, pooled.pooled.name.clone(), target.name));
+    }
+    let (source, target) = args.pair.load()?;
+    let proto = args.protocol.parse(source.n_classes())?;
+    // By value: a domain the protocol leaves whole is moved, not copied.
+    let (source, target) = protocol::apply_owned(proto, source, target)?;
+    let outcome = params.select(&source, &target, progress)?;
+    Ok((outcome, proto, source.name, target.name))
 }
 
 fn print_summary(o: &SelectOutcome, elapsed: f64) {

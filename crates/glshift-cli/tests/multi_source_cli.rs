@@ -154,3 +154,34 @@ fn bench_msda_runs_leave_one_domain_out_tasks_as_the_pooled_fit() {
     ]);
     assert!(!o.status.success() && stderr(&o).contains("--source a,b"), "{}", stderr(&o));
 }
+
+/// `select --source a,b`: every candidate is the pooled fit; the selection names the pooled
+/// source and the chosen model's report gives each domain.
+#[test]
+fn select_takes_several_sources_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path());
+    let cfg = fast_config(dir.path());
+    let out = dir.path().join("sel");
+    let o = run(&[
+        "select",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--source",
+        "src2,src",
+        "--target",
+        "tgt",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sel: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("selection.json")).unwrap()).unwrap();
+    assert_eq!(sel["source"], "src+src2");
+    assert_eq!(sel["selection"]["candidates"].as_array().unwrap().len(), 3);
+    let rep = report(dir.path(), "sel");
+    assert_eq!(rep["source_domains"].as_array().unwrap().len(), 2);
+}

@@ -31,6 +31,7 @@
 
 mod candidates;
 mod linear;
+mod outcome;
 mod record;
 pub mod scorers;
 mod scores;
@@ -44,13 +45,14 @@ pub use record::SelectionFile;
 pub use scores::{CandidateScores, SelectRule, SAFE_IWCV_MARGIN, SND_MAX_ROWS, SND_TEMPERATURE};
 
 use crate::config::FitConfig;
-use crate::data::Domain;
+use crate::data::{Domain, PooledSource};
 use crate::methods::MethodKind;
 use crate::model::Dataset;
 use crate::pipeline::{self, RunOutput};
 use crate::prior_policy::FitDiagnostics;
 use crate::train::{PretrainCache, Progress, Stage};
-use crate::{eval, Error, Result};
+use crate::{Error, Result};
+use outcome::{evaluate, reason};
 
 /// Unchecked settings of a selection: the base configuration (seed, network, pre-training and
 /// every setting a candidate does not override), the candidates, the rule.
@@ -197,15 +199,42 @@ impl CheckedSelectParams {
         progress: &mut dyn FnMut(usize, Progress),
     ) -> Result<SelectOutcome> {
         pipeline::check_pair(source, target)?;
+        self.select_on(source, None, target, progress)
+    }
+
+    /// [`CheckedSelectParams::select`] on several sources pooled (`glshift select --source
+    /// a,b`): every candidate is the pooled fit of `pipeline::run_pooled` (the hold-out
+    /// stratified by class and domain).
+    pub fn select_pooled(
+        &self,
+        sources: &PooledSource,
+        target: &Domain,
+        progress: &mut dyn FnMut(usize, Progress),
+    ) -> Result<SelectOutcome> {
+        pipeline::check_pair(&sources.pooled, target)?;
+        self.select_on(&sources.pooled, Some(sources), target, progress)
+    }
+
+    fn select_on(
+        &self,
+        source: &Domain,
+        pooled: Option<&PooledSource>,
+        target: &Domain,
+        progress: &mut dyn FnMut(usize, Progress),
+    ) -> Result<SelectOutcome> {
         let blind = Domain { labels: None, ..target.clone() };
         let mut cache = PretrainCache::new();
+        let fit = |cfg: &FitConfig, cache: &mut PretrainCache, p: &mut dyn FnMut(Progress)| {
+            match pooled {
+                Some(sources) => pipeline::run_pooled_cached(sources, &blind, cfg, Some(cache), p),
+                None => pipeline::run_cached(source, &blind, cfg, cache, p),
+            }
+        };
         let mut runs = Vec::with_capacity(self.configs.len());
         for (i, cfg) in self.configs.iter().enumerate() {
-            runs.push(pipeline::run_cached(source, &blind, cfg, &mut cache, &mut |p| {
-                progress(i, p)
-            })?);
+            runs.push(fit(cfg, &mut cache, &mut |p| progress(i, p))?);
         }
-        let reference = self.iwcv_reference(source, &blind, &runs, &mut cache)?;
+        let reference = self.iwcv_reference(&runs, &mut |cfg| fit(cfg, &mut cache, &mut |_| {}))?;
         let selection = self.choose(&runs, reference)?;
         // The choice is made: from here on the target labels may be read, to score.
         let evaluation = match &target.labels {
@@ -242,10 +271,8 @@ impl CheckedSelectParams {
     /// exactly `source` with `adapt_iters = 0`, else one more run from the cache).
     fn iwcv_reference(
         &self,
-        source: &Domain,
-        blind: &Domain,
         runs: &[RunOutput],
-        cache: &mut PretrainCache,
+        fit: &mut dyn FnMut(&FitConfig) -> Result<RunOutput>,
     ) -> Result<IwcvReference> {
         let cfg =
             FitConfig { method: MethodKind::Source, adapt_iters: 0, ..self.params.base.clone() };
@@ -253,7 +280,7 @@ impl CheckedSelectParams {
         let run = match self.pretrained_candidate() {
             Some(i) => &runs[i],
             None => {
-                own = pipeline::run_cached(source, blind, &cfg, cache, &mut |_| {})?;
+                own = fit(&cfg)?;
                 &own
             }
         };
@@ -325,59 +352,4 @@ impl CheckedSelectParams {
             reason,
         })
     }
-}
-
-/// The sentence of `Selection::reason`.
-fn reason(rule: SelectRule, cands: &[ScoredCandidate], chosen: usize) -> String {
-    let what = match rule {
-        SelectRule::MeanRank => "the best mean rank over iwcv, dev-normalised, snd, entropy and circular".to_string(),
-        SelectRule::SafeEntropy => format!(
-            "the lowest mean target entropy among the candidates whose iwcv is at least the pre-trained network's minus {}",
-            scores::SAFE_IWCV_MARGIN
-        ),
-        r => format!("the highest {r} score"),
-    };
-    let show = |v: Option<f64>| match (rule, v) {
-        (SelectRule::MeanRank, Some(v)) => format!("{:.2}", -v),
-        (_, Some(v)) => format!("{v:.4}"),
-        (_, None) => "none".to_string(),
-    };
-    let winner = &cands[chosen];
-    let runner_up =
-        cands.iter().enumerate().filter(|(i, c)| *i != chosen && c.rule_value.is_some()).max_by(
-            |a, b| {
-                a.1.rule_value
-                    .partial_cmp(&b.1.rule_value)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then(b.0.cmp(&a.0))
-            },
-        );
-    let next = runner_up
-        .map_or(String::new(), |(_, c)| format!("; next '{}' with {}", c.name, show(c.rule_value)));
-    format!(
-        "rule {rule}: '{}' has {what} ({}){next}; ties go to the earlier candidate",
-        winner.name,
-        show(winner.rule_value)
-    )
-}
-
-/// After the choice: every candidate's target accuracy.
-fn evaluate(
-    selection: &Selection,
-    runs: &[RunOutput],
-    truth: &[usize],
-) -> Result<CandidateAccuracies> {
-    let target_accuracy = runs
-        .iter()
-        .map(|r| eval::score(&r.predictions(), truth, r.report.classes.len()).map(|s| s.accuracy))
-        .collect::<Result<Vec<f64>>>()?;
-    let oracle = scores::arg_best(&target_accuracy.iter().map(|&a| Some(a)).collect::<Vec<_>>())
-        .unwrap_or(0);
-    Ok(CandidateAccuracies {
-        note: "evaluation only: computed from the target labels after the choice was made".into(),
-        chosen_accuracy: target_accuracy[selection.chosen],
-        oracle,
-        oracle_accuracy: target_accuracy[oracle],
-        target_accuracy,
-    })
 }
