@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use glshift::data::{Domain, PooledSource, SourcePart};
 use glshift::model::Dataset;
 use glshift::select::{default_candidates, Candidate, SelectParams, SelectRule};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
@@ -15,9 +16,11 @@ use crate::{interruptible, labelled_pair, py_err, resolve_config, Model};
 
 /// Fits every candidate on `source_x`/`source_y` → `target_x` (one shared pre-training), scores
 /// each without target labels and chooses by `rule` (a rule name of `glshift select --scorer`;
-/// `None` = the default). Returns `(selection JSON, chosen model, chosen run's warnings)`.
+/// `None` = the default). `source_domains`: one domain index per source row, rows of a domain
+/// contiguous (the package orders them), for several sources pooled as `select --source a,b`
+/// pools them. Returns `(selection JSON, chosen model, chosen run's warnings)`.
 #[pyfunction]
-#[pyo3(signature = (source_x, source_y, target_x, class_names, candidates_json=None, rule=None, config_json=None, config_path=None, seed=None))]
+#[pyo3(signature = (source_x, source_y, target_x, class_names, candidates_json=None, rule=None, config_json=None, config_path=None, seed=None, source_domains=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn select(
     py: Python<'_>,
@@ -30,6 +33,7 @@ pub(crate) fn select(
     config_json: Option<String>,
     config_path: Option<PathBuf>,
     seed: Option<u64>,
+    source_domains: Option<Vec<usize>>,
 ) -> PyResult<(String, Model, Vec<String>)> {
     let base = resolve_config(
         config_json.as_deref(),
@@ -57,9 +61,48 @@ pub(crate) fn select(
     let (xs, ys, xt) = labelled_pair(&source_x, &source_y, &target_x)?;
     let data =
         Dataset::new(xs, ys, xt).and_then(|d| d.with_class_names(class_names)).map_err(py_err)?;
-    let outcome =
-        interruptible(py, "select", |tick| params.select_dataset(&data, &mut |_, _| tick()))?;
+    let outcome = match pooled_sources(&data, source_domains.as_deref())? {
+        None => {
+            interruptible(py, "select", |tick| params.select_dataset(&data, &mut |_, _| tick()))?
+        }
+        Some((pooled, target)) => interruptible(py, "select", |tick| {
+            params.select_pooled(&pooled, &target, &mut |_, _| tick())
+        })?,
+    };
     let json = serde_json::to_string(&outcome.selection)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     Ok((json, Model { inner: outcome.chosen.model }, outcome.chosen.report.warnings))
+}
+
+/// The dataset's source as several pooled domains (`domains`: one index per source row, each
+/// domain's rows contiguous), with the target; `None` for one domain.
+fn pooled_sources(
+    data: &Dataset,
+    domains: Option<&[usize]>,
+) -> PyResult<Option<(PooledSource, Domain)>> {
+    let Some(domains) = domains.filter(|d| d.windows(2).any(|w| w[0] != w[1])) else {
+        return Ok(None);
+    };
+    let (source, target) = data.to_domains();
+    if domains.len() != source.features.nrows() {
+        return Err(PyValueError::new_err(format!(
+            "source_domains: {} entries for {} source rows",
+            domains.len(),
+            source.features.nrows()
+        )));
+    }
+    let mut parts: Vec<SourcePart> = Vec::new();
+    for (i, &d) in domains.iter().enumerate() {
+        let name = format!("source-{d}");
+        if parts.last().is_some_and(|p| p.name == name) {
+            parts.last_mut().expect("checked above").rows.end = i + 1;
+        } else if parts.iter().any(|p| p.name == name) {
+            return Err(PyValueError::new_err(format!(
+                "source_domains: the rows of domain {d} are not contiguous"
+            )));
+        } else {
+            parts.push(SourcePart { name, rows: i..i + 1 });
+        }
+    }
+    Ok(Some((PooledSource { pooled: source, parts }, target)))
 }

@@ -99,3 +99,19 @@ def test_bad_arguments_are_python_errors(data, kw, exc, msg):
             data["X"], data["y_int"], sample_domain=data["sd"], **{"config": dict(FAST), **kw}
         )
     assert msg in str(e.value), str(e.value)
+
+
+def test_several_sources_are_pooled_and_the_chosen_model_is_their_pooled_fit(data):
+    sd = data["sd"].copy()
+    src = np.flatnonzero(sd > 0)
+    sd[src] = src % 2 + 1
+    sd[sd < 0] = -3
+    s = glshift.select(data["X"], data["y_int"], sample_domain=sd, seed=0, config=dict(FAST))
+    cfg = s.candidates[s.chosen]["config"]
+    plain = glshift.Adapter(method=cfg["method"], config=cfg).fit(
+        data["X"], data["y_int"], sample_domain=sd
+    )
+    np.testing.assert_array_equal(
+        s.estimator.predict_proba(data["X"]), plain.predict_proba(data["X"])
+    )
+    assert [c["name"] for c in s.candidates] == ["source", "mul", "mul-weak"]

@@ -89,6 +89,8 @@ def select(X, y, sample_domain=None, *, candidates=None, rule=None, seed=None, c
     X, y, sample_domain
         As for :meth:`MUL.fit`: ``sample_domain > 0`` marks source rows, ``< 0`` target rows
         (their ``y`` is ``-1`` and never read); without it, rows with ``y == -1`` are the target.
+        Several source ids are pooled as :meth:`MUL.fit` pools them, each candidate the pooled
+        fit.
     candidates : list of dict or None
         Each a ``[[candidate]]`` table of docs/select.md as a dict: ``method`` (required),
         ``name``, ``lambda_tu``, ``lambda_du``, ``tau``, ``adapt_iters``. None: the default set
@@ -113,9 +115,9 @@ def select(X, y, sample_domain=None, *, candidates=None, rule=None, seed=None, c
     # The estimators' validation (rank, dtype float32, sparse, empty) on a throwaway instance.
     X, y = _validate(MUL(), X, y, reset=True)
     Xs, ys, Xt, classes, domains = _split_domains(X, y, sample_domain)
-    if domains is not None:
-        raise ValueError("sample_domain: select takes one source domain (pool them for MUL)")
-    sel_json, model, warns = _core.select(Xs, ys, Xt, [str(c) for c in classes], **kw)
+    sel_json, model, warns = _core.select(
+        Xs, ys, Xt, [str(c) for c in classes], source_domains=domains, **kw
+    )
     for w in warns:
         warnings.warn(f"glshift: {w}", UserWarning, stacklevel=2)
     sel = json.loads(sel_json)
