@@ -19,11 +19,16 @@ fn fixture(dir: &Path) {
 }
 
 fn fit(dir: &Path, sources: &str, out: &str) -> std::process::Output {
+    on_sources(dir, "fit", sources, out)
+}
+
+/// `glshift COMMAND` (`fit` or `select`) on `sources` → `tgt` with the fast settings.
+fn on_sources(dir: &Path, command: &str, sources: &str, out: &str) -> std::process::Output {
     let cfg = fast_config(dir);
     let d = dir.to_str().unwrap();
     let out = dir.join(out);
     let args = [
-        "fit",
+        command,
         "--data",
         d,
         "--source",
@@ -161,23 +166,9 @@ fn bench_msda_runs_leave_one_domain_out_tasks_as_the_pooled_fit() {
 fn select_takes_several_sources_pooled() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
-    let cfg = fast_config(dir.path());
-    let out = dir.path().join("sel");
-    let o = run(&[
-        "select",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--source",
-        "src2,src",
-        "--target",
-        "tgt",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let o = on_sources(dir.path(), "select", "src2,src", "sel");
     assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("sel");
     let sel: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("selection.json")).unwrap()).unwrap();
     assert_eq!(sel["source"], "src+src2");
