@@ -15,6 +15,9 @@ per-seed task average, or the one seed's average), best first, and its differenc
 instead.
 
     python3 bench/results_page.py BINARY DATA DOC uda=GRID_UDA pda=GRID_PDA [--check]
+
+A NAME=GRID whose NAME is SETTING-SUFFIX (e.g. `uda-kmm`) fills the markers of that NAME with a
+grid of SETTING: a second table of the same setting.
 """
 
 import json
@@ -37,7 +40,8 @@ def grid_args(grid):
     return methods, sorted(seeds), settings, len(records)
 
 
-def table(binary, data, setting, grid, check):
+def table(binary, data, name, grid, check):
+    setting = name.split("-", 1)[0]
     methods, seeds, settings, n = grid_args(grid)
     if settings != {setting}:
         sys.exit(f"{grid}: its records are of settings {sorted(settings)}, not {setting}")
@@ -65,7 +69,7 @@ def table(binary, data, setting, grid, check):
     subprocess.run(cmd, check=True, capture_output=True)
     shown = (
         f"glshift bench --data {data} --setting {setting} --seeds {','.join(map(str, seeds))} "
-        f"--methods {','.join(methods)} --out {setting}"
+        f"--methods {','.join(methods)} --out {name}"
     )
     body = open(os.path.join(grid, "table.md")).read().strip()
     return f"```sh\n{shown}\n```\n\n{body}\n\n{averages(grid, methods)}\n"
@@ -100,12 +104,12 @@ def main():
     binary, data, doc, grids = args[0], args[1], args[2], args[3:]
     text = open(doc).read()
     for spec in grids:
-        setting, grid = spec.split("=", 1)
-        begin, end = f"<!-- BEGIN grid:{setting} -->", f"<!-- END grid:{setting} -->"
+        name, grid = spec.split("=", 1)
+        begin, end = f"<!-- BEGIN grid:{name} -->", f"<!-- END grid:{name} -->"
         if begin not in text or end not in text:
             sys.exit(f"{doc}: no markers {begin} ... {end}")
         a, b = text.index(begin) + len(begin), text.index(end)
-        text = text[:a] + "\n" + table(binary, data, setting, grid, check) + text[b:]
+        text = text[:a] + "\n" + table(binary, data, name, grid, check) + text[b:]
     open(doc, "w").write(text)
 
 
