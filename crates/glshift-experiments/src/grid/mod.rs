@@ -157,8 +157,7 @@ pub fn run_grid(
             s,
             t,
             proto,
-            src: sources.domain(),
-            pooled: sources.pooled(),
+            sources: sources.as_sources(),
             tgt: &tgt,
             pretrained: PretrainCache::new(),
         };
@@ -192,9 +191,8 @@ struct Task<'g> {
     s: &'g str,
     t: &'g str,
     proto: Protocol,
-    src: &'g data::Domain,
-    /// `msda`: the sources `src` pools, for the hold-out stratified by domain.
-    pooled: Option<&'g data::PooledSource>,
+    /// One domain, or (`msda`) several pooled, their hold-out stratified by domain.
+    sources: pipeline::Sources<'g>,
     tgt: &'g data::Domain,
     pretrained: PretrainCache,
 }
@@ -226,7 +224,7 @@ impl Task<'_> {
             source_target_prior_l1: r.source_target_prior_l1,
             prior_interval_coverage: r.prior_interval_coverage(),
             prior_untrusted: r.estimated_target_prior_untrusted.is_some(),
-            source_class_counts: protocol::class_counts(self.src).unwrap_or_default(),
+            source_class_counts: protocol::class_counts(self.sources.domain()).unwrap_or_default(),
             target_class_counts: protocol::class_counts(self.tgt).unwrap_or_default(),
             elapsed_seconds: r.elapsed_seconds,
             pretraining_reused: r.pretraining_reused,
@@ -236,13 +234,7 @@ impl Task<'_> {
 
     /// Fits `cfg` on the task, sharing its pre-training with the task's other runs.
     fn fit(&mut self, cfg: &FitConfig) -> glshift::Result<pipeline::RunOutput> {
-        let cache = Some(&mut self.pretrained);
-        match self.pooled {
-            Some(p) => pipeline::run_pooled_cached(p, self.tgt, cfg, cache, &mut |_| {}),
-            None => {
-                pipeline::run_cached(self.src, self.tgt, cfg, &mut self.pretrained, &mut |_| {})
-            }
-        }
+        pipeline::run_sources_cached(self.sources, self.tgt, cfg, &mut self.pretrained, &mut |_| {})
     }
 
     /// One (variant, seed): read back from `OUT/runs/` when made with the same settings, else

@@ -2,6 +2,7 @@
 //! protocol (one source, or under `msda` every other domain pooled).
 
 use glshift::data;
+use glshift::pipeline::Sources;
 
 use super::GridSpec;
 use crate::protocol::{self, Protocol};
@@ -81,25 +82,18 @@ fn leave_one_out_tasks(spec: &GridSpec) -> Result<Vec<(String, String)>> {
 /// Joins the pooled sources of an `msda` task in its name (`art_painting+cartoon`).
 pub const SOURCE_SEPARATOR: &str = "+";
 
-/// A task's source: one domain, or several pooled (`msda`).
-pub(super) enum Sources {
+/// A task's source, held: one domain, or several pooled (`msda`).
+pub(super) enum TaskSource {
     One(data::Domain),
     Pooled(data::PooledSource),
 }
 
-impl Sources {
-    /// The source rows the fit trains on.
-    pub(super) fn domain(&self) -> &data::Domain {
+impl TaskSource {
+    /// The source as a fit takes it.
+    pub(super) fn as_sources(&self) -> Sources<'_> {
         match self {
-            Sources::One(d) => d,
-            Sources::Pooled(p) => &p.pooled,
-        }
-    }
-
-    pub(super) fn pooled(&self) -> Option<&data::PooledSource> {
-        match self {
-            Sources::One(_) => None,
-            Sources::Pooled(p) => Some(p),
+            TaskSource::One(d) => Sources::One(d),
+            TaskSource::Pooled(p) => Sources::Pooled(p),
         }
     }
 }
@@ -109,14 +103,14 @@ pub(super) fn load_task(
     spec: &GridSpec,
     s: &str,
     t: &str,
-) -> Result<(Sources, data::Domain, Protocol)> {
+) -> Result<(TaskSource, data::Domain, Protocol)> {
     if spec.setting == Protocol::Msda.name() {
         let names: Vec<String> = s.split(SOURCE_SEPARATOR).map(str::to_string).collect();
         let (pooled, tgt) = data::load_sources(&spec.data, &names, t)?;
-        return Ok((Sources::Pooled(pooled), tgt, Protocol::Msda));
+        return Ok((TaskSource::Pooled(pooled), tgt, Protocol::Msda));
     }
     let (src0, tgt0) = data::load_pair(&spec.data, s, t)?;
     let proto = Protocol::parse(&spec.setting, src0.n_classes(), spec.pda_classes)?;
     let (src, tgt) = protocol::apply(proto, &src0, &tgt0)?;
-    Ok((Sources::One(src), tgt, proto))
+    Ok((TaskSource::One(src), tgt, proto))
 }

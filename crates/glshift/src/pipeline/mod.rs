@@ -30,7 +30,7 @@ use output_files::labels_array;
 pub use output_files::{predictions_csv, predictions_csv_header, push_predictions_csv_rows};
 use report::fit_report;
 pub use report::FitReport;
-pub use sources::{run_pooled, run_pooled_cached, SourceDomainReport};
+pub use sources::{run_pooled, run_sources_cached, SourceDomainReport, Sources};
 
 /// Scores computed from the target labels after training (evaluation only).
 #[derive(Clone, Debug, Serialize)]

@@ -24,21 +24,52 @@ pub struct SourceDomainReport {
     pub holdout_accuracy: Option<f64>,
 }
 
-/// Fits `cfg` on the pooled sources and `target`: [`run_with_holdout`] with the hold-out
-/// stratified by class and domain ([`PooledSource::holdout`]; none when the confusion matrix
-/// is read from the training rows), then each domain's report.
+/// A fit's labelled source: one domain, or several pooled.
+#[derive(Clone, Copy, Debug)]
+pub enum Sources<'a> {
+    One(&'a Domain),
+    Pooled(&'a PooledSource),
+}
+
+impl Sources<'_> {
+    /// The rows the fit trains on (the pooled domain for several sources).
+    pub fn domain(&self) -> &Domain {
+        match self {
+            Sources::One(d) => d,
+            Sources::Pooled(p) => &p.pooled,
+        }
+    }
+}
+
+/// Fits `cfg` on the pooled sources and `target`: the hold-out stratified by class and domain
+/// ([`PooledSource::holdout`]; none when the confusion matrix is read from the training rows),
+/// then each domain's report.
 pub fn run_pooled(
     sources: &PooledSource,
     target: &Domain,
     cfg: &FitConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutput> {
-    run_pooled_cached(sources, target, cfg, None, progress)
+    pooled(sources, target, cfg, None, progress)
 }
 
-/// [`run_pooled`] sharing pre-training through `cache` with earlier runs on the same pooled
-/// rows and pre-training settings (a grid's methods on one task and seed); same results.
-pub fn run_pooled_cached(
+/// [`super::run_cached`] on one source, [`run_pooled`] on several, sharing pre-training through
+/// `cache` with earlier runs on the same source rows and pre-training settings (a grid's
+/// methods, a selection's candidates); the same results as without the cache.
+pub fn run_sources_cached(
+    sources: Sources<'_>,
+    target: &Domain,
+    cfg: &FitConfig,
+    cache: &mut PretrainCache,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunOutput> {
+    match sources {
+        Sources::One(source) => super::run_cached(source, target, cfg, cache, progress),
+        Sources::Pooled(p) => pooled(p, target, cfg, Some(cache), progress),
+    }
+}
+
+fn pooled(
     sources: &PooledSource,
     target: &Domain,
     cfg: &FitConfig,

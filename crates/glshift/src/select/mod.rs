@@ -48,7 +48,7 @@ use crate::config::FitConfig;
 use crate::data::{Domain, PooledSource};
 use crate::methods::MethodKind;
 use crate::model::Dataset;
-use crate::pipeline::{self, RunOutput};
+use crate::pipeline::{self, RunOutput, Sources};
 use crate::prior_policy::FitDiagnostics;
 use crate::train::{PretrainCache, Progress, Stage};
 use crate::{Error, Result};
@@ -199,7 +199,7 @@ impl CheckedSelectParams {
         progress: &mut dyn FnMut(usize, Progress),
     ) -> Result<SelectOutcome> {
         pipeline::check_pair(source, target)?;
-        self.select_on(source, None, target, progress)
+        self.select_on(Sources::One(source), target, progress)
     }
 
     /// [`CheckedSelectParams::select`] on several sources pooled (`glshift select --source
@@ -212,23 +212,19 @@ impl CheckedSelectParams {
         progress: &mut dyn FnMut(usize, Progress),
     ) -> Result<SelectOutcome> {
         pipeline::check_pair(&sources.pooled, target)?;
-        self.select_on(&sources.pooled, Some(sources), target, progress)
+        self.select_on(Sources::Pooled(sources), target, progress)
     }
 
     fn select_on(
         &self,
-        source: &Domain,
-        pooled: Option<&PooledSource>,
+        sources: Sources<'_>,
         target: &Domain,
         progress: &mut dyn FnMut(usize, Progress),
     ) -> Result<SelectOutcome> {
         let blind = Domain { labels: None, ..target.clone() };
         let mut cache = PretrainCache::new();
         let fit = |cfg: &FitConfig, cache: &mut PretrainCache, p: &mut dyn FnMut(Progress)| {
-            match pooled {
-                Some(sources) => pipeline::run_pooled_cached(sources, &blind, cfg, Some(cache), p),
-                None => pipeline::run_cached(source, &blind, cfg, cache, p),
-            }
+            pipeline::run_sources_cached(sources, &blind, cfg, cache, p)
         };
         let mut runs = Vec::with_capacity(self.configs.len());
         for (i, cfg) in self.configs.iter().enumerate() {
