@@ -166,24 +166,20 @@ fn run_checked(args: &FitArgs, cfg: &FitConfig) -> Result<()> {
     Ok(())
 }
 
-/// The pair with its feature rows left in their `.npy` files, when the fit reads them from
-/// there (`pipeline::reads_from_files`: it trains by mini-batch) and the task takes every row
-/// (`uda`); `None`: load the pair.
-/// A fit on several sources, pooled (`glshift::data::load_sources`; UDA only).
+/// A fit on several sources, pooled ([`crate::pair::PairArgs::load_pooled`]; UDA only).
 fn pooled_run(
     args: &FitArgs,
     cfg: &FitConfig,
     sources: &[String],
     bar: &TrainBar,
 ) -> Result<glshift::Result<pipeline::RunOutput>> {
-    if args.protocol.parse(2)? != Protocol::Uda {
-        anyhow::bail!("--source with several domains: only --setting uda is supported");
-    }
-    let (pooled, target) =
-        glshift::data::load_sources(&args.pair.data, sources, &args.pair.target)?;
+    let (pooled, target) = args.pair.load_pooled(sources, &args.protocol)?;
     Ok(pipeline::run_pooled(&pooled, &target, cfg, &mut |p| bar.update(p)))
 }
 
+/// The pair with its feature rows left in their `.npy` files, when the fit reads them from
+/// there (`pipeline::reads_from_files`: it trains by mini-batch) and the task takes every row
+/// (`uda`); `None`: load the pair.
 fn open_on_disk(
     args: &FitArgs,
     cfg: &FitConfig,

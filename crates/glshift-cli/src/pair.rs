@@ -38,6 +38,19 @@ impl PairArgs {
     pub fn load(&self) -> glshift::Result<(Domain, Domain)> {
         data::load_pair(&self.data, &self.source, &self.target)
     }
+
+    /// Several sources `names` (from [`PairArgs::sources`]) pooled, with the target
+    /// (`glshift::data::load_sources`); `--setting uda` only.
+    pub fn load_pooled(
+        &self,
+        names: &[String],
+        protocol: &ProtocolArgs,
+    ) -> anyhow::Result<(data::PooledSource, Domain)> {
+        if protocol.parse(2)? != Protocol::Uda {
+            anyhow::bail!("--source with several domains: only --setting uda is supported");
+        }
+        Ok(data::load_sources(&self.data, names, &self.target)?)
+    }
 }
 
 /// `--seed` of a command that reads a config file (`fit`, `select`, `iw`, `shift estimate`,

@@ -113,11 +113,7 @@ fn select_task(
 ) -> Result<(SelectOutcome, Protocol, String, String)> {
     let sources = args.pair.sources()?;
     if sources.len() > 1 {
-        if args.protocol.parse(2)? != Protocol::Uda {
-            anyhow::bail!("--source with several domains: only --setting uda is supported");
-        }
-        let (pooled, target) =
-            glshift::data::load_sources(&args.pair.data, &sources, &args.pair.target)?;
+        let (pooled, target) = args.pair.load_pooled(&sources, &args.protocol)?;
         let outcome = params.select_pooled(&pooled, &target, progress)?;
         return Ok((outcome, Protocol::Uda, pooled.pooled.name.clone(), target.name));
     }
