@@ -92,17 +92,17 @@ fn pooled_sources(
         )));
     }
     let mut parts: Vec<SourcePart> = Vec::new();
-    for (i, &d) in domains.iter().enumerate() {
-        let name = format!("source-{d}");
-        if parts.last().is_some_and(|p| p.name == name) {
-            parts.last_mut().expect("checked above").rows.end = i + 1;
-        } else if parts.iter().any(|p| p.name == name) {
+    let mut start = 0;
+    for run in domains.chunk_by(|a, b| a == b) {
+        let name = format!("source-{}", run[0]);
+        if parts.iter().any(|p| p.name == name) {
             return Err(PyValueError::new_err(format!(
-                "source_domains: the rows of domain {d} are not contiguous"
+                "source_domains: the rows of domain {} are not contiguous",
+                run[0]
             )));
-        } else {
-            parts.push(SourcePart { name, rows: i..i + 1 });
         }
+        parts.push(SourcePart { name, rows: start..start + run.len() });
+        start += run.len();
     }
     Ok(Some((PooledSource { pooled: source, parts }, target)))
 }
