@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Tests of the Python package (crates/glshift-py): builds and installs it with pip (maturin,
-# release profile) into a fresh virtual environment with pytest, scikit-learn and skada, and
-# runs crates/glshift-py/tests. Part of the README's test command (after `cargo test`, whose
-# glshift binary the real-data equality test uses; it reports SKIPPED without ../shared/data).
+# Tests of the Python package (crates/glshift-py) in a fresh virtual environment with pytest,
+# scikit-learn and skada: crates/glshift-py/tests. Part of the README's test command (after
+# `cargo test`, whose glshift binary the real-data equality test uses; it reports SKIPPED
+# without ../shared/data).
 #
-#   PYTHON=python3.12 bash scripts/test_python.sh      # another interpreter (>= 3.10)
-#   GLSHIFT_PY_VENV=/path/venv bash scripts/test_python.sh   # reuse a venv (default: a temporary one)
+# The extension is built by cargo in the workspace's `test` profile, the build of `cargo test
+# --workspace`: the same dependency artifacts, so it costs the extension crate alone. The
+# package's Python files and that library are staged as the wheel lays them out (glshift/
+# with glshift/_core.abi3.so) and put first on PYTHONPATH. GLSHIFT_PY_BUILD=pip builds and installs the
+# wheel instead, as users do (pip, maturin, release profile; minutes more).
+#
+#   PYTHON=python3.12 bash scripts/test_python.sh           # another interpreter (>= 3.10)
+#   GLSHIFT_PY_VENV=/path/venv bash scripts/test_python.sh  # reuse a venv (default: a temporary one)
+#   GLSHIFT_PY_BUILD=pip bash scripts/test_python.sh        # test the wheel pip builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,13 +21,47 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; th
   echo "scripts/test_python.sh: $PY is missing or older than 3.10; set PYTHON to a Python >= 3.10" >&2
   exit 1
 fi
-if [ -n "${GLSHIFT_PY_VENV:-}" ]; then
-  VENV=$GLSHIFT_PY_VENV
-else
-  TMP=$(mktemp -d)
-  trap 'rm -rf "$TMP"' EXIT
-  VENV=$TMP/venv
-fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+VENV=${GLSHIFT_PY_VENV:-$TMP/venv}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check ./crates/glshift-py pytest scikit-learn skada
+pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@"; }
+
+case "${GLSHIFT_PY_BUILD:-cargo}" in
+pip)
+  pip_install ./crates/glshift-py pytest scikit-learn skada
+  ;;
+cargo)
+  cargo build --workspace --lib --profile test --locked
+  target=$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  lib=
+  for name in lib_core.so lib_core.dylib; do
+    [ -f "$target/debug/$name" ] && lib=$target/debug/$name
+  done
+  [ -n "$lib" ] || { echo "scripts/test_python.sh: no lib_core.so under $target/debug after the build" >&2; exit 1; }
+  stage=$TMP/site
+  mkdir -p "$stage"
+  cp -R crates/glshift-py/python/glshift "$stage/glshift"
+  cp "$lib" "$stage/glshift/_core.abi3.so"
+  # pyproject.toml's runtime dependencies (tomllib from Python 3.11; its one line before).
+  mapfile -t deps < <("$PY" - <<'PYEOF'
+import re
+text = open("crates/glshift-py/pyproject.toml").read()
+try:
+    import tomllib
+    deps = tomllib.loads(text)["project"]["dependencies"]
+except ModuleNotFoundError:
+    deps = re.findall(r'"([^"]+)"', re.search(r"^dependencies = \[(.*)\]$", text, re.M).group(1))
+print("\n".join(deps))
+PYEOF
+  )
+  pip_install "${deps[@]}" pytest scikit-learn skada
+  # Before site-packages, so a glshift pip-installed in a reused venv does not shadow it.
+  export PYTHONPATH=$stage${PYTHONPATH:+:$PYTHONPATH}
+  ;;
+*)
+  echo "scripts/test_python.sh: GLSHIFT_PY_BUILD is '$GLSHIFT_PY_BUILD'; use cargo or pip" >&2
+  exit 1
+  ;;
+esac
 "$VENV/bin/python" -m pytest -q -rs crates/glshift-py/tests
