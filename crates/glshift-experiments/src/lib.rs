@@ -17,6 +17,9 @@
 //! - [`config_reference`]: the defaults in docs/configuration.md, from `FitConfig::default()`.
 //! - [`error`]: the crate's one error type.
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod ablation;
 pub mod cond_shift;
 pub mod config_reference;

@@ -1,6 +1,9 @@
 //! Times one EfficientNet-Lite2 forward on one image (the "conv-heavy forward" of docs/extract.md):
 //! `cargo run --release -p glshift-extract --example time_forward -- WEIGHTS IMAGE [REPEATS]`.
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use std::path::Path;
 use std::time::Instant;
 

@@ -9,6 +9,9 @@
 //! `ValueError` for bad input (BadData, Shape, Param, BadFile, UnknownDomain), `RuntimeError`
 //! for Numerical, `OSError` for Io and Write.
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod select;
 mod shift;
 mod worker;

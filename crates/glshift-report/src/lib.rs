@@ -11,6 +11,9 @@
 //!   2-D Z; the training is `glshift_experiments::iw`).
 //! - [`run`]: the report of one `glshift fit` folder; [`bench`]: of a `glshift bench` folder.
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod error;
 pub mod figure;
 pub mod figures;

@@ -15,6 +15,9 @@
 //!
 //! `cargo run --release -p glshift --example prior_estimator_dev -- RUN...`
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use std::path::Path;
 
 use glshift::label_shift::{

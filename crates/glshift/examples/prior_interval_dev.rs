@@ -20,6 +20,9 @@
 //! The truth is read to score only. Use it on development draws (seeds other than the reported
 //! ones). `cargo run --release -p glshift --example prior_interval_dev -- RUN...`
 
+// Product code: no function over clippy.toml's 80 lines (test code may be longer).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use std::path::Path;
 
 use glshift::label_shift::{
