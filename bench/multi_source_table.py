@@ -12,7 +12,11 @@ no user has). With `--doc DOC NAME` the
 table replaces the part of DOC between `<!-- BEGIN multi-source:NAME -->` and
 `<!-- END multi-source:NAME -->`. Target labels enter only as the runs' scores.
 
-    python3 bench/multi_source_table.py MS GRID [--doc DOC NAME]
+With `--variant LABEL=DIR` (repeatable; DIR an msda grid of `mul` on transformed features,
+bench/per_domain_features.py) the table instead sets each variant's `mul` beside the pooled
+`mul` and the better single source, target by target, with the means over the targets.
+
+    python3 bench/multi_source_table.py MS GRID [--variant LABEL=DIR ...] [--doc DOC NAME]
 """
 
 import glob
@@ -92,10 +96,57 @@ def table(ms_dir, grid):
     return "\n".join(lines)
 
 
+def better_single(singles, t, seeds):
+    """The better single-source `mul` mean of target `t` over `seeds` (an oracle choice)."""
+    means = (
+        statistics.mean(v[k] for k in seeds if k in v)
+        for (_, target), v in singles.items()
+        if target == t
+    )
+    return max(means, default=float("nan"))
+
+
+def variants_table(ms_dir, grid, variants):
+    pooled, single = pooled_runs(ms_dir), single_runs(grid)
+    runs = [(label, pooled_runs(d)) for label, d in variants]
+    targets = sorted({t for (m, t) in pooled if m == "mul"})
+    head = " | ".join(f"{label} `mul`" for label, _ in runs)
+    lines = [
+        f"| target | pooled `mul` | {head} | better single-source `mul` |",
+        "|---|---|" + "---|" * len(runs) + "---|",
+    ]
+    columns = [[] for _ in range(len(runs) + 2)]
+    for t in targets:
+        ms = pooled[("mul", t)]
+        seeds = sorted(ms)
+        cells, values = [fmt([ms[k] for k in seeds])], [statistics.mean(ms.values())]
+        for _, r in runs:
+            v = r.get(("mul", t), {})
+            cells.append(fmt(list(v.values())) if v else "–")
+            values.append(statistics.mean(v.values()) if v else float("nan"))
+        best = better_single(single, t, seeds)
+        cells.append(f"{100 * best:.1f}")
+        values.append(best)
+        for column, v in zip(columns, values, strict=True):
+            column.append(v)
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    names = ["pooled"] + [label for label, _ in runs] + ["better single source"]
+    means = ", ".join(
+        f"{n} {100 * statistics.mean(c):.2f}" if all(x == x for x in c) else f"{n} –"
+        for n, c in zip(names, columns, strict=True)
+    )
+    lines.append(f"\nMean over the {len(targets)} targets: {means}.")
+    return "\n".join(lines)
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
-    text = table(argv[0], argv[1])
+    variants = [tuple(argv[i + 1].split("=", 1)) for i, a in enumerate(argv) if a == "--variant"]
+    if variants:
+        text = variants_table(argv[0], argv[1], variants)
+    else:
+        text = table(argv[0], argv[1])
     if "--doc" not in argv:
         print(text)
         return
