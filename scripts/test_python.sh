@@ -34,27 +34,11 @@ pip)
 cargo)
   cargo build --workspace --lib --profile test --locked
   target=$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  lib=
-  for name in lib_core.so lib_core.dylib; do
-    [ -f "$target/debug/$name" ] && lib=$target/debug/$name
-  done
-  [ -n "$lib" ] || { echo "scripts/test_python.sh: no lib_core.so under $target/debug after the build" >&2; exit 1; }
   stage=$TMP/site
-  mkdir -p "$stage"
-  cp -R crates/glshift-py/python/glshift "$stage/glshift"
-  cp "$lib" "$stage/glshift/_core.abi3.so"
-  # pyproject.toml's runtime dependencies (tomllib from Python 3.11; its one line before).
-  mapfile -t deps < <("$PY" - <<'PYEOF'
-import re
-text = open("crates/glshift-py/pyproject.toml").read()
-try:
-    import tomllib
-    deps = tomllib.loads(text)["project"]["dependencies"]
-except ModuleNotFoundError:
-    deps = re.findall(r'"([^"]+)"', re.search(r"^dependencies = \[(.*)\]$", text, re.M).group(1))
-print("\n".join(deps))
-PYEOF
-  )
+  # The package's files and the built library as the wheel lays them out (pyproject.toml's
+  # maturin settings); prints its runtime dependencies.
+  deps=$("$PY" scripts/stage_python_package.py "$target/debug" "$stage")
+  mapfile -t deps <<<"$deps"
   pip_install "${deps[@]}" pytest scikit-learn skada
   # Before site-packages, so a glshift pip-installed in a reused venv does not shadow it.
   export PYTHONPATH=$stage${PYTHONPATH:+:$PYTHONPATH}
