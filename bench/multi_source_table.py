@@ -76,10 +76,7 @@ def table(ms_dir, grid):
         each = ", ".join(
             f"{s}: {fmt([v[k] for k in seeds if k in v])}" for s, v in sorted(singles.items())
         )
-        best = max(
-            (statistics.mean(v[k] for k in seeds if k in v) for v in singles.values()),
-            default=float("nan"),
-        )
+        best = better_single(single, t, seeds)
         m = statistics.mean(ms[k] for k in seeds)
         s_mean = statistics.mean(src[k] for k in seeds if k in src) if src else float("nan")
         means.append((m, best, s_mean))
