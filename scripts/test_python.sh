@@ -6,9 +6,10 @@
 #
 # The extension is built by cargo in the workspace's `test` profile, the build of `cargo test
 # --workspace`: the same dependency artifacts, so it costs the extension crate alone. The
-# package's Python files and that library are staged as the wheel lays them out (glshift/
-# with glshift/_core.abi3.so) and put first on PYTHONPATH. GLSHIFT_PY_BUILD=pip builds and installs the
-# wheel instead, as users do (pip, maturin, release profile; minutes more).
+# package's Python files and that library are staged as the wheel lays them out
+# (scripts/stage_python_package.py: glshift/ with glshift/_core.abi3.so) and put first on
+# PYTHONPATH. GLSHIFT_PY_BUILD=pip builds and installs the wheel instead, as users do (pip,
+# maturin, release profile; minutes more).
 #
 #   PYTHON=python3.12 bash scripts/test_python.sh           # another interpreter (>= 3.10)
 #   GLSHIFT_PY_VENV=/path/venv bash scripts/test_python.sh  # reuse a venv (default: a temporary one)
